@@ -1,0 +1,78 @@
+"""What the stores share: a lazily created DynamoDB client and the reading of conditional failures."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailed"
+CONDITIONAL_CHECK_FAILED_EXCEPTION = "ConditionalCheckFailedException"
+TRANSACTION_CANCELED_EXCEPTION = "TransactionCanceledException"
+NO_REASON = "None"
+
+
+class DynamoDBStore:
+    """Base of the stores: the client is a parameter, created on first use when not given.
+
+    `keyed=False` is the EFFECT_KEYS_DISABLED control: writes drop the conditions that make
+    them land once and take random key suffixes, so tests can show what the keys prevent.
+    """
+
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None, *, keyed: bool = True) -> None:
+        self.table_name = table_name
+        self.keyed = keyed
+        self._client = client
+
+    @property
+    def client(self) -> DynamoDBClient:
+        if self._client is None:
+            self._client = boto3.client("dynamodb")
+        return self._client
+
+    def unique_suffix(self, key: str) -> str:
+        return key if self.keyed else f"{key}-{uuid.uuid4().hex[:12]}"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def is_condition_failure(error: ClientError) -> bool:
+    return error_code(error) == CONDITIONAL_CHECK_FAILED_EXCEPTION
+
+
+def cancellation_reasons(error: ClientError) -> list[dict[str, Any]]:
+    """One entry per transaction action, in order; `Code` is "None" for actions that passed."""
+    if error_code(error) != TRANSACTION_CANCELED_EXCEPTION:
+        return []
+    reasons: list[dict[str, Any]] = error.response.get("CancellationReasons", [])  # type: ignore[assignment]
+    return reasons
+
+
+def only_condition_failures(reasons: list[dict[str, Any]]) -> bool:
+    """True when the transaction failed on our conditions alone (not a conflict or a throttle)."""
+    codes = {reason.get("Code", NO_REASON) for reason in reasons}
+    return CONDITIONAL_CHECK_FAILED in codes and codes <= {CONDITIONAL_CHECK_FAILED, NO_REASON}
+
+
+def string_value(item: dict[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return value.get("S") if isinstance(value, dict) else None
+
+
+def number_value(item: dict[str, Any], name: str) -> int | None:
+    value = item.get(name)
+    if isinstance(value, dict) and "N" in value:
+        return int(value["N"])
+    return None

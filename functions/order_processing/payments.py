@@ -1,0 +1,143 @@
+"""The payment ledger: at most one `charge` and one `refund` entry per order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from order_processing.dynamodb import (
+    DynamoDBStore,
+    cancellation_reasons,
+    is_condition_failure,
+    now_iso,
+    only_condition_failures,
+    string_value,
+)
+from order_processing.models import decimal_text
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
+
+CHARGE_ENTRY = "charge"
+REFUND_ENTRY = "refund"
+
+
+class EntryKind(StrEnum):
+    CHARGE = "CHARGE"
+    REFUND = "REFUND"
+
+
+class EntryStatus(StrEnum):
+    CHARGED = "CHARGED"
+    REFUNDED = "REFUNDED"
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    order_id: str
+    entry_id: str
+    kind: EntryKind
+    amount: Decimal
+    currency: str
+    status: str | None
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> LedgerEntry:
+        return cls(
+            order_id=string_value(item, "order_id") or "",
+            entry_id=string_value(item, "entry_id") or "",
+            kind=EntryKind(string_value(item, "kind") or EntryKind.CHARGE),
+            amount=Decimal(string_value(item, "amount") or "0"),
+            currency=string_value(item, "currency") or "",
+            status=string_value(item, "status"),
+        )
+
+
+class PaymentLedger(DynamoDBStore):
+    def charge(self, order_id: str, batch_id: str, amount: Decimal, currency: str) -> bool:
+        """Write the order's charge; False when it was already charged (nothing written)."""
+        item = self._entry(
+            order_id, self.unique_suffix(CHARGE_ENTRY), EntryKind.CHARGE, amount, currency, batch_id
+        )
+        item["status"] = {"S": EntryStatus.CHARGED}
+        condition = {"ConditionExpression": "attribute_not_exists(order_id)"} if self.keyed else {}
+        try:
+            self.client.put_item(TableName=self.table_name, Item=item, **condition)  # type: ignore[arg-type]
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise
+            return False
+        return True
+
+    def refund(self, order_id: str, batch_id: str) -> list[LedgerEntry]:
+        """Refund every CHARGED charge of the order that has no refund yet; returns the refunds written."""
+        entries = self.entries(order_id)
+        if self.keyed and any(entry.kind is EntryKind.REFUND for entry in entries):
+            return []
+        refunds = []
+        for charge in entries:
+            if charge.kind is not EntryKind.CHARGE or charge.status != EntryStatus.CHARGED:
+                continue
+            refund_id = self.unique_suffix(REFUND_ENTRY)
+            try:
+                self.client.transact_write_items(
+                    TransactItems=self._refund_actions(charge, refund_id, batch_id)
+                )
+            except ClientError as error:
+                # A concurrent compensation refunded it first.
+                if not only_condition_failures(cancellation_reasons(error)):
+                    raise
+                continue
+            refunds.append(
+                LedgerEntry(order_id, refund_id, EntryKind.REFUND, charge.amount, charge.currency, None)
+            )
+        return refunds
+
+    def entries(self, order_id: str) -> list[LedgerEntry]:
+        response = self.client.query(
+            TableName=self.table_name,
+            KeyConditionExpression="order_id = :order",
+            ExpressionAttributeValues={":order": {"S": order_id}},
+            ConsistentRead=True,
+        )
+        return [LedgerEntry.from_item(item) for item in response.get("Items", [])]
+
+    def _refund_actions(
+        self, charge: LedgerEntry, refund_id: str, batch_id: str
+    ) -> list[TransactWriteItemTypeDef]:
+        mark: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Key": {"order_id": {"S": charge.order_id}, "entry_id": {"S": charge.entry_id}},
+            "UpdateExpression": "SET #status = :refunded, refunded_at = :now",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": {":refunded": {"S": EntryStatus.REFUNDED}, ":now": {"S": now_iso()}},
+        }
+        put: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Item": self._entry(
+                charge.order_id, refund_id, EntryKind.REFUND, charge.amount, charge.currency, batch_id
+            ),
+        }
+        if self.keyed:
+            mark["ConditionExpression"] = "#status = :charged"
+            mark["ExpressionAttributeValues"][":charged"] = {"S": EntryStatus.CHARGED}
+            put["ConditionExpression"] = "attribute_not_exists(order_id)"
+        return [{"Update": mark}, {"Put": put}]  # type: ignore[typeddict-item]
+
+    @staticmethod
+    def _entry(
+        order_id: str, entry_id: str, kind: EntryKind, amount: Decimal, currency: str, batch_id: str
+    ) -> dict[str, AttributeValueTypeDef]:
+        return {
+            "order_id": {"S": order_id},
+            "entry_id": {"S": entry_id},
+            "kind": {"S": kind},
+            "amount": {"S": decimal_text(amount)},
+            "currency": {"S": currency},
+            "batch_id": {"S": batch_id},
+            "created_at": {"S": now_iso()},
+        }

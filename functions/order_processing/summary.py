@@ -1,0 +1,250 @@
+"""The batch summary: per-order outcomes counted, sorted and, for S3 batches, stored in S3.
+
+The state machine hands over the outcomes in one of two shapes:
+
+- inline Map: ``{"batch_id", "results": [order state, ...]}``;
+- Distributed Map with a ResultWriter: ``{"batch_id", "source", "map_result": {"ResultWriterDetails":
+  {"Bucket", "Key"}}}`` where Key is the manifest.json Step Functions wrote. The manifest lists result
+  files under ``ResultFiles.SUCCEEDED/FAILED/PENDING``; each file is a JSON array (or JSON Lines) of
+  child executions ``{"ExecutionArn", "Input", "Output", "Status", "Error"?, "Cause"?, ...}`` whose
+  Input and Output are JSON strings. With ``WriterConfig.Transformation`` COMPACT or FLATTEN the
+  entries are the children's outputs themselves; both are read.
+
+A child execution that did not succeed has no order state: it counts as FAILED with code
+TASK_FAILED, identified from its Input (the per-order Map item). The result files must account for
+every item of the map run (DescribeMapRun's itemCounts.total), or the summary is refused.
+
+The summary is a pure function of its input, so computing or storing it twice is harmless.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import boto3
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3.client import S3Client
+    from mypy_boto3_stepfunctions.client import SFNClient
+
+SUCCEEDED, FAILED, REJECTED, DUPLICATE = "SUCCEEDED", "FAILED", "REJECTED", "DUPLICATE"
+FINAL_OUTCOMES = (SUCCEEDED, FAILED, REJECTED, DUPLICATE)
+TASK_FAILED = "TASK_FAILED"
+CONFLICTING_ORDER = "CONFLICTING_ORDER"
+RESULT_FILE_CATEGORIES = ("SUCCEEDED", "FAILED", "PENDING")
+MAX_CAUSE_CHARS = 500
+
+
+class IncompleteMapResultsError(RuntimeError):
+    """The result files account for fewer (or more) orders than the map run processed."""
+
+
+def summarize_batch(
+    *,
+    request: Mapping[str, Any],
+    results_bucket: str,
+    s3_client: S3Client | None = None,
+    sfn_client: SFNClient | None = None,
+) -> dict[str, Any]:
+    """Summarize one batch from the state machine's request (see the module docstring)."""
+    batch_id = request.get("batch_id")
+    if not isinstance(batch_id, str) or not batch_id:
+        raise ValueError("summary request has no batch_id")
+
+    if "results" in request:
+        outcomes = [outcome_of_result(entry) for entry in request["results"]]
+    elif "map_result" in request:
+        s3_client = s3_client or boto3.client("s3")
+        outcomes = _outcomes_of_map_run(batch_id, request["map_result"] or {}, s3_client, sfn_client)
+    else:
+        raise ValueError(f"summary request of batch {batch_id} has neither results nor map_result")
+
+    summary = summarize_outcomes(batch_id, outcomes)
+    if "source" not in request and "map_result" not in request:
+        return summary
+    # An S3 batch can be far larger than the 256 KiB a state's output may carry.
+    location = write_summary(summary, results_bucket, s3_client or boto3.client("s3"))
+    counts = {name: value for name, value in summary.items() if name != "orders"}
+    return {**counts, "orders_location": location}
+
+
+def _outcomes_of_map_run(
+    batch_id: str, map_result: Mapping[str, Any], s3: S3Client, sfn_client: SFNClient | None
+) -> list[dict[str, Any]]:
+    details = map_result.get("ResultWriterDetails") or {}
+    bucket, manifest_key = details.get("Bucket"), details.get("Key")
+    if not bucket or not manifest_key:
+        raise ValueError(f"summary request of batch {batch_id} has no map_result.ResultWriterDetails")
+    manifest = load_manifest(bucket, manifest_key, s3)
+    outcomes = list(read_result_files(manifest, bucket, s3))
+    map_run_arn = map_result.get("MapRunArn") or manifest.get("MapRunArn")
+    if map_run_arn:
+        require_every_item(map_run_arn, len(outcomes), f"s3://{bucket}/{manifest_key}", sfn_client)
+    return outcomes
+
+
+def summarize_outcomes(batch_id: str, outcomes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    orders = sorted(outcomes, key=_item_order)
+    count = {outcome: sum(1 for order in orders if order["outcome"] == outcome) for outcome in FINAL_OUTCOMES}
+    return {
+        "batch_id": batch_id,
+        "total": len(orders),
+        "succeeded": count[SUCCEEDED],
+        "failed": count[FAILED],
+        "rejected": count[REJECTED],
+        "duplicate": count[DUPLICATE],
+        "conflicting": sum(
+            1 for order in orders if order["outcome"] == REJECTED and order["code"] == CONFLICTING_ORDER
+        ),
+        "orders": orders,
+    }
+
+
+def outcome_of_result(entry: Any) -> dict[str, Any]:
+    """One Map result (an order state, a child execution record or an error output) as an outcome."""
+    if isinstance(entry, Mapping) and "ExecutionArn" in entry and "Status" in entry:
+        return outcome_of_child_execution(entry)
+    if isinstance(entry, Mapping) and "outcome" in entry:
+        return outcome_of_order_state(entry)
+    if isinstance(entry, Mapping) and "Error" in entry:
+        return _task_failed(None, f"{entry['Error']}: {entry.get('Cause')}")
+    return _task_failed(None, f"it returned no order state ({_shorten(json.dumps(entry, default=str))})")
+
+
+def outcome_of_order_state(state: Mapping[str, Any]) -> dict[str, Any]:
+    outcome = state.get("outcome")
+    if outcome not in FINAL_OUTCOMES:
+        # A per-order workflow must end in a final outcome; anything else is a defect, counted as a failure
+        # so that total always equals succeeded + failed + rejected + duplicate.
+        return _task_failed(state, f"its workflow ended in the non-final outcome {outcome}")
+    return {
+        "order_id": state.get("order_id"),
+        "item_index": state.get("item_index"),
+        "outcome": outcome,
+        "code": state.get("code"),
+        "reason": state.get("reason"),
+    }
+
+
+def outcome_of_child_execution(record: Mapping[str, Any], status: str | None = None) -> dict[str, Any]:
+    """A Distributed Map child execution record (Transformation NONE) as an outcome."""
+    status = record.get("Status") or status
+    if status == "SUCCEEDED":
+        output = _parse_json_field(record.get("Output"))
+        if isinstance(output, Mapping):
+            return outcome_of_result(output)
+        return _task_failed(
+            _parse_json_field(record.get("Input")), "its child execution returned no order state"
+        )
+    item = _parse_json_field(record.get("Input"))
+    error, cause = record.get("Error"), record.get("Cause")
+    detail = f"{error}: {cause}" if error or cause else f"its child execution ended {status}"
+    return _task_failed(item, detail)
+
+
+def load_manifest(bucket: str, key: str, s3: S3Client) -> dict[str, Any]:
+    manifest = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    if not isinstance(manifest, dict):
+        raise ValueError(f"s3://{bucket}/{key} is not a ResultWriter manifest")
+    return manifest
+
+
+def read_result_files(manifest: Mapping[str, Any], bucket: str, s3: S3Client) -> Iterator[dict[str, Any]]:
+    """Every child execution listed by a ResultWriter manifest, as outcomes."""
+    results_bucket = manifest.get("DestinationBucket") or bucket
+    result_files = manifest.get("ResultFiles") or {}
+    for category in RESULT_FILE_CATEGORIES:
+        for result_file in result_files.get(category) or []:
+            body = s3.get_object(Bucket=results_bucket, Key=result_file["Key"])["Body"].read()
+            for entry in _json_array_or_lines(body.decode("utf-8")):
+                if isinstance(entry, Mapping) and "ExecutionArn" in entry:
+                    yield outcome_of_child_execution(entry, status=category)
+                else:
+                    yield outcome_of_result(entry)
+
+
+def require_every_item(
+    map_run_arn: str, results_read: int, manifest_location: str, sfn_client: SFNClient | None = None
+) -> None:
+    """Refuse a summary that silently misses orders.
+
+    moto 5.2's ResultWriter writes a manifest listing no result files at all; a summary built from it
+    would report an empty batch as if nothing had happened.
+    """
+    sfn = sfn_client or boto3.client("stepfunctions")
+    items = sfn.describe_map_run(mapRunArn=map_run_arn)["itemCounts"]["total"]
+    if items != results_read:
+        raise IncompleteMapResultsError(
+            f"the ResultWriter manifest {manifest_location} lists {results_read} child results but map run "
+            f"{map_run_arn} processed {items} items; refusing to summarize a partial batch"
+        )
+
+
+def write_summary(summary: Mapping[str, Any], bucket: str, s3: S3Client) -> str:
+    if not bucket:
+        raise ValueError(f"no results bucket to write the summary of batch {summary['batch_id']} to")
+    key = f"batches/{summary['batch_id']}/summary.json"
+    s3.put_object(
+        Bucket=bucket,
+        Key=key,
+        Body=json.dumps(summary, separators=(",", ":")).encode("utf-8"),
+        ContentType="application/json",
+    )
+    return f"s3://{bucket}/{key}"
+
+
+def _task_failed(item: Any, detail: str) -> dict[str, Any]:
+    """An order whose workflow failed; `item` is its Map item or partial order state, when known."""
+    item = item if isinstance(item, Mapping) else {}
+    order = item.get("order") if isinstance(item.get("order"), Mapping) else {}
+    order_id = item.get("order_id") or order.get("order_id")
+    item_index = item.get("item_index")
+    return {
+        "order_id": order_id if isinstance(order_id, str | int) else None,
+        "item_index": item_index if isinstance(item_index, int) else None,
+        "outcome": FAILED,
+        "code": TASK_FAILED,
+        "reason": f"{_describe_order(item, order_id)} failed: {_shorten(detail)}",
+    }
+
+
+def _describe_order(item: Mapping[str, Any], order_id: Any) -> str:
+    if isinstance(order_id, str | int) and order_id != "":
+        return f"order {order_id}"
+    item_index = item.get("item_index")
+    if not isinstance(item_index, int):
+        return "an order of unknown position"
+    if item.get("source_format") == "csv":
+        return f"the order on CSV line {item_index + 2}"
+    return f"the order at item index {item_index}"
+
+
+def _item_order(outcome: Mapping[str, Any]) -> tuple[bool, int, str]:
+    item_index = outcome.get("item_index")
+    known = isinstance(item_index, int)
+    return (not known, item_index if isinstance(item_index, int) else 0, str(outcome.get("order_id") or ""))
+
+
+def _parse_json_field(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    return value
+
+
+def _json_array_or_lines(text: str) -> list[Any]:
+    stripped = text.strip()
+    if not stripped:
+        return []
+    if stripped.startswith("["):
+        entries = json.loads(stripped)
+        return entries if isinstance(entries, list) else [entries]
+    return [json.loads(line) for line in stripped.splitlines() if line.strip()]
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= MAX_CAUSE_CHARS else text[: MAX_CAUSE_CHARS - 3] + "..."

@@ -1,0 +1,267 @@
+"""The exactly-once audit of one batch: every order of the input, every effect in the tables.
+
+Per order of the batch's input it checks: the batch output has an outcome for it (else it is lost);
+the order has exactly one final status; a succeeded order has exactly one charge, no refund and one
+active stock reservation per line; a failed or rejected order has nothing left standing (no active
+reservation, every charge refunded). It also counts how many times each step's body ran per order,
+from the functions' structured logs, so "ran twice, landed once" is visible.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+FINAL_STATUSES = {"SUCCEEDED", "FAILED", "REJECTED"}
+BODY_RAN_MESSAGE = "task body ran"
+
+
+@dataclass(frozen=True)
+class Violation:
+    order_id: str | None
+    item_index: int | None
+    check: str
+    detail: str
+
+
+@dataclass
+class OrderFacts:
+    order_id: str
+    lines: int
+    item_indexes: list[int] = field(default_factory=list)
+    outcome: str | None = None
+    status: str | None = None
+    charges: int = 0
+    refunds: int = 0
+    active_reservations: int = 0
+    released_reservations: int = 0
+    body_runs: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class AuditReport:
+    batch_id: str
+    orders_in_input: int
+    outcomes: dict[str, int]
+    lost: list[str]
+    doubled: list[str]
+    body_runs_beyond_one: int
+    orders_with_repeated_body_runs: list[str]
+    violations: list[Violation]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ok"] = self.ok
+        return data
+
+
+@dataclass(frozen=True)
+class BatchLocations:
+    """Where a batch's input, output and effects live: the stack's Outputs, local or deployed."""
+
+    state_machine_arn: str
+    orders_table: str
+    reservations_table: str
+    payments_table: str
+
+    @classmethod
+    def from_outputs(cls, outputs: Mapping[str, Any]) -> BatchLocations:
+        return cls(
+            state_machine_arn=str(outputs["OrderBatchStateMachineArn"]),
+            orders_table=str(outputs["OrdersTableName"]),
+            reservations_table=str(outputs["ReservationsTableName"]),
+            payments_table=str(outputs["PaymentsTableName"]),
+        )
+
+    def execution_arn(self, batch_id: str) -> str:
+        return self.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{batch_id}"
+
+
+def audit_batch(
+    batch_id: str,
+    locations: BatchLocations,
+    *,
+    stepfunctions: Any,
+    dynamodb: Any,
+    s3: Any,
+    body_runs: Mapping[tuple[str, str], int] | None = None,
+) -> AuditReport:
+    execution = stepfunctions.describe_execution(executionArn=locations.execution_arn(batch_id))
+    batch_input = json.loads(execution["input"])
+    items = list(_input_orders(batch_input, s3))
+    outcomes_by_index = _outcomes_by_index(execution, s3)
+
+    violations: list[Violation] = []
+    if execution["status"] != "SUCCEEDED":
+        violations.append(Violation(None, None, "execution", f"execution is {execution['status']}"))
+
+    facts: dict[str, OrderFacts] = {}
+    lost: list[str] = []
+    outcome_counts: Counter[str] = Counter()
+    for index, order in enumerate(items):
+        order_id = order.get("order_id") if isinstance(order, dict) else None
+        outcome = outcomes_by_index.get(index)
+        if outcome is None:
+            label = str(order_id) if order_id else f"item {index}"
+            lost.append(label)
+            violations.append(Violation(order_id, index, "lost", f"{label} has no outcome in the batch output"))
+            continue
+        outcome_counts[outcome.get("outcome", "UNKNOWN")] += 1
+        if not order_id or not isinstance(order_id, str):
+            continue
+        entry = facts.setdefault(order_id, OrderFacts(order_id=order_id, lines=_line_count(order)))
+        entry.item_indexes.append(index)
+        if outcome.get("code") != "CONFLICTING_ORDER" and outcome.get("outcome") != "DUPLICATE":
+            entry.outcome = outcome.get("outcome")
+
+    _load_effects(facts, locations, dynamodb)
+    for (step, order_id), runs in (body_runs or {}).items():
+        if order_id in facts:
+            facts[order_id].body_runs[step] = runs
+
+    doubled: list[str] = []
+    for entry in facts.values():
+        found = list(_check_order(entry))
+        violations.extend(found)
+        if any(v.check.startswith("doubled") for v in found):
+            doubled.append(entry.order_id)
+
+    repeated = sorted(
+        order_id for order_id, entry in facts.items() if any(runs > 1 for runs in entry.body_runs.values())
+    )
+    beyond_one = sum(max(0, runs - 1) for entry in facts.values() for runs in entry.body_runs.values())
+    return AuditReport(
+        batch_id=batch_id,
+        orders_in_input=len(items),
+        outcomes=dict(outcome_counts),
+        lost=lost,
+        doubled=sorted(doubled),
+        body_runs_beyond_one=beyond_one,
+        orders_with_repeated_body_runs=repeated,
+        violations=violations,
+    )
+
+
+def _check_order(entry: OrderFacts) -> Iterator[Violation]:
+    index = entry.item_indexes[0] if entry.item_indexes else None
+
+    def violation(check: str, detail: str) -> Violation:
+        return Violation(entry.order_id, index, check, f"order {entry.order_id}: {detail}")
+
+    if entry.charges > 1:
+        yield violation("doubled charge", f"{entry.charges} charge entries in the payment ledger")
+    if entry.active_reservations + entry.released_reservations > entry.lines:
+        yield violation(
+            "doubled stock decrement",
+            f"{entry.active_reservations + entry.released_reservations} reservations for {entry.lines} lines",
+        )
+    if entry.outcome is None:
+        return  # only duplicates/conflicts of an order processed elsewhere: nothing of its own to check
+    if entry.status not in FINAL_STATUSES:
+        yield violation("final status", f"status is {entry.status or 'missing'}, expected one final status")
+    elif entry.outcome in FINAL_STATUSES and entry.status != entry.outcome:
+        yield violation("final status", f"batch output says {entry.outcome} but the order record says {entry.status}")
+    if entry.status == "SUCCEEDED":
+        if entry.charges != 1 or entry.refunds != 0:
+            yield violation("payment", f"{entry.charges} charges and {entry.refunds} refunds, expected 1 and 0")
+        if entry.active_reservations != entry.lines:
+            yield violation("stock", f"{entry.active_reservations} active reservations for {entry.lines} lines")
+    elif entry.status in ("FAILED", "REJECTED"):
+        if entry.active_reservations:
+            yield violation("compensation", f"{entry.active_reservations} reservations left standing")
+        if entry.charges != entry.refunds:
+            yield violation("compensation", f"{entry.charges} charges but {entry.refunds} refunds")
+
+
+def _line_count(order: Mapping[str, Any]) -> int:
+    items = order.get("items")
+    if isinstance(items, list):
+        return len(items)
+    if isinstance(items, str):  # CSV form: SKU:QTY:PRICE;...
+        return len([part for part in items.split(";") if part.strip()])
+    return 0
+
+
+def _input_orders(batch_input: Mapping[str, Any], s3: Any) -> Iterator[Any]:
+    if "orders" in batch_input:
+        yield from batch_input["orders"]
+        return
+    source = batch_input["source"]
+    body = s3.get_object(Bucket=source["bucket"], Key=source["key"])["Body"].read().decode()
+    if source.get("format", "").lower() == "csv" or source["key"].lower().endswith(".csv"):
+        yield from csv.DictReader(io.StringIO(body))
+    else:
+        yield from json.loads(body)
+
+
+def _outcomes_by_index(execution: Mapping[str, Any], s3: Any) -> dict[int, dict[str, Any]]:
+    if not execution.get("output"):
+        return {}
+    summary = json.loads(execution["output"])
+    orders = summary.get("orders")
+    if orders is None and summary.get("orders_location"):
+        bucket, _, key = summary["orders_location"].removeprefix("s3://").partition("/")
+        orders = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        if isinstance(orders, dict):
+            orders = orders.get("orders", [])
+    return {int(o["item_index"]): o for o in orders or [] if o.get("item_index") is not None}
+
+
+def _scan(dynamodb: Any, table: str) -> Iterable[dict[str, Any]]:
+    paginator = dynamodb.get_paginator("scan")
+    for page in paginator.paginate(TableName=table):
+        yield from page["Items"]
+
+
+def _load_effects(facts: dict[str, OrderFacts], locations: BatchLocations, dynamodb: Any) -> None:
+    for item in _scan(dynamodb, locations.orders_table):
+        entry = facts.get(item["order_id"]["S"])
+        if entry is not None:
+            entry.status = item.get("status", {}).get("S")
+    for item in _scan(dynamodb, locations.reservations_table):
+        entry = facts.get(item["order_id"]["S"])
+        if entry is None:
+            continue
+        if item.get("status", {}).get("S") == "RESERVED":
+            entry.active_reservations += 1
+        else:
+            entry.released_reservations += 1
+    for item in _scan(dynamodb, locations.payments_table):
+        entry = facts.get(item["order_id"]["S"])
+        if entry is None:
+            continue
+        kind = item.get("kind", {}).get("S", "").upper()
+        if kind == "CHARGE":
+            entry.charges += 1
+        elif kind == "REFUND":
+            entry.refunds += 1
+
+
+def body_runs_from_logs(log_dir: Path) -> dict[tuple[str, str], int]:
+    """Counts `task body ran` lines per (step, order_id) in the execution environments' logs."""
+    runs: dict[tuple[str, str], int] = defaultdict(int)
+    if not log_dir.exists():
+        return runs
+    for path in log_dir.rglob("*.log"):
+        with path.open(errors="replace") as lines:
+            for line in lines:
+                if BODY_RAN_MESSAGE not in line:
+                    continue
+                start = line.find("{")
+                try:
+                    record = json.loads(line[start:])
+                except (ValueError, json.JSONDecodeError):
+                    continue
+                if record.get("message") == BODY_RAN_MESSAGE and record.get("order_id"):
+                    runs[(str(record.get("step")), str(record["order_id"]))] += 1
+    return runs

@@ -1,0 +1,90 @@
+"""`orderbatch submit` and `orderbatch status`: the app's HTTP API, local or deployed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from orderbatch.project import default_endpoint, default_template
+
+TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    submit = subparsers.add_parser("submit", help="submit a batch (a JSON file, or --generate N orders)")
+    source = submit.add_mutually_exclusive_group(required=True)
+    source.add_argument("file", nargs="?", type=Path, help='batch JSON: {"batch_id", "orders"} or {"batch_id", "source"}')
+    source.add_argument("--generate", type=int, metavar="N", help="generate a batch of N valid orders")
+    submit.add_argument("--batch-id", default=None, help="batch ID for --generate (default: a timestamp)")
+    submit.add_argument("--wait", action="store_true", help="wait until the batch finishes")
+    submit.add_argument("--timeout", type=float, default=900.0, help="seconds to wait with --wait")
+    _add_target_arguments(submit)
+    submit.set_defaults(func=run_submit)
+
+    status = subparsers.add_parser("status", help="a batch's status and summary")
+    status.add_argument("batch_id")
+    _add_target_arguments(status)
+    status.set_defaults(func=run_status)
+
+
+def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--endpoint", default=None, help="local cloud endpoint (default: AWS_ENDPOINT_URL or :4566)")
+    parser.add_argument("--api", default=None, help="a deployed API's URL (the stack's BatchesApiUrl output)")
+    parser.add_argument("--region", default=None)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from orderbatch.api_client import BatchesApiClient, local_api_url
+
+    return BatchesApiClient(args.api or local_api_url(args.endpoint or default_endpoint()), region=args.region)
+
+
+def _report(args: argparse.Namespace, status: int, body: dict[str, Any]) -> int:
+    summary = body.get("summary") or {}
+    document = {"http_status": status, "batch_id": body.get("batch_id"), "status": body.get("status"),
+                **{key: summary.get(key) for key in ("total", "succeeded", "failed", "rejected", "duplicate")},
+                "response": body}
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        counts = ", ".join(f"{k} {document[k]}" for k in ("total", "succeeded", "failed", "rejected", "duplicate")
+                           if document[k] is not None)
+        print(f"HTTP {status}: batch {document['batch_id']} {document['status'] or ''} {counts}".rstrip())
+        if body.get("message"):
+            print(f"  {body['message']}")
+    return 0 if status < 400 else 1
+
+
+def run_submit(args: argparse.Namespace) -> int:
+    from orderbatch.commands.demo import fixture_skus, generate_orders
+
+    if args.generate is not None:
+        batch_id = args.batch_id or f"batch-{time.strftime('%Y%m%dT%H%M%S')}"
+        batch: dict[str, Any] = {
+            "batch_id": batch_id,
+            "orders": generate_orders(args.generate, fixture_skus(default_template()), prefix=batch_id),
+        }
+    else:
+        batch = json.loads(args.file.read_text())
+    client = _client(args)
+    response = client.submit(batch)
+    if response.status >= 400 or not args.wait:
+        return _report(args, response.status, response.body)
+    batch_id = response.body.get("batch_id") or batch.get("batch_id")
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        current = client.status(batch_id)
+        if current.body.get("status") in TERMINAL or current.status >= 400:
+            return _report(args, current.status, current.body)
+        time.sleep(2.0)
+    print(f"orderbatch: batch {batch_id} still running after {args.timeout:.0f} s")
+    return 2
+
+
+def run_status(args: argparse.Namespace) -> int:
+    response = _client(args).status(args.batch_id)
+    return _report(args, response.status, response.body)

@@ -1,0 +1,68 @@
+"""`orderbatch lint`: the throttle-safety rules over SAM/CloudFormation templates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "lint",
+        help="check state machines for throttle safety (retries, timeouts, concurrency, idempotency)",
+        description="Run the orderbatch cfn-lint rules (E/W95xx, see docs/lint-rules.md) over templates.",
+    )
+    parser.add_argument(
+        "templates",
+        nargs="*",
+        type=Path,
+        default=[Path("template.yaml")],
+        metavar="TEMPLATE",
+        help="templates to lint (default: template.yaml)",
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--account-concurrency",
+        type=int,
+        metavar="N",
+        help="the account's Lambda concurrency quota; enables W9523",
+    )
+    parser.add_argument(
+        "--min-retry-budget",
+        type=int,
+        metavar="SECONDS",
+        help="shortest acceptable sum of throttle-retry waits (W9507, default 10)",
+    )
+    parser.add_argument("--standard-rules", action="store_true", help="also run cfn-lint's own rules")
+    parser.add_argument(
+        "--fail-on",
+        choices=("error", "warning"),
+        default="error",
+        help="lowest severity that makes the exit code non-zero (default: error)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orderbatch.lint import exit_code, lint_templates
+
+    problems = lint_templates(
+        args.templates,
+        account_concurrency=args.account_concurrency,
+        min_retry_budget_seconds=args.min_retry_budget,
+        standard_rules=args.standard_rules,
+    )
+    if args.format == "json":
+        json.dump([problem.to_json() for problem in problems], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for problem in problems:
+            print(
+                f"{problem.filename}:{problem.line}:{problem.column}: {problem.rule_id} [{problem.severity}] "
+                f"{problem.message}"
+            )
+        errors = sum(problem.severity == "error" for problem in problems)
+        print(f"{len(problems)} problem(s), {errors} error(s) in {len(args.templates)} template(s)")
+    return exit_code(problems, args.fail_on)

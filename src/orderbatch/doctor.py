@@ -1,0 +1,323 @@
+"""The quota doctor: worst-case concurrent Lambda demand of a stack's state machines against the account.
+
+Reads the state machines and functions from a template (the linter's template model) or a deployed
+stack (CloudFormation, Step Functions, Lambda), the account's concurrency from GetAccountSettings,
+and says whether ``batches`` executions running at once fit, and what to change when they do not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from orderbatch.lint.asl import Demand, definition_demand, map_iteration_demand, read_map, walk_states
+from orderbatch.lint.template_model import (
+    LAMBDA_FUNCTION,
+    STATE_MACHINE,
+    LambdaFunction,
+    StateMachine,
+    TemplateModel,
+)
+
+# Lambda refuses a reservation that leaves fewer than this many executions unreserved.
+MINIMUM_UNRESERVED_CONCURRENCY = 100
+
+
+@dataclass(frozen=True)
+class AccountConcurrency:
+    limit: int
+    unreserved: int
+
+
+@dataclass(frozen=True)
+class MapDemand:
+    state_machine: str
+    state: str
+    path: str
+    distributed: bool
+    max_concurrency: int | None
+    """None when unset (or 0): the Map then runs as many iterations as Step Functions allows."""
+    worst_case_iterations: int
+    lambda_tasks_per_iteration: int
+    unreserved_tasks_per_iteration: int
+    """Of those, the tasks whose function draws on the unreserved pool."""
+    enclosing_copies: int
+    concurrent_invocations: int
+    """Per execution: worst-case iterations x Lambda tasks per iteration x enclosing copies."""
+
+
+@dataclass(frozen=True)
+class FunctionDemand:
+    function: str
+    physical_name: str | None
+    reserved_concurrency: int | None
+    concurrent_invocations: int
+    """With all ``batches`` executions running at once."""
+
+    @property
+    def over_reservation(self) -> bool:
+        return (
+            self.reserved_concurrency is not None and self.concurrent_invocations > self.reserved_concurrency
+        )
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    account: AccountConcurrency
+    batches: int
+    maps: list[MapDemand]
+    functions: list[FunctionDemand]
+    unreserved_demand: int
+    """Concurrent invocations that draw on the unreserved pool, all batches running."""
+    fits: bool
+    recommendations: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --- analysis -----------------------------------------------------------------------------------
+
+
+def diagnose(model: TemplateModel, account: AccountConcurrency, batches: int = 1) -> DoctorReport:
+    """Compare the worst-case demand of ``batches`` concurrent executions of every state machine."""
+    if batches < 1:
+        raise ValueError("batches must be at least 1")
+
+    def unreserved(key: str) -> bool:
+        function = model.functions.get(key)
+        return function is None or function.reserved_concurrency is None
+
+    maps = [
+        item
+        for state_machine in model.state_machines
+        for item in _map_demands(state_machine, model, unreserved)
+    ]
+    demand = Demand()
+    for state_machine in model.state_machines:
+        demand = demand.plus(definition_demand(state_machine, model.functions, unreserved))
+    demand = demand.scaled(batches)
+    unreserved_demand = demand.total
+
+    functions: list[FunctionDemand] = []
+    for key, invocations in sorted(demand.by_function.items()):
+        function = model.functions.get(key)
+        reserved = function.reserved_concurrency if function else None
+        functions.append(
+            FunctionDemand(key, function.function_name if function else None, reserved, invocations)
+        )
+    fits = unreserved_demand <= account.unreserved and not any(item.over_reservation for item in functions)
+    report = DoctorReport(account, batches, maps, functions, unreserved_demand, fits)
+    report.recommendations.extend(_recommendations(report))
+    return report
+
+
+def _map_demands(
+    state_machine: StateMachine, model: TemplateModel, unreserved: Callable[[str], bool]
+) -> list[MapDemand]:
+    demands = []
+    for visit in walk_states(state_machine):
+        if visit.state.get("Type") != "Map":
+            continue
+        map_state = read_map(visit.name, visit.path, visit.state, state_machine)
+        per_iteration = map_iteration_demand(map_state, state_machine, model.functions, unreserved)
+        all_tasks = map_iteration_demand(map_state, state_machine, model.functions).total
+        outer = 1
+        for enclosing in visit.enclosing_maps:
+            outer *= enclosing.worst_case_concurrency
+        demands.append(
+            MapDemand(
+                state_machine=state_machine.logical_id,
+                state=visit.name,
+                path="/".join(str(part) for part in visit.path),
+                distributed=map_state.distributed,
+                max_concurrency=map_state.max_concurrency,
+                worst_case_iterations=map_state.worst_case_concurrency,
+                lambda_tasks_per_iteration=all_tasks,
+                unreserved_tasks_per_iteration=per_iteration.total,
+                enclosing_copies=outer,
+                concurrent_invocations=map_state.worst_case_concurrency * all_tasks * outer,
+            )
+        )
+    return demands
+
+
+def _recommendations(report: DoctorReport) -> list[str]:
+    advice: list[str] = []
+    pool = report.account.unreserved
+    batches = report.batches
+    busiest = [item for item in report.maps if item.unreserved_tasks_per_iteration]
+    if report.unreserved_demand > pool:
+        for item in busiest:
+            per_iteration = item.unreserved_tasks_per_iteration * item.enclosing_copies * batches
+            fitting = pool // per_iteration
+            if fitting >= 1:
+                advice.append(
+                    f"Set MaxConcurrency of {item.state_machine} '{item.state}' to {fitting} (now "
+                    f"{item.max_concurrency or 'unset'}) so {batches} batch(es) x {fitting} iterations x "
+                    f"{item.unreserved_tasks_per_iteration * item.enclosing_copies} Lambda task(s) fit in "
+                    f"the {pool} unreserved concurrent executions."
+                )
+            else:
+                advice.append(
+                    f"Even MaxConcurrency 1 in {item.state_machine} '{item.state}' needs {per_iteration} "
+                    f"concurrent executions for {batches} batch(es), over the {pool} unreserved: run fewer "
+                    "batches at once or request a higher Lambda concurrency quota."
+                )
+        no_reservations = (
+            f"; at this limit none is possible, as Lambda keeps {MINIMUM_UNRESERVED_CONCURRENCY} unreserved"
+            if report.account.limit <= MINIMUM_UNRESERVED_CONCURRENCY
+            else ""
+        )
+        advice.append(
+            f"Reserved concurrency only divides the account limit of {report.account.limit}, it adds no "
+            f"capacity{no_reservations}. For more, request a higher 'Concurrent executions' quota."
+        )
+    for function in report.functions:
+        if function.over_reservation:
+            assert function.reserved_concurrency is not None
+            advice.append(
+                f"{function.function} is reserved at {function.reserved_concurrency} but {batches} batch(es) "
+                f"can run {function.concurrent_invocations} invocations of it at once: lower the "
+                "MaxConcurrency of the Map that invokes it, or raise its ReservedConcurrentExecutions to "
+                f"{function.concurrent_invocations}."
+            )
+    if not advice:
+        most = _most_batches(report)
+        headroom = f"; up to {most} batches fit at once" if most is not None else ""
+        advice.append(
+            f"Fits: worst case {report.unreserved_demand} concurrent invocations for {batches} batch(es) "
+            f"against {pool} unreserved{headroom}."
+        )
+    for item in report.maps:
+        if item.max_concurrency is None and item.lambda_tasks_per_iteration:
+            kind = "Distributed" if item.distributed else "inline"
+            advice.append(
+                f"{item.state_machine} '{item.state}' is an {kind} Map without MaxConcurrency: the figures "
+                f"assume {item.worst_case_iterations} iterations at once. Set MaxConcurrency."
+            )
+    return advice
+
+
+def _most_batches(report: DoctorReport) -> int | None:
+    """How many batches fit at once: the tightest of the unreserved pool and each reservation."""
+    limits = []
+    if report.unreserved_demand:
+        limits.append(report.account.unreserved // (report.unreserved_demand // report.batches))
+    for function in report.functions:
+        if function.reserved_concurrency is not None and function.concurrent_invocations:
+            limits.append(
+                function.reserved_concurrency // (function.concurrent_invocations // report.batches)
+            )
+    return min(limits) if limits else None
+
+
+# --- reading AWS --------------------------------------------------------------------------------
+
+
+class AwsClients:
+    """boto3 clients created on first use, all with the same endpoint and Region."""
+
+    def __init__(
+        self,
+        endpoint_url: str | None = None,
+        region_name: str | None = None,
+        clients: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.endpoint_url = endpoint_url
+        self.region_name = region_name
+        self._clients: dict[str, Any] = dict(clients or {})
+
+    def __call__(self, service: str) -> Any:
+        if service not in self._clients:
+            import boto3
+
+            create_client: Any = boto3.client  # any service by name, so not the typed overloads
+            self._clients[service] = create_client(
+                service, endpoint_url=self.endpoint_url, region_name=self.region_name
+            )
+        return self._clients[service]
+
+
+def default_endpoint() -> str | None:
+    """AWS_ENDPOINT_URL when set (a local cloud), else real AWS."""
+    return os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def read_account_concurrency(lambda_client: Any) -> AccountConcurrency:
+    settings = lambda_client.get_account_settings()["AccountLimit"]
+    return AccountConcurrency(
+        limit=int(settings["ConcurrentExecutions"]),
+        unreserved=int(settings["UnreservedConcurrentExecutions"]),
+    )
+
+
+def account_from_limit(limit: int, model: TemplateModel) -> AccountConcurrency:
+    """An account with ``limit`` executions where this template's reservations are the only ones."""
+    reserved = sum(function.reserved_concurrency or 0 for function in model.functions.values())
+    return AccountConcurrency(limit=limit, unreserved=max(limit - reserved, 0))
+
+
+def read_stack(stack_name: str, clients: AwsClients) -> TemplateModel:
+    """The deployed stack's functions (with their reserved concurrency) and state machine definitions."""
+    cloudformation = clients("cloudformation")
+    resources: list[Mapping[str, Any]] = []
+    for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack_name):
+        resources.extend(page["StackResourceSummaries"])
+
+    functions: dict[str, LambdaFunction] = {}
+    state_machines: list[StateMachine] = []
+    for resource in resources:
+        logical_id = resource["LogicalResourceId"]
+        physical_id = resource.get("PhysicalResourceId")
+        if not physical_id:
+            continue
+        if resource["ResourceType"] == LAMBDA_FUNCTION:
+            concurrency = clients("lambda").get_function_concurrency(FunctionName=physical_id)
+            properties: dict[str, Any] = {"FunctionName": physical_id}
+            if "ReservedConcurrentExecutions" in concurrency:
+                properties["ReservedConcurrentExecutions"] = concurrency["ReservedConcurrentExecutions"]
+            functions[logical_id] = LambdaFunction(logical_id, LAMBDA_FUNCTION, properties, {}, {})
+        elif resource["ResourceType"] == STATE_MACHINE:
+            described = clients("stepfunctions").describe_state_machine(stateMachineArn=physical_id)
+            definition = json.loads(described["definition"])
+            state_machines.append(StateMachine(logical_id, STATE_MACHINE, "Definition", definition, {}))
+    return TemplateModel(None, functions, tuple(state_machines), {})
+
+
+# --- presenting ---------------------------------------------------------------------------------
+
+
+def format_report(report: DoctorReport) -> str:
+    account = report.account
+    lines = [
+        f"Account: {account.limit} concurrent executions, {account.unreserved} unreserved.",
+        f"Worst case with {report.batches} batch(es) running at once:",
+    ]
+    for item in report.maps:
+        limit = (
+            item.max_concurrency
+            if item.max_concurrency is not None
+            else f"unset (~{item.worst_case_iterations})"
+        )
+        copies = f" x {item.enclosing_copies} enclosing" if item.enclosing_copies > 1 else ""
+        lines.append(
+            f"  Map {item.state_machine} '{item.state}': MaxConcurrency {limit} x "
+            f"{item.lambda_tasks_per_iteration} Lambda task(s) per iteration{copies} = "
+            f"{item.concurrent_invocations} per batch"
+        )
+    for function in report.functions:
+        reserved = (
+            f"reserved {function.reserved_concurrency}"
+            if function.reserved_concurrency is not None
+            else "unreserved"
+        )
+        flag = "  OVER" if function.over_reservation else ""
+        lines.append(f"  {function.function}: {function.concurrent_invocations} at once ({reserved}){flag}")
+    verdict = "fits" if report.fits else "DOES NOT FIT"
+    lines.append(f"Unreserved demand {report.unreserved_demand} of {account.unreserved}: {verdict}.")
+    lines.extend(f"- {advice}" for advice in report.recommendations)
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""A Docker-free local AWS cloud: moto, a real-process Lambda service and the template deployer."""

@@ -1,0 +1,227 @@
+"""The local cloud: one loopback endpoint serving the template's AWS services and its HTTP API.
+
+Requests are dispatched by path: Lambda API calls go to our Lambda service (real processes with
+Lambda's concurrency quota), `/execute-api/...` to the template's HTTP API, everything else to moto.
+moto's Step Functions interpreter invokes Lambda through this same endpoint (`MOTO_PORT`), so a
+state machine's Tasks meet the quota, the 429s and the real handler code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
+from orderbatch.localcloud.lambda_service import FaultPlan, LambdaService, MetricsPublisher
+from orderbatch.localcloud.moto_backend import create_moto_app
+from orderbatch.localcloud.stack import LocalStack, load_stack
+
+DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+LOCAL_ROLE_ARN = "arn:aws:iam::123456789012:role/orderbatch-local"
+
+
+@dataclass
+class LocalCloudConfig:
+    template: Path
+    port: int = 0
+    host: str = "127.0.0.1"
+    account_concurrency: int = 10
+    parameter_overrides: Mapping[str, str] = field(default_factory=dict)
+    latency: Mapping[str, float] = field(default_factory=dict)
+    lambda_endpoint: str | None = None
+    fault_plan: FaultPlan | None = None
+    state_dir: Path | None = None
+    # Table logical ID -> JSON file of items to put after the table is created.
+    seed_files: Mapping[str, Path] = field(default_factory=dict)
+    function_environment: Mapping[str, str] = field(default_factory=dict)
+    idle_timeout_seconds: float = 300.0
+
+
+class LocalCloud:
+    def __init__(self, config: LocalCloudConfig) -> None:
+        self.config = config
+        self.stack: LocalStack = load_stack(config.template, parameter_overrides=config.parameter_overrides)
+        self.state_dir = config.state_dir or Path(tempfile.mkdtemp(prefix="orderbatch-local-"))
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+        self.lambda_service: LambdaService | None = None
+        self.http_api: HttpApiGateway | None = None
+        self._metrics: MetricsPublisher | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> LocalCloud:
+        from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+        moto_app = create_moto_app()
+        self._server = make_server(
+            self.config.host,
+            self.config.port,
+            self._dispatch,
+            threaded=True,
+            request_handler=MotoRequestHandler,
+        )
+        # moto's Step Functions interpreter reads MOTO_PORT when a Task invokes Lambda.
+        os.environ["MOTO_PORT"] = str(self.port)
+        self._moto_app = moto_app
+        functions = [
+            spec.with_environment({**spec.environment, **self.config.function_environment})
+            for spec in self.stack.functions
+        ]
+        self.lambda_service = LambdaService(
+            functions,
+            account_concurrency=self.config.account_concurrency,
+            endpoint_url=self.endpoint,
+            region=self.stack.region,
+            account_id=self.stack.account_id,
+            log_dir=self.state_dir / "logs",
+            idle_timeout_seconds=self.config.idle_timeout_seconds,
+            lambda_endpoint=self.config.lambda_endpoint,
+            fault_plan=self.config.fault_plan,
+            latency=dict(self.config.latency),
+        )
+        self.http_api = HttpApiGateway(
+            self.stack.routes, self._invoke_for_api, region=self.stack.region, account_id=self.stack.account_id
+        )
+        self._thread = threading.Thread(target=self._server.serve_forever, name="local-cloud", daemon=True)
+        self._thread.start()
+        self._deploy()
+        self._metrics = MetricsPublisher(self.lambda_service, self.client("cloudwatch"))
+        self._metrics.start()
+        return self
+
+    def stop(self) -> None:
+        if self._metrics is not None:
+            self._metrics.stop()
+        if self.lambda_service is not None:
+            self.lambda_service.close()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> LocalCloud:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ addresses and clients
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the local cloud is not started")
+        return int(self._server.server_port)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.config.host}:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        assert self.http_api is not None
+        return self.http_api.url(self.endpoint)
+
+    def client(self, service: str, **config: Any) -> Any:
+        return boto3.client(
+            service,  # type: ignore[call-overload]
+            endpoint_url=self.endpoint,
+            region_name=self.stack.region,
+            config=Config(**config) if config else None,
+            **DUMMY_CREDENTIALS,
+        )
+
+    def environment(self) -> dict[str, str]:
+        """The exports that point the AWS CLI and boto3 at this local cloud."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
+            "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],
+            "AWS_DEFAULT_REGION": self.stack.region,
+            "AWS_REGION": self.stack.region,
+        }
+
+    # ------------------------------------------------------------------ requests
+    def _dispatch(self, environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        assert self.lambda_service is not None and self.http_api is not None
+        if self.lambda_service.handles(path):
+            return self.lambda_service(environ, start_response)
+        if self.http_api.handles(path):
+            return self.http_api(environ, start_response)
+        return self._moto_app(environ, start_response)
+
+    def _invoke_for_api(self, function_name: str, payload: bytes) -> InvokeOutcome:
+        assert self.lambda_service is not None
+        result = self.lambda_service.invoke(function_name, payload)
+        return InvokeOutcome(payload=result.payload, function_error=result.function_error, throttled=result.throttled)
+
+    # ------------------------------------------------------------------ deployment
+    def _deploy(self) -> None:
+        dynamodb = self.client("dynamodb")
+        for table in self.stack.tables:
+            arguments: dict[str, Any] = {
+                "TableName": table.name,
+                "KeySchema": table.key_schema,
+                "AttributeDefinitions": table.attribute_definitions,
+                "BillingMode": "PAY_PER_REQUEST",
+            }
+            if table.global_secondary_indexes:
+                arguments["GlobalSecondaryIndexes"] = table.global_secondary_indexes
+            dynamodb.create_table(**arguments)
+            if table.ttl_attribute:
+                dynamodb.update_time_to_live(
+                    TableName=table.name,
+                    TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
+                )
+        s3 = self.client("s3")
+        for bucket in self.stack.buckets.values():
+            s3.create_bucket(Bucket=bucket)
+        sns = self.client("sns")
+        for topic in self.stack.topics.values():
+            sns.create_topic(Name=topic)
+        logs = self.client("logs")
+        for group in self.stack.log_groups.values():
+            logs.create_log_group(logGroupName=group)
+        sfn = self.client("stepfunctions")
+        for machine in self.stack.state_machines:
+            sfn.create_state_machine(
+                name=machine.name, definition=machine.definition, roleArn=LOCAL_ROLE_ARN, type=machine.type
+            )
+        self._create_alarms()
+        for logical_id, path in self.config.seed_files.items():
+            if any(table.logical_id == logical_id for table in self.stack.tables):
+                self.seed_table(logical_id, path)
+
+    def _create_alarms(self) -> None:
+        cloudwatch = self.client("cloudwatch")
+        for logical_id, props in self.stack.alarms.items():
+            arguments = {key: value for key, value in props.items() if value is not None}
+            arguments.setdefault("AlarmName", f"{self.stack.stack_name}-{logical_id}")
+            try:
+                cloudwatch.put_metric_alarm(**arguments)
+            except Exception as error:
+                self.stack.not_honoured.append(f"{logical_id}: alarm not created locally ({error})")
+
+    def seed_table(self, logical_id: str, path: Path) -> int:
+        items = json.loads(path.read_text(), parse_float=Decimal)
+        if isinstance(items, dict):
+            items = items.get("items", [])
+        table = boto3.resource(
+            "dynamodb", endpoint_url=self.endpoint, region_name=self.stack.region, **DUMMY_CREDENTIALS
+        ).Table(self.stack.table_name(logical_id))
+        with table.batch_writer() as writer:
+            for item in items:
+                writer.put_item(Item=item)
+        return len(items)

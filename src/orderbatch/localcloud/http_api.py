@@ -1,0 +1,193 @@
+"""The template's HTTP API routes, answered as API Gateway (HTTP API, payload format 2.0) would.
+
+Requests arrive at `/execute-api/{api_id}/{path}` on the local cloud's endpoint. Routes with IAM
+authorization require a SigV4 `Authorization` header scoped to `execute-api` (any credentials are
+accepted, as everywhere in the local cloud); the function is invoked through the local Lambda
+service, so it counts against the concurrency quota like any other invocation.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from werkzeug.wrappers import Request, Response
+
+from orderbatch.localcloud.stack import HttpRoute
+
+PATH_PREFIX = "/execute-api/"
+_SIGV4_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request")
+
+
+@dataclass(frozen=True)
+class InvokeOutcome:
+    """What the HTTP API needs from an invocation: its payload, or why there is none."""
+
+    payload: bytes
+    function_error: str | None = None
+    throttled: bool = False
+
+
+Invoker = Callable[[str, bytes], InvokeOutcome]
+
+
+@dataclass(frozen=True)
+class _CompiledRoute:
+    route: HttpRoute
+    pattern: re.Pattern[str]
+
+    @property
+    def route_key(self) -> str:
+        return f"{self.route.method} {self.route.path}"
+
+
+def _compile(path: str) -> re.Pattern[str]:
+    regex = ""
+    for part in re.split(r"(\{[^}]+\})", path):
+        if part.startswith("{") and part.endswith("+}"):
+            regex += f"(?P<{part[1:-2]}>.+)"
+        elif part.startswith("{"):
+            regex += f"(?P<{part[1:-1]}>[^/]+)"
+        else:
+            regex += re.escape(part)
+    return re.compile(f"^{regex}$")
+
+
+class HttpApiGateway:
+    def __init__(
+        self, routes: Iterable[HttpRoute], invoke: Invoker, *, region: str, account_id: str
+    ) -> None:
+        self._routes: dict[str, list[_CompiledRoute]] = {}
+        for route in routes:
+            self._routes.setdefault(route.api_logical_id.lower(), []).append(
+                _CompiledRoute(route, _compile(route.path))
+            )
+        self._invoke = invoke
+        self._region = region
+        self._account_id = account_id
+
+    @property
+    def api_ids(self) -> list[str]:
+        return sorted(self._routes)
+
+    def url(self, endpoint: str, api_id: str | None = None) -> str:
+        chosen = api_id or self.api_ids[0]
+        return f"{endpoint.rstrip('/')}{PATH_PREFIX}{chosen}"
+
+    @staticmethod
+    def handles(path: str) -> bool:
+        return path.startswith(PATH_PREFIX)
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        request = Request(environ)
+        response = self._respond(request)
+        return response(environ, start_response)
+
+    def _respond(self, request: Request) -> Response:
+        api_id, _, path = request.path[len(PATH_PREFIX) :].partition("/")
+        path = "/" + path
+        routes = self._routes.get(api_id)
+        if routes is None:
+            return _json(404, {"message": "Not Found"})
+        match = next(
+            (
+                (compiled, found)
+                for compiled in routes
+                if compiled.route.method in (request.method, "ANY")
+                and (found := compiled.pattern.match(path)) is not None
+            ),
+            None,
+        )
+        if match is None:
+            return _json(404, {"message": "Not Found"})
+        compiled, found = match
+        if compiled.route.iam_auth:
+            refusal = _check_sigv4(request.headers.get("Authorization"))
+            if refusal is not None:
+                return _json(403, {"message": refusal})
+        event = self._event(request, api_id, path, compiled, found.groupdict())
+        outcome = self._invoke(compiled.route.function_name, json.dumps(event).encode())
+        if outcome.throttled or outcome.function_error:
+            # API Gateway hides the Lambda error from the caller, as it does in AWS.
+            return _json(500, {"message": "Internal Server Error"})
+        return _response_from_payload(outcome.payload)
+
+    def _event(
+        self, request: Request, api_id: str, path: str, compiled: _CompiledRoute, path_parameters: dict[str, str]
+    ) -> dict[str, Any]:
+        body = request.get_data()
+        try:
+            text_body: str | None = body.decode("utf-8") if body else None
+            is_base64 = False
+        except UnicodeDecodeError:
+            text_body, is_base64 = base64.b64encode(body).decode(), True
+        now = time.time()
+        return {
+            "version": "2.0",
+            "routeKey": compiled.route_key,
+            "rawPath": path,
+            "rawQueryString": request.query_string.decode(),
+            "headers": {key.lower(): value for key, value in request.headers.items()},
+            "queryStringParameters": dict(request.args) or None,
+            "pathParameters": path_parameters or None,
+            "requestContext": {
+                "accountId": self._account_id,
+                "apiId": api_id,
+                "domainName": request.host,
+                "domainPrefix": api_id,
+                "http": {
+                    "method": request.method,
+                    "path": path,
+                    "protocol": request.environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
+                    "sourceIp": request.remote_addr or "127.0.0.1",
+                    "userAgent": request.headers.get("User-Agent", ""),
+                },
+                "requestId": str(uuid.uuid4()),
+                "routeKey": compiled.route_key,
+                "stage": "$default",
+                "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+                "timeEpoch": int(now * 1000),
+                "authorizer": {"iam": {"accountId": self._account_id, "userArn": "arn:aws:iam::local:user/local"}},
+            },
+            "body": text_body,
+            "isBase64Encoded": is_base64,
+        }
+
+
+def _check_sigv4(authorization: str | None) -> str | None:
+    if not authorization or not authorization.startswith("AWS4-HMAC-SHA256 "):
+        return "Forbidden"
+    scope = _SIGV4_SCOPE.search(authorization)
+    if scope is None:
+        return "Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters."
+    if scope.group(2) != "execute-api":
+        return f"Credential should be scoped to correct service: 'execute-api'. (got '{scope.group(2)}')"
+    return None
+
+
+def _response_from_payload(payload: bytes) -> Response:
+    try:
+        result = json.loads(payload or b"null")
+    except json.JSONDecodeError:
+        return _json(500, {"message": "Internal Server Error"})
+    if not isinstance(result, dict) or "statusCode" not in result:
+        # Payload format 2.0: a result without statusCode is the JSON body of a 200.
+        return _json(200, result)
+    body = result.get("body") or ""
+    data = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
+    response = Response(data, status=int(result["statusCode"]))
+    for key, value in (result.get("headers") or {}).items():
+        response.headers[key] = str(value)
+    for cookie in result.get("cookies") or []:
+        response.headers.add("Set-Cookie", cookie)
+    return response
+
+
+def _json(status: int, body: Any) -> Response:
+    return Response(json.dumps(body), status=status, content_type="application/json")

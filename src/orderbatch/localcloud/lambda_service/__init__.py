@@ -1,0 +1,37 @@
+"""A local AWS Lambda: real runtime processes (the Runtime Interface Emulator), AWS's concurrency quota,
+the Lambda REST API as a WSGI app, counters, CloudWatch metrics and injectable faults.
+
+    service = LambdaService([FunctionSpec("Hello", "app.handler", Path("src"))],
+                            endpoint_url="http://127.0.0.1:5000", log_dir=Path("logs"))
+    service.invoke("Hello", b'{"name": "x"}')   # or serve `service` as WSGI and use boto3
+    service.close()
+"""
+
+from orderbatch.localcloud.lambda_service.errors import (
+    CONCURRENT_INVOCATION_LIMIT_EXCEEDED,
+    RESERVED_FUNCTION_CONCURRENT_INVOCATION_LIMIT_EXCEEDED,
+    InvalidParameterValueError,
+    LambdaApiError,
+    ResourceNotFoundError,
+    TooManyRequestsError,
+)
+from orderbatch.localcloud.lambda_service.faults import FaultPlan, FaultRule, NoisyNeighbour
+from orderbatch.localcloud.lambda_service.functions import FunctionSpec
+from orderbatch.localcloud.lambda_service.metrics import MetricsPublisher
+from orderbatch.localcloud.lambda_service.service import InvokeResult, LambdaService
+
+__all__ = [
+    "CONCURRENT_INVOCATION_LIMIT_EXCEEDED",
+    "RESERVED_FUNCTION_CONCURRENT_INVOCATION_LIMIT_EXCEEDED",
+    "FaultPlan",
+    "FaultRule",
+    "FunctionSpec",
+    "InvalidParameterValueError",
+    "InvokeResult",
+    "LambdaApiError",
+    "LambdaService",
+    "MetricsPublisher",
+    "NoisyNeighbour",
+    "ResourceNotFoundError",
+    "TooManyRequestsError",
+]

@@ -1,0 +1,185 @@
+"""The Lambda REST API (the operations boto3 and moto's Step Functions call) as a WSGI application.
+
+Paths follow botocore's ``lambda`` service model. Besides them:
+``GET /_orderbatch/lambda/stats[?timeseries=false]`` and ``GET|PUT|DELETE /_orderbatch/lambda/faults``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, unquote
+
+from orderbatch.localcloud.lambda_service.errors import (
+    InvalidParameterValueError,
+    LambdaApiError,
+    ResourceNotFoundError,
+    ServiceError,
+    UnsupportedOperationError,
+)
+
+if TYPE_CHECKING:
+    from orderbatch.localcloud.lambda_service.service import LambdaService
+
+logger = logging.getLogger(__name__)
+
+ROUTED_PREFIXES = (
+    "/2015-03-31/functions",
+    "/2017-10-31/functions",
+    "/2019-09-30/functions",
+    "/2016-08-19/account-settings",
+    "/_orderbatch/lambda/",
+)
+_NAME = r"(?P<name>[^/]+)"
+
+Response = tuple[int, dict[str, str], bytes]
+Handler = Callable[["Request"], Response]
+
+
+class Request:
+    def __init__(self, environ: dict[str, Any], match: re.Match[str]) -> None:
+        self.environ = environ
+        self.match = match
+        query = parse_qs(environ.get("QUERY_STRING", ""))
+        self.query = {key: values[-1] for key, values in query.items()}
+
+    @property
+    def name(self) -> str:
+        return unquote(self.match["name"])
+
+    def header(self, name: str) -> str | None:
+        value: str | None = self.environ.get("HTTP_" + name.upper().replace("-", "_"))
+        return value
+
+    def body(self) -> bytes:
+        length = int(self.environ.get("CONTENT_LENGTH") or 0)
+        return self.environ["wsgi.input"].read(length) if length else b""
+
+    def json_body(self) -> Any:
+        try:
+            return json.loads(self.body() or b"{}")
+        except ValueError as error:
+            raise InvalidParameterValueError(f"Request body is not JSON: {error}") from None
+
+
+def _json(status: int, document: Any, headers: dict[str, str] | None = None) -> Response:
+    return status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(document).encode()
+
+
+class LambdaApi:
+    def __init__(self, service: LambdaService) -> None:
+        self.service = service
+        self._routes: list[tuple[str, re.Pattern[str], Handler]] = [
+            ("POST", re.compile(rf"^/2015-03-31/functions/{_NAME}/invocations/?$"), self._invoke),
+            ("GET", re.compile(r"^/2015-03-31/functions/?$"), self._list_functions),
+            ("GET", re.compile(rf"^/2015-03-31/functions/{_NAME}/?$"), self._get_function),
+            ("GET", re.compile(rf"^/2015-03-31/functions/{_NAME}/configuration/?$"), self._get_configuration),
+            ("PUT", re.compile(rf"^/2017-10-31/functions/{_NAME}/concurrency/?$"), self._put_concurrency),
+            (
+                "DELETE",
+                re.compile(rf"^/2017-10-31/functions/{_NAME}/concurrency/?$"),
+                self._delete_concurrency,
+            ),
+            ("GET", re.compile(rf"^/2019-09-30/functions/{_NAME}/concurrency/?$"), self._get_concurrency),
+            ("GET", re.compile(r"^/2016-08-19/account-settings/?$"), self._account_settings),
+            ("GET", re.compile(r"^/_orderbatch/lambda/stats/?$"), self._stats),
+            ("GET", re.compile(r"^/_orderbatch/lambda/faults/?$"), self._get_faults),
+            ("PUT", re.compile(r"^/_orderbatch/lambda/faults/?$"), self._put_faults),
+            ("DELETE", re.compile(r"^/_orderbatch/lambda/faults/?$"), self._delete_faults),
+        ]
+
+    @staticmethod
+    def handles(path: str) -> bool:
+        """Whether the front server should hand this path to the Lambda service."""
+        return path.startswith(ROUTED_PREFIXES)
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        status, headers, body = self._dispatch(environ)
+        headers.setdefault("x-amzn-RequestId", str(uuid.uuid4()))
+        headers["Content-Length"] = str(len(body))
+        start_response(f"{status} {HTTPStatus(status).phrase}", list(headers.items()))
+        return [body]
+
+    def _dispatch(self, environ: dict[str, Any]) -> Response:
+        path = environ.get("PATH_INFO", "")
+        method = environ.get("REQUEST_METHOD", "GET")
+        try:
+            for route_method, pattern, handler in self._routes:
+                match = pattern.match(path)
+                if match and route_method == method:
+                    return handler(Request(environ, match))
+            if not self.handles(path):
+                raise ResourceNotFoundError(f"No such path: {path}")
+            raise UnsupportedOperationError(f"The local Lambda service does not implement {method} {path}.")
+        except LambdaApiError as error:
+            return _json(error.status, error.body(), error.headers())
+        except Exception as error:  # the API must answer in AWS's shape whatever went wrong
+            logger.exception("Lambda API request %s %s failed", method, path)
+            failure = ServiceError(f"{type(error).__name__}: {error}")
+            return _json(failure.status, failure.body(), failure.headers())
+
+    def _invoke(self, request: Request) -> Response:
+        result = self.service.invoke(
+            request.name,
+            request.body(),
+            request.header("X-Amz-Invocation-Type") or "RequestResponse",
+            qualifier=request.query.get("Qualifier"),
+            log_type=request.header("X-Amz-Log-Type"),
+        )
+        headers = {"Content-Type": "application/json", "x-amzn-RequestId": result.request_id}
+        if result.function_error:
+            headers["X-Amz-Function-Error"] = result.function_error
+        if result.executed_version:
+            headers["X-Amz-Executed-Version"] = result.executed_version
+        if result.log_result is not None:
+            headers["X-Amz-Log-Result"] = result.log_result
+        return result.status_code, headers, result.payload
+
+    def _list_functions(self, request: Request) -> Response:
+        return _json(200, self.service.list_functions())
+
+    def _get_function(self, request: Request) -> Response:
+        return _json(200, self.service.get_function(request.name, request.query.get("Qualifier")))
+
+    def _get_configuration(self, request: Request) -> Response:
+        configuration = self.service.get_function(request.name, request.query.get("Qualifier"))[
+            "Configuration"
+        ]
+        return _json(200, configuration)
+
+    def _put_concurrency(self, request: Request) -> Response:
+        reserved = request.json_body().get("ReservedConcurrentExecutions")
+        return _json(200, self.service.put_function_concurrency(request.name, reserved))
+
+    def _delete_concurrency(self, request: Request) -> Response:
+        self.service.delete_function_concurrency(request.name)
+        return 204, {}, b""
+
+    def _get_concurrency(self, request: Request) -> Response:
+        return _json(200, self.service.get_function_concurrency(request.name))
+
+    def _account_settings(self, request: Request) -> Response:
+        return _json(200, self.service.account_settings())
+
+    def _stats(self, request: Request) -> Response:
+        include = request.query.get("timeseries", "true").lower() not in {"false", "0", "no"}
+        return _json(200, self.service.stats(include_timeseries=include))
+
+    def _get_faults(self, request: Request) -> Response:
+        return _json(200, self.service.fault_plan.to_dict())
+
+    def _put_faults(self, request: Request) -> Response:
+        try:
+            plan = self.service.set_fault_plan(request.json_body())
+        except (TypeError, ValueError) as error:
+            raise InvalidParameterValueError(f"Invalid fault plan: {error}") from None
+        return _json(200, plan.to_dict())
+
+    def _delete_faults(self, request: Request) -> Response:
+        self.service.set_fault_plan(None)
+        return 204, {}, b""

@@ -1,0 +1,294 @@
+"""Execution environments: one AWS Lambda Runtime Interface Emulator process each, pooled per function.
+
+An environment serves one invocation at a time (the emulator crashes on a second concurrent one, and
+that is Lambda's model anyway). The pool hands out an idle environment or starts a new one (a cold
+start), takes it back after the call, and reaps environments idle longer than the idle timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import importlib.util
+import itertools
+import os
+import platform
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from orderbatch.localcloud import runtime_shim
+from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionSpec
+
+SHIM_HANDLER = f"{runtime_shim.__name__}.handler"
+INVOCATION_PATH = "/2015-03-31/functions/function/invocations"
+_STARTUP_ATTEMPTS = 3
+# The emulator enforces the function timeout itself; this margin only guards against a hung emulator.
+_READ_TIMEOUT_MARGIN_SECONDS = 10.0
+_POLL_INTERVAL_SECONDS = 0.005
+
+
+class EnvironmentStartError(RuntimeError):
+    """The emulator process exited or never accepted connections."""
+
+
+def find_rie_binary() -> Path:
+    """The Runtime Interface Emulator binary shipped inside the aws-sam-cli package, for this machine."""
+    spec = importlib.util.find_spec("samcli")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("aws-sam-cli is not installed; it ships the Runtime Interface Emulator")
+    architecture = "arm64" if platform.machine().lower() in {"aarch64", "arm64"} else "x86_64"
+    binary = (
+        Path(next(iter(spec.submodule_search_locations)))
+        / "local"
+        / "rapid"
+        / f"aws-lambda-rie-{architecture}"
+    )
+    if not os.access(binary, os.X_OK):
+        raise FileNotFoundError(f"Runtime Interface Emulator not found or not executable: {binary}")
+    return binary
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    """What every environment of this service shares."""
+
+    rie_binary: Path
+    python_executable: str
+    endpoint_url: str
+    region: str
+    log_dir: Path
+    startup_timeout_seconds: float = 10.0
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Environment:
+    """One running emulator (and the Python runtime it manages) with a kept-alive HTTP connection."""
+
+    def __init__(
+        self,
+        env_id: str,
+        process: subprocess.Popen[bytes],
+        connection: http.client.HTTPConnection,
+        log_path: Path,
+    ) -> None:
+        self.env_id = env_id
+        self.process = process
+        self.connection = connection
+        self.log_path = log_path
+        self.last_used = time.monotonic()
+        self.invocations = 0
+
+    def invoke(self, payload: bytes) -> tuple[int, bytes]:
+        """POST one event; raises OSError/HTTPException when the emulator is gone or hangs."""
+        self.invocations += 1
+        self.connection.request(
+            "POST", INVOCATION_PATH, body=payload, headers={"Content-Type": "application/json"}
+        )
+        response = self.connection.getresponse()
+        return response.status, response.read()
+
+    def kill(self) -> None:
+        self.connection.close()
+        if self.process.poll() is None:
+            # The emulator and its runtime share the session (process group) we created for them.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+    def rss_kib(self) -> int:
+        """Resident memory of the emulator and its runtime (Linux only; 0 elsewhere)."""
+        total = 0
+        for pid in [self.process.pid, *_children(self.process.pid)]:
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            except (OSError, ValueError):
+                continue
+        return total
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def environment_variables(spec: FunctionSpec, settings: LaunchSettings, log_stream: str) -> dict[str, str]:
+    """The process environment Lambda gives a function: its own variables plus the reserved ones."""
+    code_dir = str(spec.code_dir.resolve())
+    reserved: Mapping[str, str] = {
+        "AWS_LAMBDA_FUNCTION_NAME": spec.name,
+        "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_seconds),
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
+        "AWS_LAMBDA_FUNCTION_VERSION": LATEST,
+        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
+        "AWS_LAMBDA_LOG_STREAM_NAME": log_stream,
+        "AWS_EXECUTION_ENV": f"AWS_Lambda_{spec.runtime}",
+        "AWS_REGION": settings.region,
+        "AWS_DEFAULT_REGION": settings.region,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_ENDPOINT_URL": settings.endpoint_url,
+        "LAMBDA_TASK_ROOT": code_dir,
+        "PYTHONPATH": code_dir,
+        # Unbuffered so every log line reaches the file even when the runtime is killed (timeouts).
+        "PYTHONUNBUFFERED": "1",
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "TZ": ":UTC",
+        runtime_shim.REAL_HANDLER_VARIABLE: spec.handler,
+    }
+    return {**spec.environment, **reserved}
+
+
+class EnvironmentPool:
+    """The warm environments of one function."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, spec: FunctionSpec, settings: LaunchSettings) -> None:
+        self.spec = spec
+        self.settings = settings
+        self._idle: list[Environment] = []
+        self._all: set[Environment] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        self.started = 0
+        self.reaped = 0
+        self.discarded = 0
+
+    def checkout(self) -> tuple[Environment, float | None]:
+        """An idle environment (most recently used first) or a new one; with the cold-start seconds if new."""
+        with self._lock:
+            if self._closed:
+                raise EnvironmentStartError("the Lambda service is closed")
+            if self._idle:
+                return self._idle.pop(), None
+        started = time.monotonic()
+        environment = self._start()
+        with self._lock:
+            self.started += 1
+            self._all.add(environment)
+            if self._closed:
+                self._all.discard(environment)
+                environment.kill()
+                raise EnvironmentStartError("the Lambda service is closed")
+        return environment, time.monotonic() - started
+
+    def checkin(self, environment: Environment) -> None:
+        environment.last_used = time.monotonic()
+        with self._lock:
+            if not self._closed:
+                self._idle.append(environment)
+                return
+        environment.kill()
+
+    def discard(self, environment: Environment) -> None:
+        with self._lock:
+            self._all.discard(environment)
+            self.discarded += 1
+        environment.kill()
+
+    def reap(self, idle_timeout_seconds: float) -> int:
+        deadline = time.monotonic() - idle_timeout_seconds
+        with self._lock:
+            expired = [env for env in self._idle if env.last_used < deadline]
+            self._idle = [env for env in self._idle if env.last_used >= deadline]
+            self._all.difference_update(expired)
+            self.reaped += len(expired)
+        for environment in expired:
+            environment.kill()
+        return len(expired)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            everything = list(self._all)
+            self._all.clear()
+            self._idle.clear()
+        for environment in everything:
+            environment.kill()
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "idle": len(self._idle),
+                "busy": len(self._all) - len(self._idle),
+                "started": self.started,
+                "reaped": self.reaped,
+                "discarded": self.discarded,
+            }
+
+    def idle_environments(self) -> list[Environment]:
+        with self._lock:
+            return list(self._idle)
+
+    def _start(self) -> Environment:
+        failure = ""
+        for _ in range(_STARTUP_ATTEMPTS):
+            try:
+                return self._start_once()
+            except EnvironmentStartError as error:  # most likely the probed port was taken meanwhile
+                failure = str(error)
+        raise EnvironmentStartError(failure)
+
+    def _start_once(self) -> Environment:
+        env_id = f"{next(self._ids):05d}-{uuid.uuid4().hex[:8]}"
+        log_stream = f"{datetime.now(UTC):%Y/%m/%d}/[{LATEST}]{uuid.uuid4().hex}"
+        log_path = self.settings.log_dir / self.spec.name / f"{env_id}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        port = _free_port()
+        command = [
+            str(self.settings.rie_binary),
+            "--runtime-interface-emulator-address",
+            f"127.0.0.1:{port}",
+            self.settings.python_executable,
+            "-m",
+            "awslambdaric",
+            SHIM_HANDLER,
+        ]
+        with log_path.open("ab") as log_file:
+            process = subprocess.Popen(
+                command,
+                cwd=self.spec.code_dir,
+                env=environment_variables(self.spec, self.settings, log_stream),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        read_timeout = self.spec.timeout_seconds + _READ_TIMEOUT_MARGIN_SECONDS
+        deadline = time.monotonic() + self.settings.startup_timeout_seconds
+        while True:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=read_timeout)
+            try:
+                connection.connect()
+                return Environment(env_id, process, connection, log_path)
+            except OSError:
+                connection.close()
+            if process.poll() is not None or time.monotonic() > deadline:
+                Environment(env_id, process, connection, log_path).kill()
+                raise EnvironmentStartError(
+                    f"environment {env_id} of {self.spec.name} did not start (exit code "
+                    f"{process.returncode}); see {log_path}"
+                )
+            time.sleep(_POLL_INTERVAL_SECONDS)

@@ -1,0 +1,439 @@
+"""The local Lambda service: admission under the concurrency quota, faults, execution and counters."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orderbatch.localcloud import runtime_shim
+from orderbatch.localcloud.lambda_service.accounting import Accounting, MetricsWindow, Slot
+from orderbatch.localcloud.lambda_service.api import LambdaApi
+from orderbatch.localcloud.lambda_service.backends import Backend, BackendResult, RemoteBackend, RieBackend
+from orderbatch.localcloud.lambda_service.environments import LaunchSettings, find_rie_binary
+from orderbatch.localcloud.lambda_service.errors import (
+    InvalidParameterValueError,
+    InvalidRequestContentError,
+    RequestTooLargeError,
+    ServiceError,
+    TooManyRequestsError,
+)
+from orderbatch.localcloud.lambda_service.faults import (
+    ERROR_AFTER_BODY,
+    ERROR_BEFORE_BODY,
+    TIMEOUT,
+    FaultDecision,
+    FaultInjector,
+    FaultPlan,
+    FaultRule,
+    NoisyNeighbourRunner,
+)
+from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionRegistry, FunctionSpec
+
+logger = logging.getLogger(__name__)
+
+REQUEST_RESPONSE = "RequestResponse"
+EVENT = "Event"
+DRY_RUN = "DryRun"
+INVOCATION_TYPES = frozenset({REQUEST_RESPONSE, EVENT, DRY_RUN})
+SYNC_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024
+ASYNC_PAYLOAD_LIMIT_BYTES = 1024 * 1024
+_ASYNC_BACKOFF_BASE_SECONDS = 0.1
+_ASYNC_BACKOFF_CAP_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class InvokeResult:
+    """The answer of Invoke, as the HTTP API returns it (status 200, 202 or 204)."""
+
+    status_code: int
+    request_id: str
+    payload: bytes = b""
+    function_error: str | None = None
+    executed_version: str | None = None
+    log_result: str | None = None
+
+
+def _error_document(error_type: str, message: str, request_id: str) -> bytes:
+    return json.dumps(
+        {"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": []}
+    ).encode()
+
+
+def _timeout_document(spec: FunctionSpec, request_id: str) -> bytes:
+    message = f"RequestId: {request_id} Error: Task timed out after {spec.timeout_seconds:.2f} seconds"
+    return json.dumps({"errorType": "Sandbox.Timedout", "errorMessage": message}).encode()
+
+
+class LambdaService:
+    """Lambda for the local cloud: real runtime processes, AWS's concurrency quota, injectable faults.
+
+    ``endpoint_url`` is what functions get as ``AWS_ENDPOINT_URL`` (the local cloud). With
+    ``lambda_endpoint`` set, admitted invocations are forwarded there (e.g. ``sam local start-lambda``)
+    instead of running in local emulator processes; the quota still applies. ``invoke`` raises
+    ``LambdaApiError`` subclasses (``TooManyRequestsError``, ``ResourceNotFoundError`` ...) for API errors
+    and returns function errors in the result, as the Lambda API does.
+    """
+
+    def __init__(
+        self,
+        functions: Iterable[FunctionSpec],
+        *,
+        endpoint_url: str,
+        log_dir: Path,
+        account_concurrency: int = 10,
+        region: str = "us-east-1",
+        account_id: str = "123456789012",
+        python_executable: str = sys.executable,
+        idle_timeout_seconds: float = 300.0,
+        lambda_endpoint: str | None = None,
+        fault_plan: FaultPlan | Mapping[str, Any] | Path | None = None,
+        latency: Mapping[str, float] | None = None,
+        minimum_unreserved_concurrency: int = 0,
+        sample_interval_seconds: float = 0.1,
+        max_timeseries_samples: int = 36_000,
+        async_retry_seconds: float = 60.0,
+    ) -> None:
+        self.region = region
+        self.account_id = account_id
+        self.idle_timeout_seconds = idle_timeout_seconds
+        self.async_retry_seconds = async_retry_seconds
+        self.sample_interval_seconds = sample_interval_seconds
+        self.registry = FunctionRegistry(region, account_id)
+        self.accounting = Accounting(account_concurrency, minimum_unreserved_concurrency)
+        self.backend: Backend
+        if lambda_endpoint:
+            self.backend = RemoteBackend(lambda_endpoint)
+        else:
+            self.backend = RieBackend(
+                LaunchSettings(find_rie_binary(), python_executable, endpoint_url, region, Path(log_dir))
+            )
+        self.faults = FaultInjector()
+        self._neighbour = NoisyNeighbourRunner(
+            self.accounting.hold_unreserved, self.accounting.release_unreserved
+        )
+        self._started = time.monotonic()
+        self._timeseries: deque[dict[str, Any]] = deque(maxlen=max_timeseries_samples)
+        self._closing = threading.Event()
+        self._async_threads: set[threading.Thread] = set()
+        self._async_lock = threading.Lock()
+        for spec in functions:
+            self.add_function(spec)
+        self.set_fault_plan(fault_plan)
+        if latency:
+            self.set_fault_plan(self.faults.plan.with_latency(latency))
+        self._housekeeper = threading.Thread(
+            target=self._housekeeping, name="lambda-housekeeping", daemon=True
+        )
+        self._housekeeper.start()
+        self._api = LambdaApi(self)
+
+    # -- functions -----------------------------------------------------------------------------
+
+    def add_function(self, spec: FunctionSpec) -> None:
+        """Define or redefine a function; its reserved concurrency is checked as PutFunctionConcurrency."""
+        self.registry.add(spec)
+        self.accounting.register(spec.name, spec.reserved_concurrency)
+
+    def resolve(self, name: str, qualifier: str | None = None) -> FunctionSpec:
+        return self.registry.resolve(name, qualifier)
+
+    def get_function(self, name: str, qualifier: str | None = None) -> dict[str, Any]:
+        spec = self.registry.resolve(name, qualifier)
+        answer: dict[str, Any] = {
+            "Configuration": self.registry.configuration(spec),
+            "Code": {"RepositoryType": "S3", "Location": spec.code_dir.resolve().as_uri()},
+        }
+        reserved = self.accounting.reserved(spec.name)
+        if reserved is not None:
+            answer["Concurrency"] = {"ReservedConcurrentExecutions": reserved}
+        return answer
+
+    def list_functions(self) -> dict[str, Any]:
+        configurations = [self.registry.configuration(self.registry.get(n)) for n in self.registry.names()]
+        return {"Functions": configurations}
+
+    def account_settings(self) -> dict[str, Any]:
+        return {
+            "AccountLimit": {
+                "TotalCodeSize": 80_530_636_800,
+                "CodeSizeUnzipped": 262_144_000,
+                "CodeSizeZipped": 52_428_800,
+                "ConcurrentExecutions": self.accounting.account_limit,
+                "UnreservedConcurrentExecutions": self.accounting.unreserved_limit(),
+            },
+            "AccountUsage": {"TotalCodeSize": 0, "FunctionCount": len(self.registry.names())},
+        }
+
+    def put_function_concurrency(self, name: str, reserved: Any) -> dict[str, int]:
+        spec = self.registry.resolve(name)
+        if isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 0:
+            raise InvalidParameterValueError("ReservedConcurrentExecutions must be a non-negative integer.")
+        self.accounting.set_reserved(spec.name, reserved)
+        return {"ReservedConcurrentExecutions": reserved}
+
+    def get_function_concurrency(self, name: str) -> dict[str, int]:
+        reserved = self.accounting.reserved(self.registry.resolve(name).name)
+        return {} if reserved is None else {"ReservedConcurrentExecutions": reserved}
+
+    def delete_function_concurrency(self, name: str) -> None:
+        self.accounting.set_reserved(self.registry.resolve(name).name, None)
+
+    # -- faults --------------------------------------------------------------------------------
+
+    @property
+    def fault_plan(self) -> FaultPlan:
+        return self.faults.plan
+
+    def set_fault_plan(self, plan: FaultPlan | Mapping[str, Any] | Path | None) -> FaultPlan:
+        """Replace the fault plan (None clears it); attempt counters restart and the neighbour re-arms."""
+        if isinstance(plan, Path):
+            plan = FaultPlan.from_file(plan)
+        elif not isinstance(plan, FaultPlan):
+            plan = FaultPlan.from_dict(plan)
+        self.faults.set_plan(plan)
+        self._neighbour.start(plan.noisy_neighbour)
+        return plan
+
+    def set_latency(self, latency: Mapping[str, float]) -> FaultPlan:
+        """Shorthand: only these per-function latencies, nothing else."""
+        return self.set_fault_plan({"latency": dict(latency)})
+
+    # -- invoke --------------------------------------------------------------------------------
+
+    def invoke(
+        self,
+        name: str,
+        payload: bytes = b"",
+        invocation_type: str = REQUEST_RESPONSE,
+        *,
+        qualifier: str | None = None,
+        log_type: str | None = None,
+    ) -> InvokeResult:
+        spec = self.registry.resolve(name, qualifier)
+        if invocation_type not in INVOCATION_TYPES:
+            raise InvalidParameterValueError(f"Unsupported invocation type {invocation_type!r}.")
+        request_id = str(uuid.uuid4())
+        payload = payload or b"{}"
+        self._check_payload(payload, invocation_type)
+        if invocation_type == DRY_RUN:
+            return InvokeResult(204, request_id)
+        if self._closing.is_set():
+            raise ServiceError("The local Lambda service is shutting down.")
+        if invocation_type == EVENT:
+            self._start_async(spec, payload, request_id)
+            return InvokeResult(202, request_id)
+        slot = self.accounting.acquire(spec.name)
+        return self._run(spec, payload, request_id, slot, tail_log=log_type == "Tail")
+
+    def _check_payload(self, payload: bytes, invocation_type: str) -> None:
+        limit = ASYNC_PAYLOAD_LIMIT_BYTES if invocation_type == EVENT else SYNC_PAYLOAD_LIMIT_BYTES
+        if len(payload) > limit:
+            raise RequestTooLargeError(
+                f"{len(payload)} byte payload is too large for the {invocation_type} invocation type "
+                f"(limit {limit} bytes)"
+            )
+        try:
+            json.loads(payload)
+        except ValueError as error:
+            raise InvalidRequestContentError(f"Could not parse request body into json: {error}") from None
+
+    def _run(
+        self, spec: FunctionSpec, payload: bytes, request_id: str, slot: Slot, *, tail_log: bool
+    ) -> InvokeResult:
+        started = time.monotonic()
+        cold_start_seconds: float | None = None
+        outcome = BackendResult(b"", function_error=True)
+        try:
+            decision = self.faults.decide(spec.name, payload) if self.faults.has_rules(spec.name) else None
+            if decision is None:
+                outcome = self.backend.invoke(spec, payload, tail_log=tail_log)
+            else:
+                outcome = self._run_with_faults(spec, payload, request_id, decision, tail_log)
+            cold_start_seconds = outcome.cold_start_seconds
+        finally:
+            duration = time.monotonic() - started - (cold_start_seconds or 0.0)
+            self.accounting.release(
+                slot, duration * 1000, error=outcome.function_error, timed_out=outcome.timed_out
+            )
+            if cold_start_seconds is not None:
+                self.accounting.record_cold_start(spec.name, cold_start_seconds)
+        body = _timeout_document(spec, request_id) if outcome.timed_out else outcome.payload
+        return InvokeResult(
+            200,
+            request_id,
+            body,
+            function_error="Unhandled" if outcome.function_error else None,
+            executed_version=LATEST,
+            log_result=_encode_log(outcome.log_tail) if tail_log else None,
+        )
+
+    def _run_with_faults(
+        self, spec: FunctionSpec, payload: bytes, request_id: str, decision: FaultDecision, tail_log: bool
+    ) -> BackendResult:
+        if decision.latency_seconds:
+            time.sleep(decision.latency_seconds)
+        rule = decision.outcome
+        delay = decision.response_delay_seconds
+        if rule is not None and rule.kind == ERROR_BEFORE_BODY:
+            time.sleep(delay)
+            return BackendResult(_error_document(rule.error_type, rule.error_message, request_id), True)
+        in_runtime = rule is not None and self.backend.supports_runtime_faults
+        if in_runtime and rule is not None:
+            injected = _with_fault_instruction(payload, rule)
+            if injected is not None:
+                return self.backend.invoke(spec, injected, tail_log=tail_log, hold_after_seconds=delay)
+        return self._emulate_fault(spec, payload, request_id, rule, delay, tail_log)
+
+    def _emulate_fault(
+        self,
+        spec: FunctionSpec,
+        payload: bytes,
+        request_id: str,
+        rule: FaultRule | None,
+        delay: float,
+        tail_log: bool,
+    ) -> BackendResult:
+        """The service-side equivalent of the runtime faults, for backends or events the shim cannot reach."""
+        if rule is not None and rule.kind == TIMEOUT and rule.phase == "before_body":
+            time.sleep(spec.timeout_seconds)
+            return BackendResult(b"", function_error=True, timed_out=True)
+        started = time.monotonic()
+        result = self.backend.invoke(spec, payload, tail_log=tail_log, hold_after_seconds=delay)
+        if rule is None or result.function_error:
+            return result
+        if rule.kind == ERROR_AFTER_BODY:
+            document = _error_document(rule.error_type, rule.error_message, request_id)
+            return BackendResult(document, True, False, result.cold_start_seconds, result.log_tail)
+        time.sleep(max(0.0, spec.timeout_seconds - (time.monotonic() - started)))
+        return BackendResult(b"", True, True, result.cold_start_seconds, result.log_tail)
+
+    # -- asynchronous invocations --------------------------------------------------------------
+
+    def _start_async(self, spec: FunctionSpec, payload: bytes, request_id: str) -> None:
+        thread = threading.Thread(
+            target=self._run_async,
+            args=(spec, payload, request_id),
+            name=f"lambda-event-{spec.name}",
+            daemon=True,
+        )
+        with self._async_lock:
+            self._async_threads.add(thread)
+        thread.start()
+
+    def _run_async(self, spec: FunctionSpec, payload: bytes, request_id: str) -> None:
+        """Lambda queues events and retries throttled ones with backoff; so do we, for a bounded time."""
+        deadline = time.monotonic() + self.async_retry_seconds
+        backoff = _ASYNC_BACKOFF_BASE_SECONDS
+        try:
+            while True:
+                try:
+                    slot = self.accounting.acquire(spec.name)
+                except TooManyRequestsError:
+                    if time.monotonic() + backoff > deadline or self._closing.wait(backoff):
+                        self.accounting.record_async(spec.name, dropped=True)
+                        logger.warning("dropped event %s for %s: still throttled", request_id, spec.name)
+                        return
+                    backoff = min(backoff * 2, _ASYNC_BACKOFF_CAP_SECONDS)
+                    continue
+                self.accounting.record_async(spec.name, dropped=False)
+                self._run(spec, payload, request_id, slot, tail_log=False)
+                return
+        except Exception:  # a background invocation has nobody to report to but the log
+            logger.exception("event %s for %s failed", request_id, spec.name)
+        finally:
+            with self._async_lock:
+                self._async_threads.discard(threading.current_thread())
+
+    # -- observation ---------------------------------------------------------------------------
+
+    def handles(self, path: str) -> bool:
+        return self._api.handles(path)
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        return self._api(environ, start_response)
+
+    def stats(self, *, include_timeseries: bool = True) -> dict[str, Any]:
+        snapshot = self.accounting.snapshot()
+        environments = self.backend.environments()
+        for name, counters in snapshot["functions"].items():
+            counters["environments"] = environments.get(name, {})
+        with self._async_lock:
+            snapshot["async_in_flight"] = len(self._async_threads)
+        snapshot["fault_plan"] = self.faults.plan.to_dict()
+        if include_timeseries:
+            snapshot["timeseries"] = {
+                "interval_seconds": self.sample_interval_seconds,
+                "samples": list(self._timeseries),
+            }
+        return snapshot
+
+    def take_metrics_windows(self) -> tuple[int, dict[str, MetricsWindow]]:
+        """For the metrics publisher (the only caller): account peak and per-function windows, reset."""
+        return self.accounting.take_windows()
+
+    def _housekeeping(self) -> None:
+        reap_every = max(self.sample_interval_seconds, min(1.0, self.idle_timeout_seconds / 4))
+        next_reap = time.monotonic() + reap_every
+        while not self._closing.wait(self.sample_interval_seconds):
+            account_peak, peaks = self.accounting.sample()
+            elapsed = round(time.monotonic() - self._started, 3)
+            self._timeseries.append({"t": elapsed, "account": account_peak, "functions": peaks})
+            if time.monotonic() >= next_reap:
+                next_reap = time.monotonic() + reap_every
+                try:
+                    self.backend.reap(self.idle_timeout_seconds)
+                except Exception:  # never let one failed kill stop sampling and reaping
+                    logger.exception("reaping idle Lambda environments failed")
+
+    def close(self) -> None:
+        """Stop background work and kill every environment, busy or idle."""
+        self._closing.set()
+        self._neighbour.stop()
+        self._housekeeper.join(timeout=5)
+        self.backend.close()
+        with self._async_lock:
+            threads = list(self._async_threads)
+        for thread in threads:
+            thread.join(timeout=5)
+
+    def __enter__(self) -> LambdaService:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _with_fault_instruction(payload: bytes, rule: FaultRule) -> bytes | None:
+    """The payload with the shim's instruction added, or None when the event is not a JSON object."""
+    event = json.loads(payload)
+    if not isinstance(event, dict):
+        return None
+    if rule.kind == ERROR_AFTER_BODY:
+        instruction = {
+            "kind": runtime_shim.ERROR_AFTER_BODY,
+            "error_type": rule.error_type,
+            "error_message": rule.error_message,
+        }
+    else:
+        phase = (
+            runtime_shim.TIMEOUT_BEFORE_BODY
+            if rule.phase == "before_body"
+            else runtime_shim.TIMEOUT_AFTER_BODY
+        )
+        instruction = {"kind": phase}
+    event[runtime_shim.FAULT_EVENT_KEY] = instruction
+    return json.dumps(event).encode()
+
+
+def _encode_log(log_tail: bytes | None) -> str:
+    return base64.b64encode(log_tail or b"").decode()

@@ -1,0 +1,24 @@
+"""Where the project's files are, for commands run from the checkout or from anywhere else."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# src/orderbatch/project.py -> the checkout root (the package is installed in editable mode).
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_LOCAL_PORT = 4566
+
+
+def default_template() -> Path:
+    here = Path.cwd() / "template.yaml"
+    return here if here.exists() else PROJECT_ROOT / "template.yaml"
+
+
+def inventory_fixture(template: Path) -> Path:
+    return template.resolve().parent / "fixtures" / "inventory.json"
+
+
+def default_endpoint() -> str:
+    """`--endpoint` default for commands that talk to AWS: AWS_ENDPOINT_URL, else the local cloud's port."""
+    return os.environ.get("AWS_ENDPOINT_URL") or f"http://127.0.0.1:{DEFAULT_LOCAL_PORT}"

@@ -1,0 +1,169 @@
+"""Shared test helpers: the effect tables and the idempotency table in moto, seeded with inventory.
+
+The tables are created from the key schemas in docs/architecture.md (the local cloud creates
+them from template.yaml instead).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from boto3.dynamodb.types import TypeDeserializer
+from moto import mock_aws
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+INVENTORY_FIXTURE = REPOSITORY / "fixtures" / "inventory.json"
+EVENTS = REPOSITORY / "events"
+REGION = "us-east-1"
+
+# Powertools reads these when a handler module is imported, which happens before any fixture runs.
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "OrderBatchTests")
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "orderbatch-tests")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+
+
+@dataclass(frozen=True)
+class TableNames:
+    inventory: str = "orderbatch-inventory"
+    orders: str = "orderbatch-orders"
+    reservations: str = "orderbatch-reservations"
+    payments: str = "orderbatch-payments"
+    idempotency: str = "orderbatch-idempotency"
+
+    def as_environment(self) -> dict[str, str]:
+        return {
+            "INVENTORY_TABLE_NAME": self.inventory,
+            "ORDERS_TABLE_NAME": self.orders,
+            "RESERVATIONS_TABLE_NAME": self.reservations,
+            "PAYMENTS_TABLE_NAME": self.payments,
+            "IDEMPOTENCY_TABLE_NAME": self.idempotency,
+        }
+
+
+def key_schemas(names: TableNames) -> dict[str, list[tuple[str, str]]]:
+    """Table name -> [(attribute, type)], hash key first, as docs/architecture.md lists them."""
+    return {
+        names.inventory: [("sku", "S")],
+        names.orders: [("order_id", "S")],
+        names.reservations: [("order_id", "S"), ("reservation_id", "S")],
+        names.payments: [("order_id", "S"), ("entry_id", "S")],
+        names.idempotency: [("id", "S")],
+    }
+
+
+def create_tables(client: Any, names: TableNames) -> None:
+    for table_name, keys in key_schemas(names).items():
+        client.create_table(
+            TableName=table_name,
+            KeySchema=[
+                {"AttributeName": name, "KeyType": "HASH" if position == 0 else "RANGE"}
+                for position, (name, _type) in enumerate(keys)
+            ],
+            AttributeDefinitions=[{"AttributeName": name, "AttributeType": kind} for name, kind in keys],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    client.update_time_to_live(
+        TableName=names.idempotency,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiration"},
+    )
+
+
+def load_inventory(path: Path = INVENTORY_FIXTURE) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = json.loads(path.read_text())
+    return entries
+
+
+def seed_inventory(client: Any, table_name: str, path: Path = INVENTORY_FIXTURE) -> list[dict[str, Any]]:
+    entries = load_inventory(path)
+    for entry in entries:
+        client.put_item(
+            TableName=table_name,
+            Item={
+                "sku": {"S": entry["sku"]},
+                "name": {"S": entry["name"]},
+                "stock": {"N": str(entry["stock"])},
+            },
+        )
+    return entries
+
+
+_deserializer = TypeDeserializer()
+
+
+def plain(item: dict[str, Any]) -> dict[str, Any]:
+    """A DynamoDB item as Python values (numbers as int when whole)."""
+    values = {name: _deserializer.deserialize(value) for name, value in item.items()}
+    return {
+        name: int(value) if isinstance(value, Decimal) and value == value.to_integral_value() else value
+        for name, value in values.items()
+    }
+
+
+@dataclass
+class OrderTables:
+    """The moto tables of one test, with readers for what the tests assert on."""
+
+    client: Any
+    names: TableNames
+
+    def stock(self, sku: str) -> int:
+        item = self.client.get_item(TableName=self.names.inventory, Key={"sku": {"S": sku}})["Item"]
+        return int(item["stock"]["N"])
+
+    def order_record(self, order_id: str) -> dict[str, Any] | None:
+        item = self.client.get_item(TableName=self.names.orders, Key={"order_id": {"S": order_id}}).get(
+            "Item"
+        )
+        return plain(item) if item else None
+
+    def _query(self, table_name: str, order_id: str) -> list[dict[str, Any]]:
+        response = self.client.query(
+            TableName=table_name,
+            KeyConditionExpression="order_id = :order",
+            ExpressionAttributeValues={":order": {"S": order_id}},
+        )
+        return [plain(item) for item in response["Items"]]
+
+    def reservations(self, order_id: str) -> list[dict[str, Any]]:
+        return self._query(self.names.reservations, order_id)
+
+    def ledger(self, order_id: str) -> list[dict[str, Any]]:
+        return self._query(self.names.payments, order_id)
+
+    def idempotency_records(self) -> list[dict[str, Any]]:
+        return [plain(item) for item in self.client.scan(TableName=self.names.idempotency)["Items"]]
+
+
+@pytest.fixture
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dummy credentials and region, so nothing can reach a real account."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def order_tables(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[OrderTables]:
+    """The five tables in moto, inventory seeded from fixtures/inventory.json, names in the environment."""
+    names = TableNames()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=REGION)
+        create_tables(client, names)
+        seed_inventory(client, names.inventory)
+        for variable, value in names.as_environment().items():
+            monkeypatch.setenv(variable, value)
+        yield OrderTables(client, names)

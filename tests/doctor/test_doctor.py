@@ -1,0 +1,207 @@
+"""The quota doctor: demand arithmetic on templates, and reading a deployed stack through stubbed clients."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from orderbatch.cli import main
+from orderbatch.doctor import (
+    AccountConcurrency,
+    AwsClients,
+    diagnose,
+    read_account_concurrency,
+    read_stack,
+)
+from orderbatch.lint.template_model import read_template_file
+
+FIXTURES = Path(__file__).parents[1] / "lint" / "fixtures"
+FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:orders-ValidateFunction-Ab12"
+STATE_MACHINE_ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:orders-Batch"
+
+
+def test_parallel_tasks_in_a_map_multiply_and_a_reservation_caps_one_function() -> None:
+    model = read_template_file(FIXTURES / "bad_concurrency.yaml")
+
+    report = diagnose(model, AccountConcurrency(limit=1000, unreserved=995), batches=1)
+
+    (quote_map,) = report.maps
+    assert (quote_map.max_concurrency, quote_map.lambda_tasks_per_iteration) == (20, 2)
+    assert quote_map.concurrent_invocations == 40
+    by_name = {function.function: function for function in report.functions}
+    assert by_name["PriceFunction"].over_reservation
+    assert by_name["PriceFunction"].concurrent_invocations == 20
+    assert report.unreserved_demand == 20  # StockFunction only: PriceFunction has its own reservation
+    assert not report.fits
+    assert any(
+        "PriceFunction is reserved at 5 but 1 batch(es) can run 20" in line for line in report.recommendations
+    )
+
+
+def test_batches_running_at_once_get_a_concrete_max_concurrency() -> None:
+    model = read_template_file(FIXTURES / "good_sam_definition_uri.yaml")
+
+    report = diagnose(model, AccountConcurrency(limit=10, unreserved=5), batches=3)
+
+    # MaxConcurrency 4, one unreserved task (Validate) per iteration, 3 batches: 12 > 5.
+    assert report.unreserved_demand == 12
+    assert not report.fits
+    assert any(
+        "Set MaxConcurrency of OrdersStateMachine 'Process each order' to 1 (now 4)" in line
+        for line in report.recommendations
+    )
+    assert any("none is possible, as Lambda keeps 100 unreserved" in line for line in report.recommendations)
+
+
+def test_a_template_that_fits_says_how_many_batches_fit() -> None:
+    model = read_template_file(FIXTURES / "good_sam_definition_uri.yaml")
+
+    report = diagnose(model, AccountConcurrency(limit=1000, unreserved=995), batches=1)
+
+    assert report.fits
+    # 995 unreserved would take 248 batches, but ChargeFunction's reservation of 5 takes one of 4.
+    assert report.recommendations == [
+        "Fits: worst case 4 concurrent invocations for 1 batch(es) against 995 unreserved; "
+        "up to 1 batches fit at once."
+    ]
+
+
+def test_unbounded_distributed_map_counts_ten_thousand_children() -> None:
+    model = read_template_file(FIXTURES / "bad_unbounded_maps.yaml")
+
+    report = diagnose(model, AccountConcurrency(limit=1000, unreserved=1000))
+
+    distributed = next(item for item in report.maps if item.distributed)
+    assert distributed.worst_case_iterations == 10_000
+    assert report.unreserved_demand == 10_000 + 40  # the two Maps run in parallel branches
+    assert any("Distributed Map without MaxConcurrency" in line for line in report.recommendations)
+
+
+def test_batches_must_be_positive() -> None:
+    model = read_template_file(FIXTURES / "good_jsonata.yaml")
+
+    with pytest.raises(ValueError, match="batches"):
+        diagnose(model, AccountConcurrency(10, 10), batches=0)
+
+
+def _stubbed_clients() -> tuple[AwsClients, list[Stubber]]:
+    session = boto3.Session(aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
+    clients = {name: session.client(name) for name in ("cloudformation", "stepfunctions", "lambda")}
+    stubbers = {name: Stubber(client) for name, client in clients.items()}
+    stubbers["cloudformation"].add_response(
+        "list_stack_resources",
+        {
+            "StackResourceSummaries": [
+                _resource("ValidateFunction", "orders-ValidateFunction-Ab12", "AWS::Lambda::Function"),
+                _resource("BatchStateMachine", STATE_MACHINE_ARN, "AWS::StepFunctions::StateMachine"),
+                _resource("OrdersTable", "orders-table", "AWS::DynamoDB::Table"),
+            ]
+        },
+        {"StackName": "orders"},
+    )
+    stubbers["lambda"].add_response(
+        "get_function_concurrency",
+        {"ReservedConcurrentExecutions": 3},
+        {"FunctionName": "orders-ValidateFunction-Ab12"},
+    )
+    definition = {
+        "StartAt": "Each order",
+        "States": {
+            "Each order": {
+                "Type": "Map",
+                "MaxConcurrency": 6,
+                "ItemProcessor": {
+                    "StartAt": "Validate",
+                    "States": {
+                        "Validate": {
+                            "Type": "Task",
+                            "Resource": "arn:aws:states:::lambda:invoke",
+                            "Parameters": {"FunctionName": FUNCTION_ARN, "Payload.$": "$"},
+                            "End": True,
+                        }
+                    },
+                },
+                "End": True,
+            }
+        },
+    }
+    stubbers["stepfunctions"].add_response(
+        "describe_state_machine",
+        {
+            "stateMachineArn": STATE_MACHINE_ARN,
+            "name": "orders-Batch",
+            "definition": json.dumps(definition),
+            "roleArn": "arn:aws:iam::123456789012:role/orders",
+            "type": "STANDARD",
+            "creationDate": "2025-01-01T00:00:00Z",
+        },
+        {"stateMachineArn": STATE_MACHINE_ARN},
+    )
+    stubbers["lambda"].add_response(
+        "get_account_settings",
+        {"AccountLimit": {"ConcurrentExecutions": 10, "UnreservedConcurrentExecutions": 7}},
+        {},
+    )
+    for stubber in stubbers.values():
+        stubber.activate()
+    return AwsClients(clients=clients), list(stubbers.values())
+
+
+def _resource(logical_id: str, physical_id: str, resource_type: str) -> dict[str, object]:
+    return {
+        "LogicalResourceId": logical_id,
+        "PhysicalResourceId": physical_id,
+        "ResourceType": resource_type,
+        "LastUpdatedTimestamp": "2025-01-01T00:00:00Z",
+        "ResourceStatus": "CREATE_COMPLETE",
+    }
+
+
+def test_deployed_stack_maps_real_function_arns_to_reserved_concurrency() -> None:
+    clients, stubbers = _stubbed_clients()
+
+    model = read_stack("orders", clients)
+    account = read_account_concurrency(clients("lambda"))
+    report = diagnose(model, account, batches=1)
+
+    assert account == AccountConcurrency(limit=10, unreserved=7)
+    (validate,) = report.functions
+    assert (validate.function, validate.physical_name, validate.reserved_concurrency) == (
+        "ValidateFunction",
+        "orders-ValidateFunction-Ab12",
+        3,
+    )
+    assert validate.concurrent_invocations == 6
+    assert validate.over_reservation
+    assert not report.fits
+    for stubber in stubbers:
+        stubber.assert_no_pending_responses()
+
+
+def test_doctor_command_on_a_template_with_a_given_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    template = str(FIXTURES / "good_jsonata.yaml")
+
+    fits = main(["doctor", "--template", template, "--account-concurrency", "10", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    too_many = main(["doctor", "--template", template, "--account-concurrency", "10", "--batches", "3"])
+    text = capsys.readouterr().out
+
+    assert fits == 0
+    assert report["unreserved_demand"] == 5
+    assert report["maps"][0]["concurrent_invocations"] == 5
+    assert too_many == 3
+    assert "Unreserved demand 15 of 10: DOES NOT FIT." in text
+    assert "Set MaxConcurrency of ScoreStateMachine 'Score each' to 3 (now 5)" in text
+
+
+def test_doctor_command_reports_an_unreachable_endpoint(capsys: pytest.CaptureFixture[str]) -> None:
+    exit_code = main(
+        ["doctor", "--template", str(FIXTURES / "good_jsonata.yaml"), "--endpoint", "http://127.0.0.1:9"]
+    )
+
+    assert exit_code == 1
+    assert "orderbatch doctor:" in capsys.readouterr().err

@@ -1,0 +1,274 @@
+"""End to end: the real template, state machine and handlers in the local cloud on a free port.
+
+One local cloud serves the whole module (quota 10, MapMaxConcurrency 20 so batches are throttled).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from orderbatch.api_client import BatchesApiClient
+from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+from orderbatch.commands.demo import fixture_skus, generate_orders
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.project import PROJECT_ROOT, inventory_fixture
+
+pytestmark = pytest.mark.e2e
+
+TEMPLATE = PROJECT_ROOT / "template.yaml"
+QUOTA = 10
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[LocalCloud]:
+    config = LocalCloudConfig(
+        template=TEMPLATE,
+        account_concurrency=QUOTA,
+        parameter_overrides={"MapMaxConcurrency": "20"},
+        seed_files={"InventoryTable": inventory_fixture(TEMPLATE)},
+    )
+    with LocalCloud(config) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def api(cloud: LocalCloud) -> BatchesApiClient:
+    session = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1")
+    return BatchesApiClient(cloud.api_url, session=session)
+
+
+@pytest.fixture(scope="module")
+def locations(cloud: LocalCloud) -> BatchLocations:
+    return BatchLocations.from_outputs(cloud.stack.outputs)
+
+
+def order_event(order_id: str, index: int = 0) -> dict[str, Any]:
+    return {
+        "batch_id": "direct",
+        "item_index": index,
+        "source_format": "inline",
+        "order": {
+            "order_id": order_id,
+            "customer_id": "c-1",
+            "currency": "USD",
+            "items": [{"sku": "SKU-001", "quantity": 1, "unit_price": "1.00"}],
+        },
+    }
+
+
+def invoke_concurrently(client: Any, function: str, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    barrier = threading.Barrier(len(events))
+
+    def invoke(event: dict[str, Any]) -> dict[str, Any]:
+        barrier.wait(timeout=30)
+        try:
+            response = client.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+            return {"status": response["StatusCode"], "function_error": response.get("FunctionError")}
+        except ClientError as error:
+            return {
+                "status": error.response["ResponseMetadata"]["HTTPStatusCode"],
+                "code": error.response["Error"]["Code"],
+                "message": error.response["Error"].get("Message") or error.response.get("message"),
+                "reason": error.response.get("Reason"),
+                "type": error.response.get("Type"),
+            }
+
+    with ThreadPoolExecutor(max_workers=len(events)) as pool:
+        return list(pool.map(invoke, events))
+
+
+def wait_for_batch(api: BatchesApiClient, batch_id: str, timeout: float = 240.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = api.status(batch_id).body
+        if body.get("status") not in (None, "RUNNING"):
+            return body
+        time.sleep(1.0)
+    raise AssertionError(f"batch {batch_id} did not finish within {timeout:.0f} s: {body}")
+
+
+def lambda_client(cloud: LocalCloud) -> Any:
+    return cloud.client("lambda", retries={"total_max_attempts": 1}, read_timeout=60, max_pool_connections=30)
+
+
+def runs_of(cloud: LocalCloud, function: str) -> int:
+    return int(cloud.lambda_service.stats()["functions"][function]["invocations"])  # type: ignore[union-attr]
+
+
+def test_twelve_calls_against_a_quota_of_ten_throttle_two_that_never_run(cloud: LocalCloud) -> None:
+    client = lambda_client(cloud)
+    service = cloud.lambda_service
+    assert service is not None
+    before = runs_of(cloud, "ValidateOrderFunction")
+    service.set_latency("ValidateOrderFunction", 3.0)
+    try:
+        results = invoke_concurrently(
+            client, "ValidateOrderFunction", [order_event(f"quota-{n}", n) for n in range(12)]
+        )
+    finally:
+        service.set_latency("ValidateOrderFunction", 0.0)
+
+    ok = [r for r in results if r["status"] == 200]
+    throttled = [r for r in results if r["status"] == 429]
+    assert len(ok) == 10 and all(r["function_error"] is None for r in ok)
+    assert len(throttled) == 2
+    for result in throttled:
+        assert result["code"] == "TooManyRequestsException"
+        assert result["reason"] == "ConcurrentInvocationLimitExceeded"
+        assert result["type"] == "User"
+        assert result["message"] == "Rate Exceeded."
+    assert runs_of(cloud, "ValidateOrderFunction") - before == 10
+
+
+def test_reserved_concurrency_throttles_with_the_reserved_reason(cloud: LocalCloud) -> None:
+    client = lambda_client(cloud)
+    service = cloud.lambda_service
+    assert service is not None
+    client.put_function_concurrency(FunctionName="ConfirmOrderFunction", ReservedConcurrentExecutions=1)
+    settings = client.get_account_settings()
+    assert settings["AccountLimit"]["ConcurrentExecutions"] == QUOTA
+    assert settings["AccountLimit"]["UnreservedConcurrentExecutions"] == QUOTA - 1
+    service.set_latency("ConfirmOrderFunction", 2.0)
+    try:
+        results = invoke_concurrently(client, "ConfirmOrderFunction", [{"probe": 1}, {"probe": 2}])
+    finally:
+        service.set_latency("ConfirmOrderFunction", 0.0)
+        client.delete_function_concurrency(FunctionName="ConfirmOrderFunction")
+    reasons = sorted(str(r.get("reason")) for r in results)
+    assert reasons == ["None", "ReservedFunctionConcurrentInvocationLimitExceeded"]
+    assert client.get_account_settings()["AccountLimit"]["UnreservedConcurrentExecutions"] == QUOTA
+
+
+def test_a_function_past_its_timeout_fails_as_lambda_does(cloud: LocalCloud) -> None:
+    client = lambda_client(cloud)
+    service = cloud.lambda_service
+    assert service is not None
+    service.set_faults({"faults": [{"function": "ValidateOrderFunction", "kind": "timeout", "attempts": [1]}]})
+    try:
+        response = client.invoke(FunctionName="ValidateOrderFunction",
+                                 Payload=json.dumps(order_event("timeout-probe")).encode())
+        error = json.loads(response["Payload"].read())
+        assert response["FunctionError"] == "Unhandled"
+        assert error["errorType"] == "Sandbox.Timedout"
+        assert "Task timed out after 10.00 seconds" in error["errorMessage"]
+        retried = client.invoke(FunctionName="ValidateOrderFunction",
+                                Payload=json.dumps(order_event("timeout-probe")).encode())
+        assert "FunctionError" not in retried
+        assert json.loads(retried["Payload"].read())["outcome"] == "VALID"
+    finally:
+        service.set_faults({"faults": []})
+
+
+def audit(cloud: LocalCloud, locations: BatchLocations, batch_id: str) -> Any:
+    return audit_batch(
+        batch_id, locations, stepfunctions=cloud.client("stepfunctions"), dynamodb=cloud.client("dynamodb"),
+        s3=cloud.client("s3"), body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
+    )
+
+
+def throttled_task_failures(cloud: LocalCloud, execution_arn: str) -> int:
+    sfn = cloud.client("stepfunctions")
+    count = 0
+    for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
+        for event in page["events"]:
+            details = event.get("taskFailedEventDetails") or {}
+            count += event["type"] == "TaskFailed" and details.get("error") == "Lambda.TooManyRequestsException"
+    return count
+
+
+def test_a_throttled_batch_runs_every_order_exactly_once_and_a_resubmission_starts_nothing(
+    cloud: LocalCloud, api: BatchesApiClient, locations: BatchLocations
+) -> None:
+    batch_id = "e2e-throttled"
+    orders = generate_orders(60, fixture_skus(TEMPLATE), prefix=batch_id)
+
+    first = api.submit({"batch_id": batch_id, "orders": orders})
+    again = api.submit({"batch_id": batch_id, "orders": orders})
+    changed = api.submit({"batch_id": batch_id, "orders": orders[:-1]})
+
+    assert first.status == 202 and first.body["submitted"] is True
+    assert again.status == 200 and again.body["submitted"] is False
+    assert again.body["execution_arn"] == first.body["execution_arn"]
+    assert changed.status == 409
+    executions = cloud.client("stepfunctions").list_executions(stateMachineArn=locations.state_machine_arn)
+    assert [e["name"] for e in executions["executions"]].count(batch_id) == 1
+
+    result = wait_for_batch(api, batch_id)
+    assert result["status"] == "SUCCEEDED"
+    assert result["summary"]["succeeded"] == 60
+    assert throttled_task_failures(cloud, first.body["execution_arn"]) > 0
+    report = audit(cloud, locations, batch_id)
+    assert report.lost == [] and report.doubled == [] and report.violations == []
+    charge_runs = {
+        order_id: runs
+        for (step, order_id), runs in body_runs_from_logs(cloud.state_dir / "logs").items()
+        if step == "charge_payment" and order_id.startswith(batch_id)
+    }
+    assert len(charge_runs) == 60 and set(charge_runs.values()) == {1}
+
+
+def put_s3_batch(cloud: LocalCloud, orders: list[dict[str, Any]], key: str) -> str:
+    bucket = cloud.stack.outputs["BatchBucketName"]
+    s3 = cloud.client("s3")
+    if key.endswith(".csv"):
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=["order_id", "customer_id", "currency", "items"])
+        writer.writeheader()
+        for order in orders:
+            items = ";".join(f"{i['sku']}:{i['quantity']}:{i['unit_price']}" for i in order["items"])
+            writer.writerow({**{k: order[k] for k in ("order_id", "customer_id", "currency")}, "items": items})
+        s3.put_object(Bucket=bucket, Key=key, Body=buffer.getvalue().encode())
+    else:
+        s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(orders).encode())
+    return str(bucket)
+
+
+@pytest.mark.parametrize("key", ["incoming/e2e-s3-json.json", "incoming/e2e-s3-csv.csv"])
+def test_a_batch_from_s3_runs_through_the_distributed_map(
+    cloud: LocalCloud, api: BatchesApiClient, locations: BatchLocations, key: str
+) -> None:
+    batch_id = key.rsplit("/", 1)[1].split(".")[0]
+    orders = generate_orders(30, fixture_skus(TEMPLATE), prefix=batch_id)
+    bucket = put_s3_batch(cloud, orders, key)
+
+    submitted = api.submit({"batch_id": batch_id, "source": {"bucket": bucket, "key": key}})
+    assert submitted.status == 202, submitted.body
+    result = wait_for_batch(api, batch_id)
+
+    assert result["status"] == "SUCCEEDED", result
+    assert result["summary"]["succeeded"] == 30
+    assert result["summary"]["orders_location"].startswith(f"s3://{bucket}/")
+    report = audit(cloud, locations, batch_id)
+    assert report.orders_in_input == 30
+    assert report.lost == [] and report.doubled == [] and report.violations == []
+
+
+@pytest.mark.slow
+def test_two_thousand_orders_from_s3(cloud: LocalCloud, api: BatchesApiClient, locations: BatchLocations) -> None:
+    batch_id = "e2e-s3-2000"
+    orders = generate_orders(2000, fixture_skus(TEMPLATE), prefix=batch_id)
+    bucket = put_s3_batch(cloud, orders, "incoming/e2e-s3-2000.json")
+    assert api.submit({"batch_id": batch_id, "source": {"bucket": bucket, "key": "incoming/e2e-s3-2000.json"}}).status == 202
+    result = wait_for_batch(api, batch_id, timeout=1800)
+    assert result["status"] == "SUCCEEDED"
+    assert result["summary"]["succeeded"] == 2000
+    report = audit(cloud, locations, batch_id)
+    assert report.lost == [] and report.doubled == [] and report.violations == []
+
+
+def test_unsigned_and_unknown_api_calls_are_refused_as_api_gateway_does(api: BatchesApiClient) -> None:
+    unsigned = api.request("POST", "/batches", b'{"batch_id": "x", "orders": []}', sign=False)
+    unknown = api.request("GET", "/nowhere")
+    assert unsigned.status == 403 and unsigned.body == {"message": "Forbidden"}
+    assert unknown.status == 404 and unknown.body == {"message": "Not Found"}
