@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -12,7 +14,8 @@ import boto3
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
-LOCAL_API_ID = "batchesapi"  # the HttpApi's logical ID, lower-cased, as the local cloud names it
+LOCAL_API_ID = "batchesapi"
+RETRYABLE_STATUSES = {429, 500, 502, 503, 504}  # the HttpApi's logical ID, lower-cased, as the local cloud names it
 
 
 @dataclass(frozen=True)
@@ -27,11 +30,12 @@ def local_api_url(endpoint: str) -> str:
 
 class BatchesApiClient:
     def __init__(self, api_url: str, *, region: str | None = None, session: boto3.Session | None = None,
-                 timeout_seconds: float = 30.0) -> None:
+                 timeout_seconds: float = 30.0, max_attempts: int = 6) -> None:
         self._api_url = api_url.rstrip("/")
         self._session = session or boto3.Session()
         self._region = region or self._session.region_name or "us-east-1"
         self._timeout = timeout_seconds
+        self._max_attempts = max_attempts
 
     def submit(self, batch: dict[str, Any]) -> ApiResponse:
         return self.request("POST", "/batches", json.dumps(batch).encode())
@@ -41,6 +45,16 @@ class BatchesApiClient:
 
     def request(self, method: str, path: str, body: bytes | None = None, *, sign: bool = True,
                 content_type: str = "application/json") -> ApiResponse:
+        """One API call, retried like the SDKs' standard mode: 429s and 5xx with capped, fully
+        jittered exponential backoff. Safe for both routes: POST /batches is idempotent on the batch ID."""
+        for attempt in range(1, self._max_attempts + 1):
+            response = self._send(method, path, body, sign=sign, content_type=content_type)
+            if response.status not in RETRYABLE_STATUSES or attempt == self._max_attempts:
+                return response
+            time.sleep(random.uniform(0, min(5.0, 0.2 * 2**attempt)))
+        raise AssertionError("unreachable")
+
+    def _send(self, method: str, path: str, body: bytes | None, *, sign: bool, content_type: str) -> ApiResponse:
         headers = {"Content-Type": content_type} if body is not None else {}
         aws_request = AWSRequest(method=method, url=self._api_url + path, data=body, headers=headers)
         if sign:

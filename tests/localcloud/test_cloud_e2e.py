@@ -44,7 +44,9 @@ def cloud() -> Iterator[LocalCloud]:
 
 @pytest.fixture(scope="module")
 def api(cloud: LocalCloud) -> BatchesApiClient:
-    session = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1")
+    session = boto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
     return BatchesApiClient(cloud.api_url, session=session)
 
 
@@ -88,14 +90,21 @@ def invoke_concurrently(client: Any, function: str, events: list[dict[str, Any]]
         return list(pool.map(invoke, events))
 
 
-def wait_for_batch(api: BatchesApiClient, batch_id: str, timeout: float = 240.0) -> dict[str, Any]:
+def wait_for_batch(cloud: LocalCloud, api: BatchesApiClient, batch_id: str, timeout: float = 240.0) -> dict[str, Any]:
+    """Waits on Step Functions (the API's function is throttled while the Map oversubscribes the quota),
+    then reads the batch through GET /batches."""
+    sfn = cloud.client("stepfunctions")
+    arn = BatchLocations.from_outputs(cloud.stack.outputs).execution_arn(batch_id)
     deadline = time.monotonic() + timeout
+    status = "RUNNING"
     while time.monotonic() < deadline:
-        body = api.status(batch_id).body
-        if body.get("status") not in (None, "RUNNING"):
-            return body
+        status = sfn.describe_execution(executionArn=arn)["status"]
+        if status != "RUNNING":
+            response = api.status(batch_id)
+            assert response.status == 200, response.body
+            return response.body
         time.sleep(1.0)
-    raise AssertionError(f"batch {batch_id} did not finish within {timeout:.0f} s: {body}")
+    raise AssertionError(f"batch {batch_id} still {status} after {timeout:.0f} s")
 
 
 def lambda_client(cloud: LocalCloud) -> Any:
@@ -103,7 +112,7 @@ def lambda_client(cloud: LocalCloud) -> Any:
 
 
 def runs_of(cloud: LocalCloud, function: str) -> int:
-    return int(cloud.lambda_service.stats()["functions"][function]["invocations"])  # type: ignore[union-attr]
+    return int(cloud.lambda_service.stats(include_timeseries=False)["functions"][function]["invocations"])  # type: ignore[union-attr]
 
 
 def test_twelve_calls_against_a_quota_of_ten_throttle_two_that_never_run(cloud: LocalCloud) -> None:
@@ -111,13 +120,13 @@ def test_twelve_calls_against_a_quota_of_ten_throttle_two_that_never_run(cloud: 
     service = cloud.lambda_service
     assert service is not None
     before = runs_of(cloud, "ValidateOrderFunction")
-    service.set_latency("ValidateOrderFunction", 3.0)
+    service.set_latency({"ValidateOrderFunction": 3.0})
     try:
         results = invoke_concurrently(
             client, "ValidateOrderFunction", [order_event(f"quota-{n}", n) for n in range(12)]
         )
     finally:
-        service.set_latency("ValidateOrderFunction", 0.0)
+        service.set_latency({})
 
     ok = [r for r in results if r["status"] == 200]
     throttled = [r for r in results if r["status"] == 429]
@@ -139,11 +148,11 @@ def test_reserved_concurrency_throttles_with_the_reserved_reason(cloud: LocalClo
     settings = client.get_account_settings()
     assert settings["AccountLimit"]["ConcurrentExecutions"] == QUOTA
     assert settings["AccountLimit"]["UnreservedConcurrentExecutions"] == QUOTA - 1
-    service.set_latency("ConfirmOrderFunction", 2.0)
+    service.set_latency({"ConfirmOrderFunction": 2.0})
     try:
         results = invoke_concurrently(client, "ConfirmOrderFunction", [{"probe": 1}, {"probe": 2}])
     finally:
-        service.set_latency("ConfirmOrderFunction", 0.0)
+        service.set_latency({})
         client.delete_function_concurrency(FunctionName="ConfirmOrderFunction")
     reasons = sorted(str(r.get("reason")) for r in results)
     assert reasons == ["None", "ReservedFunctionConcurrentInvocationLimitExceeded"]
@@ -154,26 +163,32 @@ def test_a_function_past_its_timeout_fails_as_lambda_does(cloud: LocalCloud) -> 
     client = lambda_client(cloud)
     service = cloud.lambda_service
     assert service is not None
-    service.set_faults({"faults": [{"function": "ValidateOrderFunction", "kind": "timeout", "attempts": [1]}]})
+    service.set_fault_plan({"functions": {"ValidateOrderFunction": [{"kind": "timeout", "attempts": [1]}]}})
     try:
-        response = client.invoke(FunctionName="ValidateOrderFunction",
-                                 Payload=json.dumps(order_event("timeout-probe")).encode())
+        response = client.invoke(
+            FunctionName="ValidateOrderFunction", Payload=json.dumps(order_event("timeout-probe")).encode()
+        )
         error = json.loads(response["Payload"].read())
         assert response["FunctionError"] == "Unhandled"
         assert error["errorType"] == "Sandbox.Timedout"
         assert "Task timed out after 10.00 seconds" in error["errorMessage"]
-        retried = client.invoke(FunctionName="ValidateOrderFunction",
-                                Payload=json.dumps(order_event("timeout-probe")).encode())
+        retried = client.invoke(
+            FunctionName="ValidateOrderFunction", Payload=json.dumps(order_event("timeout-probe")).encode()
+        )
         assert "FunctionError" not in retried
         assert json.loads(retried["Payload"].read())["outcome"] == "VALID"
     finally:
-        service.set_faults({"faults": []})
+        service.set_fault_plan(None)
 
 
 def audit(cloud: LocalCloud, locations: BatchLocations, batch_id: str) -> Any:
     return audit_batch(
-        batch_id, locations, stepfunctions=cloud.client("stepfunctions"), dynamodb=cloud.client("dynamodb"),
-        s3=cloud.client("s3"), body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
+        batch_id,
+        locations,
+        stepfunctions=cloud.client("stepfunctions"),
+        dynamodb=cloud.client("dynamodb"),
+        s3=cloud.client("s3"),
+        body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
     )
 
 
@@ -183,7 +198,9 @@ def throttled_task_failures(cloud: LocalCloud, execution_arn: str) -> int:
     for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
         for event in page["events"]:
             details = event.get("taskFailedEventDetails") or {}
-            count += event["type"] == "TaskFailed" and details.get("error") == "Lambda.TooManyRequestsException"
+            count += (
+                event["type"] == "TaskFailed" and details.get("error") == "Lambda.TooManyRequestsException"
+            )
     return count
 
 
@@ -204,7 +221,7 @@ def test_a_throttled_batch_runs_every_order_exactly_once_and_a_resubmission_star
     executions = cloud.client("stepfunctions").list_executions(stateMachineArn=locations.state_machine_arn)
     assert [e["name"] for e in executions["executions"]].count(batch_id) == 1
 
-    result = wait_for_batch(api, batch_id)
+    result = wait_for_batch(cloud, api, batch_id)
     assert result["status"] == "SUCCEEDED"
     assert result["summary"]["succeeded"] == 60
     assert throttled_task_failures(cloud, first.body["execution_arn"]) > 0
@@ -227,7 +244,9 @@ def put_s3_batch(cloud: LocalCloud, orders: list[dict[str, Any]], key: str) -> s
         writer.writeheader()
         for order in orders:
             items = ";".join(f"{i['sku']}:{i['quantity']}:{i['unit_price']}" for i in order["items"])
-            writer.writerow({**{k: order[k] for k in ("order_id", "customer_id", "currency")}, "items": items})
+            writer.writerow(
+                {**{k: order[k] for k in ("order_id", "customer_id", "currency")}, "items": items}
+            )
         s3.put_object(Bucket=bucket, Key=key, Body=buffer.getvalue().encode())
     else:
         s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(orders).encode())
@@ -244,7 +263,7 @@ def test_a_batch_from_s3_runs_through_the_distributed_map(
 
     submitted = api.submit({"batch_id": batch_id, "source": {"bucket": bucket, "key": key}})
     assert submitted.status == 202, submitted.body
-    result = wait_for_batch(api, batch_id)
+    result = wait_for_batch(cloud, api, batch_id)
 
     assert result["status"] == "SUCCEEDED", result
     assert result["summary"]["succeeded"] == 30
@@ -255,12 +274,19 @@ def test_a_batch_from_s3_runs_through_the_distributed_map(
 
 
 @pytest.mark.slow
-def test_two_thousand_orders_from_s3(cloud: LocalCloud, api: BatchesApiClient, locations: BatchLocations) -> None:
+def test_two_thousand_orders_from_s3(
+    cloud: LocalCloud, api: BatchesApiClient, locations: BatchLocations
+) -> None:
     batch_id = "e2e-s3-2000"
     orders = generate_orders(2000, fixture_skus(TEMPLATE), prefix=batch_id)
     bucket = put_s3_batch(cloud, orders, "incoming/e2e-s3-2000.json")
-    assert api.submit({"batch_id": batch_id, "source": {"bucket": bucket, "key": "incoming/e2e-s3-2000.json"}}).status == 202
-    result = wait_for_batch(api, batch_id, timeout=1800)
+    assert (
+        api.submit(
+            {"batch_id": batch_id, "source": {"bucket": bucket, "key": "incoming/e2e-s3-2000.json"}}
+        ).status
+        == 202
+    )
+    result = wait_for_batch(cloud, api, batch_id, timeout=1800)
     assert result["status"] == "SUCCEEDED"
     assert result["summary"]["succeeded"] == 2000
     report = audit(cloud, locations, batch_id)

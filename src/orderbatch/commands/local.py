@@ -62,7 +62,7 @@ def cloud_config_from_args(args: argparse.Namespace, **overrides: object):  # ty
         parameter_overrides=parse_pairs(args.parameter_overrides, "--parameter-overrides"),
         latency=latency,
         lambda_endpoint=args.lambda_endpoint,
-        fault_plan=FaultPlan.load(args.faults) if args.faults else None,
+        fault_plan=FaultPlan.from_file(args.faults) if args.faults else None,
         seed_files={name: path for name, path in seeds.items() if path.exists()},
     )
     for key, value in overrides.items():

@@ -9,6 +9,7 @@ state machine's Tasks meet the quota, the 429s and the real handler code.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -23,12 +24,14 @@ from botocore.config import Config
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
-from orderbatch.localcloud.lambda_service import FaultPlan, LambdaService, MetricsPublisher
+from orderbatch.localcloud.lambda_service import FaultPlan, LambdaService, MetricsPublisher, TooManyRequestsError
 from orderbatch.localcloud.moto_backend import create_moto_app
 from orderbatch.localcloud.stack import LocalStack, load_stack
 
 DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 LOCAL_ROLE_ARN = "arn:aws:iam::123456789012:role/orderbatch-local"
+# No X-Ray daemon runs locally; Powertools' Tracer would otherwise try to reach one.
+LOCAL_FUNCTION_ENVIRONMENT = {"POWERTOOLS_TRACE_DISABLED": "true"}
 
 
 @dataclass
@@ -58,24 +61,33 @@ class LocalCloud:
         self.lambda_service: LambdaService | None = None
         self.http_api: HttpApiGateway | None = None
         self._metrics: MetricsPublisher | None = None
+        self._dynamodb_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LocalCloud:
         from moto.moto_server.werkzeug_app import MotoRequestHandler
 
+        class QuietRequestHandler(MotoRequestHandler):
+            def log_request(self, *args: Any, **kwargs: Any) -> None:
+                """Thousands of calls per batch; the access log would drown what the commands print."""
+
+        # moto logs every unsupported field and every missing JSONPath it tries (IsPresent included).
+        logging.getLogger("moto").setLevel(logging.CRITICAL)
         moto_app = create_moto_app()
         self._server = make_server(
             self.config.host,
             self.config.port,
             self._dispatch,
             threaded=True,
-            request_handler=MotoRequestHandler,
+            request_handler=QuietRequestHandler,
         )
         # moto's Step Functions interpreter reads MOTO_PORT when a Task invokes Lambda.
         os.environ["MOTO_PORT"] = str(self.port)
         self._moto_app = moto_app
         functions = [
-            spec.with_environment({**spec.environment, **self.config.function_environment})
+            spec.with_environment(
+                {**LOCAL_FUNCTION_ENVIRONMENT, **spec.environment, **self.config.function_environment}
+            )
             for spec in self.stack.functions
         ]
         self.lambda_service = LambdaService(
@@ -102,7 +114,7 @@ class LocalCloud:
 
     def stop(self) -> None:
         if self._metrics is not None:
-            self._metrics.stop()
+            self._metrics.close()
         if self.lambda_service is not None:
             self.lambda_service.close()
         if self._server is not None:
@@ -152,6 +164,11 @@ class LocalCloud:
             "AWS_REGION": self.stack.region,
         }
 
+    def flush_metrics(self) -> None:
+        """Publish the Lambda metrics gathered so far now, instead of at the next tick."""
+        if self._metrics is not None:
+            self._metrics.publish_once()
+
     # ------------------------------------------------------------------ requests
     def _dispatch(self, environ: dict[str, Any], start_response: Any) -> Any:
         path = environ.get("PATH_INFO", "")
@@ -160,12 +177,21 @@ class LocalCloud:
             return self.lambda_service(environ, start_response)
         if self.http_api.handles(path):
             return self.http_api(environ, start_response)
+        if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
+            # DynamoDB applies a conditional write atomically; moto's backend checks the condition and
+            # writes without a lock. Serialising DynamoDB calls restores the guarantee the keyed effects
+            # rely on, so the local cloud never shows a double effect AWS could not produce.
+            with self._dynamodb_lock:
+                return self._moto_app(environ, start_response)
         return self._moto_app(environ, start_response)
 
     def _invoke_for_api(self, function_name: str, payload: bytes) -> InvokeOutcome:
         assert self.lambda_service is not None
-        result = self.lambda_service.invoke(function_name, payload)
-        return InvokeOutcome(payload=result.payload, function_error=result.function_error, throttled=result.throttled)
+        try:
+            result = self.lambda_service.invoke(function_name, payload)
+        except TooManyRequestsError:
+            return InvokeOutcome(payload=b"", throttled=True)
+        return InvokeOutcome(payload=result.payload, function_error=result.function_error)
 
     # ------------------------------------------------------------------ deployment
     def _deploy(self) -> None:
@@ -207,7 +233,8 @@ class LocalCloud:
     def _create_alarms(self) -> None:
         cloudwatch = self.client("cloudwatch")
         for logical_id, props in self.stack.alarms.items():
-            arguments = {key: value for key, value in props.items() if value is not None}
+            # CloudFormation coerces the template's strings to the API's numbers; boto3 does not.
+            arguments = _numbers_where_expected({key: value for key, value in props.items() if value is not None})
             arguments.setdefault("AlarmName", f"{self.stack.stack_name}-{logical_id}")
             try:
                 cloudwatch.put_metric_alarm(**arguments)
@@ -225,3 +252,17 @@ class LocalCloud:
             for item in items:
                 writer.put_item(Item=item)
         return len(items)
+
+
+_NUMERIC_ALARM_FIELDS = {"Threshold": float, "EvaluationPeriods": int, "DatapointsToAlarm": int, "Period": int}
+
+
+def _numbers_where_expected(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: _NUMERIC_ALARM_FIELDS[key](value) if key in _NUMERIC_ALARM_FIELDS else _numbers_where_expected(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_numbers_where_expected(item) for item in node]
+    return node

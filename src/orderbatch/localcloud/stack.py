@@ -135,12 +135,26 @@ def load_stack(
         "AWS::URLSuffix": "amazonaws.com",
         "AWS::StackId": f"arn:aws:cloudformation:{region}:{account_id}:stack/{stack_name}/local",
     }
+    # SAM CLI's resolver treats an empty parameter value as missing, so `Fn::If` on `Equals [!Ref P, ""]`
+    # would stay unresolved; conditions are decided here first.
+    raw = _apply_conditions(raw, {**parameters, **pseudo})
     expanded = SamTranslatorWrapper(raw, parameter_values={**parameters, **pseudo}).run_plugins()
-    resources: dict[str, Any] = expanded.get("Resources", {})
 
     def resolve(template: dict[str, Any], translator: dict[str, Any]) -> dict[str, Any]:
+        # Each resource body and output is resolved on its own: SAM CLI's resolve_template would also
+        # translate the Resources' keys, which our richer symbol table (Ref, Arn, Name) turns into dicts.
         symbols = IntrinsicsSymbolTable(logical_id_translator=translator, template=template)
-        return IntrinsicResolver(template=template, symbol_resolver=symbols).resolve_template(ignore_errors=True)
+        resolver = IntrinsicResolver(template=template, symbol_resolver=symbols)
+        return {
+            "Resources": {
+                logical_id: resolver.intrinsic_property_resolver(body, True, parent_function=logical_id)
+                for logical_id, body in (template.get("Resources") or {}).items()
+            },
+            "Outputs": {
+                name: resolver.intrinsic_property_resolver(body, True, parent_function=name)
+                for name, body in (template.get("Outputs") or {}).items()
+            },
+        }
 
     # First pass: parameters only, enough to read names the template sets itself (TableName, Name, ...).
     first = resolve(json.loads(json.dumps(expanded)), {**parameters, **pseudo})
@@ -152,8 +166,60 @@ def load_stack(
     for logical_id, resource in resolved.get("Resources", {}).items():
         _add_resource(stack, logical_id, resource, physical, base_dir)
     stack.outputs = {name: output.get("Value") for name, output in (resolved.get("Outputs") or {}).items()}
-    del resources
     return stack
+
+
+_NO_VALUE = {"Ref": "AWS::NoValue"}
+
+
+def _apply_conditions(template: dict[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
+    """Evaluate `Conditions` and replace every `Fn::If` by its chosen branch (dropping `AWS::NoValue`)."""
+    definitions = template.get("Conditions") or {}
+    decided: dict[str, bool] = {}
+
+    def value_of(node: Any) -> Any:
+        if isinstance(node, dict) and set(node) == {"Ref"} and node["Ref"] in values:
+            return values[node["Ref"]]
+        return node
+
+    def holds(node: Any) -> bool:
+        if isinstance(node, dict) and len(node) == 1:
+            (function, argument), = node.items()
+            if function == "Condition":
+                return condition(argument)
+            if function == "Fn::Equals":
+                left, right = (value_of(a) for a in argument)
+                return str(left) == str(right)
+            if function == "Fn::Not":
+                return not holds(argument[0])
+            if function == "Fn::And":
+                return all(holds(a) for a in argument)
+            if function == "Fn::Or":
+                return any(holds(a) for a in argument)
+        raise TemplateError(f"condition {node!r} cannot be evaluated locally")
+
+    def condition(name: str) -> bool:
+        if name not in decided:
+            decided[name] = holds(definitions[name])
+        return decided[name]
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if set(node) == {"Fn::If"}:
+                name, when_true, when_false = node["Fn::If"]
+                return walk(when_true if condition(name) else when_false)
+            walked = {key: walk(value) for key, value in node.items()}
+            return {key: value for key, value in walked.items() if value != _NO_VALUE}
+        if isinstance(node, list):
+            return [walk(item) for item in node if walk(item) != _NO_VALUE]
+        return node
+
+    resources = {
+        logical_id: body
+        for logical_id, body in (template.get("Resources") or {}).items()
+        if "Condition" not in body or condition(body["Condition"])
+    }
+    return walk({**template, "Resources": resources})
 
 
 def _parameter_values(template: dict[str, Any], overrides: Mapping[str, str]) -> dict[str, str]:

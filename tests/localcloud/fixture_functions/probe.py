@@ -26,5 +26,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         "qualname": handler.__qualname__,
         "function_name": context.function_name,
         "remaining_ms": context.get_remaining_time_in_millis(),
-        "environment": {key: os.environ.get(key) for key in ("AWS_LAMBDA_FUNCTION_NAME", "AWS_ENDPOINT_URL", "GREETING")},
+        "environment": {
+            key: os.environ.get(key) for key in ("AWS_LAMBDA_FUNCTION_NAME", "AWS_ENDPOINT_URL", "GREETING")
+        },
     }

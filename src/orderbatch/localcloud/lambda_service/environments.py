@@ -126,10 +126,14 @@ class Environment:
 
 
 def _children(pid: int) -> list[int]:
-    try:
-        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
+    """Direct children of every thread of ``pid`` (the emulator forks the runtime from any of them)."""
+    children: list[int] = []
+    for task_children in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            children += [int(child) for child in task_children.read_text().split()]
+        except OSError:
+            continue
+    return children
 
 
 def environment_variables(spec: FunctionSpec, settings: LaunchSettings, log_stream: str) -> dict[str, str]:
@@ -152,6 +156,8 @@ def environment_variables(spec: FunctionSpec, settings: LaunchSettings, log_stre
         "PYTHONPATH": code_dir,
         # Unbuffered so every log line reaches the file even when the runtime is killed (timeouts).
         "PYTHONUNBUFFERED": "1",
+        # What `sam local` sets: Powertools Tracer then stays off instead of looking for an X-Ray daemon.
+        "AWS_SAM_LOCAL": "true",
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LANG": "C.UTF-8",
         "TZ": ":UTC",
@@ -256,11 +262,14 @@ class EnvironmentPool:
         log_stream = f"{datetime.now(UTC):%Y/%m/%d}/[{LATEST}]{uuid.uuid4().hex}"
         log_path = self.settings.log_dir / self.spec.name / f"{env_id}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        port = _free_port()
+        port, runtime_api_port = _free_port(), _free_port()
         command = [
             str(self.settings.rie_binary),
             "--runtime-interface-emulator-address",
             f"127.0.0.1:{port}",
+            # The Runtime API between emulator and runtime defaults to the fixed 127.0.0.1:9001.
+            "--runtime-api-address",
+            f"127.0.0.1:{runtime_api_port}",
             self.settings.python_executable,
             "-m",
             "awslambdaric",

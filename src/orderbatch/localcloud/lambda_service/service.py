@@ -251,19 +251,22 @@ class LambdaService:
         self, spec: FunctionSpec, payload: bytes, request_id: str, slot: Slot, *, tail_log: bool
     ) -> InvokeResult:
         started = time.monotonic()
-        cold_start_seconds: float | None = None
-        outcome = BackendResult(b"", function_error=True)
+        outcome: BackendResult | None = None
         try:
             decision = self.faults.decide(spec.name, payload) if self.faults.has_rules(spec.name) else None
             if decision is None:
                 outcome = self.backend.invoke(spec, payload, tail_log=tail_log)
             else:
                 outcome = self._run_with_faults(spec, payload, request_id, decision, tail_log)
-            cold_start_seconds = outcome.cold_start_seconds
         finally:
+            # A service failure (outcome None) is neither a function error nor billed init time.
+            cold_start_seconds = outcome.cold_start_seconds if outcome else None
             duration = time.monotonic() - started - (cold_start_seconds or 0.0)
             self.accounting.release(
-                slot, duration * 1000, error=outcome.function_error, timed_out=outcome.timed_out
+                slot,
+                duration * 1000,
+                error=bool(outcome and outcome.function_error),
+                timed_out=bool(outcome and outcome.timed_out),
             )
             if cold_start_seconds is not None:
                 self.accounting.record_cold_start(spec.name, cold_start_seconds)

@@ -1,0 +1,185 @@
+"""The local Lambda service's pure parts: quota arithmetic, name resolution, fault plans, error shapes."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orderbatch.localcloud.lambda_service.accounting import Accounting
+from orderbatch.localcloud.lambda_service.backends import is_function_error_payload
+from orderbatch.localcloud.lambda_service.errors import InvalidParameterValueError, TooManyRequestsError
+from orderbatch.localcloud.lambda_service.faults import FaultInjector, FaultPlan, FaultRule, order_key
+from orderbatch.localcloud.lambda_service.functions import FunctionRegistry, FunctionSpec
+
+
+def test_unreserved_functions_share_what_reservations_leave() -> None:
+    accounting = Accounting(account_limit=4)
+    accounting.register("Reserved", 2)
+    accounting.register("Shared", None)
+
+    shared = [accounting.acquire("Shared") for _ in range(2)]
+    with pytest.raises(TooManyRequestsError) as unreserved_full:
+        accounting.acquire("Shared")
+    reserved = [accounting.acquire("Reserved") for _ in range(2)]
+    with pytest.raises(TooManyRequestsError) as reservation_full:
+        accounting.acquire("Reserved")
+
+    assert unreserved_full.value.reason == "ConcurrentInvocationLimitExceeded"
+    assert reservation_full.value.reason == "ReservedFunctionConcurrentInvocationLimitExceeded"
+    assert unreserved_full.value.body() == {
+        "Type": "User",
+        "message": "Rate Exceeded.",
+        "Reason": "ConcurrentInvocationLimitExceeded",
+    }
+    for slot in shared + reserved:
+        accounting.release(slot, 1.0, error=False, timed_out=False)
+    snapshot = accounting.snapshot()
+    assert snapshot["account"] == {
+        "limit": 4,
+        "unreserved_limit": 2,
+        "current": 0,
+        "max": 4,
+        "noisy_neighbour_slots": 0,
+    }
+    assert snapshot["functions"]["Shared"]["throttles"] == {"ConcurrentInvocationLimitExceeded": 1}
+
+
+def test_a_slot_returns_to_the_pool_it_came_from_when_the_reservation_changes() -> None:
+    accounting = Accounting(account_limit=2)
+    accounting.register("F", None)
+    slot = accounting.acquire("F")
+    accounting.set_reserved("F", 1)
+    accounting.release(slot, 1.0, error=False, timed_out=False)
+    accounting.set_reserved("F", None)
+
+    assert [accounting.acquire("F").from_reservation for _ in range(2)] == [False, False]
+
+
+def test_reservations_may_not_exceed_the_account_less_the_unreserved_floor() -> None:
+    accounting = Accounting(account_limit=10, minimum_unreserved=2)
+    accounting.register("A", 5)
+    accounting.register("B", None)
+    accounting.set_reserved("B", 3)
+    with pytest.raises(InvalidParameterValueError, match=r"minimum value of \[2\]"):
+        accounting.set_reserved("B", 4)
+    accounting.set_reserved("A", 5)  # re-setting its own reservation does not count it twice
+
+
+def test_a_noisy_neighbour_only_takes_free_unreserved_slots() -> None:
+    accounting = Accounting(account_limit=3)
+    accounting.register("F", 1)
+    accounting.register("G", None)
+    accounting.acquire("G")
+
+    assert accounting.hold_unreserved(5) == 1
+    with pytest.raises(TooManyRequestsError):
+        accounting.acquire("G")
+    accounting.acquire("F")  # a reservation is untouched by the neighbour
+
+
+@pytest.mark.parametrize(
+    ("identifier", "qualifier"),
+    [
+        ("Fn", None),
+        ("Fn:$LATEST", None),
+        ("Fn", "$LATEST"),
+        ("123456789012:function:Fn", None),
+        ("arn:aws:lambda:us-east-1:123456789012:function:Fn", None),
+        ("arn%3Aaws%3Alambda%3Aus-east-1%3A123456789012%3Afunction%3AFn%3A%24LATEST", None),
+    ],
+)
+def test_every_name_form_resolves(identifier: str, qualifier: str | None) -> None:
+    registry = FunctionRegistry("us-east-1", "123456789012")
+    registry.add(FunctionSpec("Fn", "app.handler", Path(".")))
+
+    assert registry.resolve(identifier, qualifier).name == "Fn"
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    [
+        "Other",
+        "Fn:1",
+        "Fn:alias",
+        "999999999999:function:Fn",
+        "arn:aws:lambda:eu-west-1:123456789012:function:Fn",
+    ],
+)
+def test_other_names_are_not_found(identifier: str) -> None:
+    registry = FunctionRegistry("us-east-1", "123456789012")
+    registry.add(FunctionSpec("Fn", "app.handler", Path(".")))
+
+    with pytest.raises(Exception, match="Function not found: arn:aws:lambda:") as error:
+        registry.resolve(identifier)
+    assert type(error.value).__name__ == "ResourceNotFoundError"
+
+
+def test_error_documents_are_told_apart_from_results() -> None:
+    assert is_function_error_payload(
+        b'{"errorMessage": "x", "errorType": "E", "requestId": "r", "stackTrace": []}'
+    )
+    assert not is_function_error_payload(b'{"errorType": "E", "errorMessage": "x"}')
+    assert not is_function_error_payload(
+        b'{"errorType": "E", "errorMessage": "x", "requestId": "r", "data": 1}'
+    )
+    assert not is_function_error_payload(b'"errorType"')
+
+
+def test_fault_plans_parse_validate_and_round_trip() -> None:
+    document = {
+        "seed": 1,
+        "latency": {"A": 0.25},
+        "functions": {"B": [{"kind": "timeout", "phase": "before_body", "attempts": [2, 1]}]},
+        "noisy_neighbour": {"slots": 3, "duration_seconds": 5},
+    }
+    plan = FaultPlan.from_dict(document)
+
+    assert plan.to_dict() == {
+        "seed": 1,
+        "functions": {
+            "B": [{"kind": "timeout", "phase": "before_body", "attempts": [1, 2]}],
+            "A": [{"kind": "latency", "seconds": 0.25}],
+        },
+        "noisy_neighbour": {"slots": 3, "duration_seconds": 5, "start_after_seconds": 0.0},
+    }
+    rejected: list[tuple[dict[str, Any], str]] = [
+        ({"functions": {"A": [{"kind": "nap"}]}}, "unknown fault kind"),
+        ({"functions": {"A": [{"kind": "timeout", "attempts": [1], "probability": 0.5}]}}, "not both"),
+        ({"functions": {"A": [{"kind": "latency"}]}}, "seconds must be positive"),
+        ({"functions": {"A": [{"kind": "timeout", "attempts": [0]}]}}, "numbered from 1"),
+        ({"fault": {}}, "unknown fault plan fields"),
+    ]
+    for bad, message in rejected:
+        with pytest.raises(ValueError, match=message):
+            FaultPlan.from_dict(bad)
+
+
+def test_attempts_are_counted_per_function_and_order_key() -> None:
+    injector = FaultInjector(
+        FaultPlan.from_dict({"functions": {"F": [{"kind": "error_before_body", "attempts": [2]}]}})
+    )
+    first = b'{"order": {"order_id": "o-1"}}'
+    other = b'{"order_id": "o-2"}'
+
+    decisions = [injector.decide("F", payload) for payload in (first, other, first, other, first)]
+
+    assert [(d.attempt, d.outcome is not None) for d in decisions if d] == [
+        (1, False),
+        (1, False),
+        (2, True),
+        (2, True),
+        (3, False),
+    ]
+    assert injector.decide("G", first) is None
+    assert order_key([1, 2], b"[1, 2]") == order_key([1, 2], b"[1, 2]") != order_key({}, b"{}")
+
+
+def test_probabilities_are_reproducible_with_a_seed() -> None:
+    rule = FaultRule(kind="error_before_body", probability=0.5)
+    first, second = random.Random(7), random.Random(7)
+
+    assert [rule.fires(1, first) for _ in range(20)] == [rule.fires(1, second) for _ in range(20)]
+    assert FaultRule(kind="error_before_body").fires(5, first), "a rule without a condition always fires"
