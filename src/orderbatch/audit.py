@@ -114,7 +114,9 @@ def audit_batch(
         if outcome is None:
             label = str(order_id) if order_id else f"item {index}"
             lost.append(label)
-            violations.append(Violation(order_id, index, "lost", f"{label} has no outcome in the batch output"))
+            violations.append(
+                Violation(order_id, index, "lost", f"{label} has no outcome in the batch output")
+            )
             continue
         outcome_counts[outcome.get("outcome", "UNKNOWN")] += 1
         if not order_id or not isinstance(order_id, str):
@@ -153,34 +155,47 @@ def audit_batch(
 
 
 def _check_order(entry: OrderFacts) -> Iterator[Violation]:
-    index = entry.item_indexes[0] if entry.item_indexes else None
-
-    def violation(check: str, detail: str) -> Violation:
-        return Violation(entry.order_id, index, check, f"order {entry.order_id}: {detail}")
-
     if entry.charges > 1:
-        yield violation("doubled charge", f"{entry.charges} charge entries in the payment ledger")
-    if entry.active_reservations + entry.released_reservations > entry.lines:
-        yield violation(
-            "doubled stock decrement",
-            f"{entry.active_reservations + entry.released_reservations} reservations for {entry.lines} lines",
+        yield _violation(entry, "doubled charge", f"{entry.charges} charge entries in the payment ledger")
+    reservations = entry.active_reservations + entry.released_reservations
+    if reservations > entry.lines:
+        yield _violation(
+            entry, "doubled stock decrement", f"{reservations} reservations for {entry.lines} lines"
         )
     if entry.outcome is None:
         return  # only duplicates/conflicts of an order processed elsewhere: nothing of its own to check
     if entry.status not in FINAL_STATUSES:
-        yield violation("final status", f"status is {entry.status or 'missing'}, expected one final status")
+        yield _violation(
+            entry, "final status", f"status is {entry.status or 'missing'}, expected a final status"
+        )
     elif entry.outcome in FINAL_STATUSES and entry.status != entry.outcome:
-        yield violation("final status", f"batch output says {entry.outcome} but the order record says {entry.status}")
+        detail = f"batch output says {entry.outcome} but the order record says {entry.status}"
+        yield _violation(entry, "final status", detail)
     if entry.status == "SUCCEEDED":
-        if entry.charges != 1 or entry.refunds != 0:
-            yield violation("payment", f"{entry.charges} charges and {entry.refunds} refunds, expected 1 and 0")
-        if entry.active_reservations != entry.lines:
-            yield violation("stock", f"{entry.active_reservations} active reservations for {entry.lines} lines")
+        yield from _check_succeeded(entry)
     elif entry.status in ("FAILED", "REJECTED"):
-        if entry.active_reservations:
-            yield violation("compensation", f"{entry.active_reservations} reservations left standing")
-        if entry.charges != entry.refunds:
-            yield violation("compensation", f"{entry.charges} charges but {entry.refunds} refunds")
+        yield from _check_compensated(entry)
+
+
+def _check_succeeded(entry: OrderFacts) -> Iterator[Violation]:
+    if entry.charges != 1 or entry.refunds != 0:
+        detail = f"{entry.charges} charges and {entry.refunds} refunds, expected 1 and 0"
+        yield _violation(entry, "payment", detail)
+    if entry.active_reservations != entry.lines:
+        detail = f"{entry.active_reservations} active reservations for {entry.lines} lines"
+        yield _violation(entry, "stock", detail)
+
+
+def _check_compensated(entry: OrderFacts) -> Iterator[Violation]:
+    if entry.active_reservations:
+        yield _violation(entry, "compensation", f"{entry.active_reservations} reservations left standing")
+    if entry.charges != entry.refunds:
+        yield _violation(entry, "compensation", f"{entry.charges} charges but {entry.refunds} refunds")
+
+
+def _violation(entry: OrderFacts, check: str, detail: str) -> Violation:
+    index = entry.item_indexes[0] if entry.item_indexes else None
+    return Violation(entry.order_id, index, check, f"order {entry.order_id}: {detail}")
 
 
 def _line_count(order: Mapping[str, Any]) -> int:

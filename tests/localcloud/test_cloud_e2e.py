@@ -90,7 +90,9 @@ def invoke_concurrently(client: Any, function: str, events: list[dict[str, Any]]
         return list(pool.map(invoke, events))
 
 
-def wait_for_batch(cloud: LocalCloud, api: BatchesApiClient, batch_id: str, timeout: float = 240.0) -> dict[str, Any]:
+def wait_for_batch(
+    cloud: LocalCloud, api: BatchesApiClient, batch_id: str, timeout: float = 240.0
+) -> dict[str, Any]:
     """Waits on Step Functions (the API's function is throttled while the Map oversubscribes the quota),
     then reads the batch through GET /batches."""
     sfn = cloud.client("stepfunctions")
@@ -130,7 +132,8 @@ def test_twelve_calls_against_a_quota_of_ten_throttle_two_that_never_run(cloud: 
 
     ok = [r for r in results if r["status"] == 200]
     throttled = [r for r in results if r["status"] == 429]
-    assert len(ok) == 10 and all(r["function_error"] is None for r in ok)
+    assert len(ok) == 10
+    assert all(r["function_error"] is None for r in ok)
     assert len(throttled) == 2
     for result in throttled:
         assert result["code"] == "TooManyRequestsException"
@@ -214,8 +217,10 @@ def test_a_throttled_batch_runs_every_order_exactly_once_and_a_resubmission_star
     again = api.submit({"batch_id": batch_id, "orders": orders})
     changed = api.submit({"batch_id": batch_id, "orders": orders[:-1]})
 
-    assert first.status == 202 and first.body["submitted"] is True
-    assert again.status == 200 and again.body["submitted"] is False
+    assert first.status == 202
+    assert first.body["submitted"] is True
+    assert again.status == 200
+    assert again.body["submitted"] is False
     assert again.body["execution_arn"] == first.body["execution_arn"]
     assert changed.status == 409
     executions = cloud.client("stepfunctions").list_executions(stateMachineArn=locations.state_machine_arn)
@@ -226,13 +231,16 @@ def test_a_throttled_batch_runs_every_order_exactly_once_and_a_resubmission_star
     assert result["summary"]["succeeded"] == 60
     assert throttled_task_failures(cloud, first.body["execution_arn"]) > 0
     report = audit(cloud, locations, batch_id)
-    assert report.lost == [] and report.doubled == [] and report.violations == []
+    assert report.lost == []
+    assert report.doubled == []
+    assert report.violations == []
     charge_runs = {
         order_id: runs
         for (step, order_id), runs in body_runs_from_logs(cloud.state_dir / "logs").items()
         if step == "charge_payment" and order_id.startswith(batch_id)
     }
-    assert len(charge_runs) == 60 and set(charge_runs.values()) == {1}
+    assert len(charge_runs) == 60
+    assert set(charge_runs.values()) == {1}
 
 
 def put_s3_batch(cloud: LocalCloud, orders: list[dict[str, Any]], key: str) -> str:
@@ -270,7 +278,9 @@ def test_a_batch_from_s3_runs_through_the_distributed_map(
     assert result["summary"]["orders_location"].startswith(f"s3://{bucket}/")
     report = audit(cloud, locations, batch_id)
     assert report.orders_in_input == 30
-    assert report.lost == [] and report.doubled == [] and report.violations == []
+    assert report.lost == []
+    assert report.doubled == []
+    assert report.violations == []
 
 
 @pytest.mark.slow
@@ -290,11 +300,15 @@ def test_two_thousand_orders_from_s3(
     assert result["status"] == "SUCCEEDED"
     assert result["summary"]["succeeded"] == 2000
     report = audit(cloud, locations, batch_id)
-    assert report.lost == [] and report.doubled == [] and report.violations == []
+    assert report.lost == []
+    assert report.doubled == []
+    assert report.violations == []
 
 
 def test_unsigned_and_unknown_api_calls_are_refused_as_api_gateway_does(api: BatchesApiClient) -> None:
     unsigned = api.request("POST", "/batches", b'{"batch_id": "x", "orders": []}', sign=False)
     unknown = api.request("GET", "/nowhere")
-    assert unsigned.status == 403 and unsigned.body == {"message": "Forbidden"}
-    assert unknown.status == 404 and unknown.body == {"message": "Not Found"}
+    assert unsigned.status == 403
+    assert unsigned.body == {"message": "Forbidden"}
+    assert unknown.status == 404
+    assert unknown.body == {"message": "Not Found"}

@@ -12,15 +12,23 @@ import boto3
 from orderbatch.project import default_endpoint, default_template
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    audit = subparsers.add_parser("audit", help="check every order and effect of a batch: none lost, none doubled")
+def register(subparsers: argparse._SubParsersAction) -> None:
+    audit = subparsers.add_parser(
+        "audit", help="check every order and effect of a batch: none lost, none doubled"
+    )
     audit.add_argument("batch_id")
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
-    audit.add_argument("--endpoint", default=None, help="local cloud endpoint (default: AWS_ENDPOINT_URL or :4566)")
+    audit.add_argument(
+        "--endpoint", default=None, help="local cloud endpoint (default: AWS_ENDPOINT_URL or :4566)"
+    )
     audit.add_argument("--stack", default=None, help="a deployed stack: read table names from its Outputs")
     audit.add_argument("--template", type=Path, default=None, help="template for local table names")
-    audit.add_argument("--logs", type=Path, default=None,
-                       help="execution environments' log folder (counts body runs; printed by `local up`)")
+    audit.add_argument(
+        "--logs",
+        type=Path,
+        default=None,
+        help="execution environments' log folder (counts body runs; printed by `local up`)",
+    )
     audit.add_argument("--region", default=None)
     audit.set_defaults(func=run)
 
@@ -32,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
     endpoint = None if args.stack else (args.endpoint or default_endpoint())
 
     def client(service: str) -> Any:
-        return session.client(service, endpoint_url=endpoint, region_name=args.region or session.region_name
-                              or "us-east-1")  # type: ignore[call-overload]
+        region = args.region or session.region_name or "us-east-1"
+        return session.client(service, endpoint_url=endpoint, region_name=region)  # type: ignore[call-overload]
 
     if args.stack:
         stack = client("cloudformation").describe_stacks(StackName=args.stack)["Stacks"][0]
@@ -53,9 +61,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        print(f"batch {report.batch_id}: {report.orders_in_input} orders in the input, outcomes {report.outcomes}")
-        print(f"  lost {len(report.lost)}, doubled {len(report.doubled)}, "
-              f"body runs beyond one {report.body_runs_beyond_one}")
+        print(
+            f"batch {report.batch_id}: {report.orders_in_input} orders in the input, "
+            f"outcomes {report.outcomes}"
+        )
+        print(
+            f"  lost {len(report.lost)}, doubled {len(report.doubled)}, "
+            f"body runs beyond one {report.body_runs_beyond_one}"
+        )
         for violation in report.violations:
             print(f"  VIOLATION [{violation.check}] {violation.detail}")
         print("  OK: every order accounted for, every effect landed once" if report.ok else "  FAILED")

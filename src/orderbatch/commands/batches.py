@@ -13,10 +13,12 @@ from orderbatch.project import default_endpoint, default_template
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     submit = subparsers.add_parser("submit", help="submit a batch (a JSON file, or --generate N orders)")
     source = submit.add_mutually_exclusive_group(required=True)
-    source.add_argument("file", nargs="?", type=Path, help='batch JSON: {"batch_id", "orders"} or {"batch_id", "source"}')
+    source.add_argument(
+        "file", nargs="?", type=Path, help='batch JSON: {"batch_id", "orders"} or {"batch_id", "source"}'
+    )
     source.add_argument("--generate", type=int, metavar="N", help="generate a batch of N valid orders")
     submit.add_argument("--batch-id", default=None, help="batch ID for --generate (default: a timestamp)")
     submit.add_argument("--wait", action="store_true", help="wait until the batch finishes")
@@ -31,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--endpoint", default=None, help="local cloud endpoint (default: AWS_ENDPOINT_URL or :4566)")
+    parser.add_argument(
+        "--endpoint", default=None, help="local cloud endpoint (default: AWS_ENDPOINT_URL or :4566)"
+    )
     parser.add_argument("--api", default=None, help="a deployed API's URL (the stack's BatchesApiUrl output)")
     parser.add_argument("--region", default=None)
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -40,19 +44,28 @@ def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
 def _client(args: argparse.Namespace) -> Any:
     from orderbatch.api_client import BatchesApiClient, local_api_url
 
-    return BatchesApiClient(args.api or local_api_url(args.endpoint or default_endpoint()), region=args.region)
+    return BatchesApiClient(
+        args.api or local_api_url(args.endpoint or default_endpoint()), region=args.region
+    )
 
 
 def _report(args: argparse.Namespace, status: int, body: dict[str, Any]) -> int:
     summary = body.get("summary") or {}
-    document = {"http_status": status, "batch_id": body.get("batch_id"), "status": body.get("status"),
-                **{key: summary.get(key) for key in ("total", "succeeded", "failed", "rejected", "duplicate")},
-                "response": body}
+    document = {
+        "http_status": status,
+        "batch_id": body.get("batch_id"),
+        "status": body.get("status"),
+        **{key: summary.get(key) for key in ("total", "succeeded", "failed", "rejected", "duplicate")},
+        "response": body,
+    }
     if args.json:
         print(json.dumps(document, indent=2))
     else:
-        counts = ", ".join(f"{k} {document[k]}" for k in ("total", "succeeded", "failed", "rejected", "duplicate")
-                           if document[k] is not None)
+        counts = ", ".join(
+            f"{k} {document[k]}"
+            for k in ("total", "succeeded", "failed", "rejected", "duplicate")
+            if document[k] is not None
+        )
         print(f"HTTP {status}: batch {document['batch_id']} {document['status'] or ''} {counts}".rstrip())
         if body.get("message"):
             print(f"  {body['message']}")

@@ -26,16 +26,27 @@ from botocore.exceptions import ClientError
 from orderbatch.project import default_template, inventory_fixture
 
 DIRECT_FUNCTION = "ValidateOrderFunction"
-TASK_FUNCTIONS = ("ValidateOrderFunction", "ReserveInventoryFunction", "ChargePaymentFunction",
-                  "ConfirmOrderFunction", "CancelOrderFunction")
+TASK_FUNCTIONS = (
+    "ValidateOrderFunction",
+    "ReserveInventoryFunction",
+    "ChargePaymentFunction",
+    "ConfirmOrderFunction",
+    "CancelOrderFunction",
+)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    demo = subparsers.add_parser("demo", help="the local demo: 429s reproduced, a throttled batch exactly once")
+def register(subparsers: argparse._SubParsersAction) -> None:
+    demo = subparsers.add_parser(
+        "demo", help="the local demo: 429s reproduced, a throttled batch exactly once"
+    )
     demo.add_argument("--orders", type=int, default=200, help="orders in the batch (default 200)")
     demo.add_argument("--account-concurrency", type=int, default=10)
-    demo.add_argument("--max-concurrency", type=int, default=20,
-                      help="the batch's Map MaxConcurrency, above the quota on purpose (default 20)")
+    demo.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=20,
+        help="the batch's Map MaxConcurrency, above the quota on purpose (default 20)",
+    )
     demo.add_argument("--template", type=Path, default=None)
     demo.add_argument("--timeout", type=float, default=170.0, help="seconds to wait for the batch")
     demo.add_argument("--json", action="store_true", help="print the figures as one JSON document")
@@ -47,15 +58,21 @@ def generate_orders(count: int, skus: list[str], *, prefix: str, seed: int = 7) 
     orders = []
     for number in range(1, count + 1):
         lines = rng.sample(skus, k=rng.randint(1, 3))
-        orders.append({
-            "order_id": f"{prefix}-{number:05d}",
-            "customer_id": f"customer-{rng.randint(1, 50):03d}",
-            "currency": "USD",
-            "items": [
-                {"sku": sku, "quantity": rng.randint(1, 3), "unit_price": f"{rng.randint(100, 5000) / 100:.2f}"}
-                for sku in lines
-            ],
-        })
+        orders.append(
+            {
+                "order_id": f"{prefix}-{number:05d}",
+                "customer_id": f"customer-{rng.randint(1, 50):03d}",
+                "currency": "USD",
+                "items": [
+                    {
+                        "sku": sku,
+                        "quantity": rng.randint(1, 3),
+                        "unit_price": f"{rng.randint(100, 5000) / 100:.2f}",
+                    }
+                    for sku in lines
+                ],
+            }
+        )
     return orders
 
 
@@ -71,7 +88,11 @@ class Demo:
         self.template = (args.template or default_template()).resolve()
         self.figures: dict[str, Any] = {}
         self.problems: list[str] = []
-        self.say = (lambda *_: None) if args.json else (lambda text="", **kw: print(text, flush=True, **kw))
+        self.quiet = bool(args.json)
+
+    def say(self, text: str = "", end: str = "\n") -> None:
+        if not self.quiet:
+            print(text, end=end, flush=True)
 
     def expect(self, what: str, actual: Any, expected: Any) -> None:
         if actual != expected:
@@ -89,8 +110,10 @@ class Demo:
         )
         self.say(f"Starting the local cloud (account concurrency {self.args.account_concurrency}) ...")
         with LocalCloud(config) as cloud:
-            self.say(f"  endpoint {cloud.endpoint}, {len(cloud.stack.functions)} functions, "
-                     f"{len(cloud.stack.tables)} tables, state machine {cloud.stack.state_machine().name}\n")
+            self.say(
+                f"  endpoint {cloud.endpoint}, {len(cloud.stack.functions)} functions, "
+                f"{len(cloud.stack.tables)} tables, state machine {cloud.stack.state_machine().name}\n"
+            )
             self.field_report(cloud)
             self.batch(cloud)
         self.figures["seconds"] = round(time.monotonic() - started, 1)
@@ -107,25 +130,41 @@ class Demo:
     def field_report(self, cloud: Any) -> None:
         quota = self.args.account_concurrency
         calls = quota + 2
-        self.say(f"1. The field report: {calls} concurrent invocations of {DIRECT_FUNCTION}, each held 3 s, "
-                 "SDK retries off")
-        lambda_client = cloud.client("lambda", retries={"total_max_attempts": 1}, read_timeout=60,
-                                     max_pool_connections=calls + 4)
+        self.say(
+            f"1. The field report: {calls} concurrent invocations of {DIRECT_FUNCTION}, each held 3 s, "
+            "SDK retries off"
+        )
+        lambda_client = cloud.client(
+            "lambda", retries={"total_max_attempts": 1}, read_timeout=60, max_pool_connections=calls + 4
+        )
         service = cloud.lambda_service
         service.set_latency({DIRECT_FUNCTION: 3.0})
         ran_before = service.stats(include_timeseries=False)["functions"][DIRECT_FUNCTION]["invocations"]
         window_start = datetime.now(UTC) - timedelta(minutes=1)
 
         def invoke(number: int) -> dict[str, Any]:
-            event = {"batch_id": "field-report", "item_index": number, "source_format": "inline",
-                     "order": {"order_id": f"field-report-{number:02d}", "customer_id": "c-1", "currency": "USD",
-                               "items": [{"sku": "SKU-001", "quantity": 1, "unit_price": "1.00"}]}}
+            event = {
+                "batch_id": "field-report",
+                "item_index": number,
+                "source_format": "inline",
+                "order": {
+                    "order_id": f"field-report-{number:02d}",
+                    "customer_id": "c-1",
+                    "currency": "USD",
+                    "items": [{"sku": "SKU-001", "quantity": 1, "unit_price": "1.00"}],
+                },
+            }
             try:
-                response = lambda_client.invoke(FunctionName=DIRECT_FUNCTION, Payload=json.dumps(event).encode())
+                response = lambda_client.invoke(
+                    FunctionName=DIRECT_FUNCTION, Payload=json.dumps(event).encode()
+                )
                 return {"status": response["StatusCode"], "error": response.get("FunctionError")}
             except ClientError as error:
-                return {"status": error.response["ResponseMetadata"]["HTTPStatusCode"],
-                        "error": error.response["Error"]["Code"], "reason": error.response.get("Reason")}
+                return {
+                    "status": error.response["ResponseMetadata"]["HTTPStatusCode"],
+                    "error": error.response["Error"]["Code"],
+                    "reason": error.response.get("Reason"),
+                }
 
         barrier = threading.Barrier(calls)
 
@@ -137,24 +176,36 @@ class Demo:
             results = list(pool.map(invoke_together, range(1, calls + 1)))
         service.set_latency({})
         for number, result in enumerate(results, start=1):
-            detail = f"{result['error']} / {result['reason']}" if result.get("reason") else (result["error"] or "")
+            detail = (
+                f"{result['error']} / {result['reason']}" if result.get("reason") else (result["error"] or "")
+            )
             self.say(f"   call {number:2d}: HTTP {result['status']} {detail}")
         ok = sum(1 for r in results if r["status"] == 200 and not r["error"])
         throttled = [r for r in results if r["status"] == 429]
-        ran = service.stats(include_timeseries=False)["functions"][DIRECT_FUNCTION]["invocations"] - ran_before
+        ran = (
+            service.stats(include_timeseries=False)["functions"][DIRECT_FUNCTION]["invocations"] - ran_before
+        )
         metrics = self.read_lambda_metrics(cloud, window_start)
         self.say(f"   {ok} x 200, {len(throttled)} x 429; the function ran {ran} times")
-        self.say(f"   CloudWatch AWS/Lambda: Invocations {metrics['Invocations']:.0f}, "
-                 f"Throttles {metrics['Throttles']:.0f}\n")
+        self.say(
+            f"   CloudWatch AWS/Lambda: Invocations {metrics['Invocations']:.0f}, "
+            f"Throttles {metrics['Throttles']:.0f}\n"
+        )
         self.figures["field_report"] = {
-            "calls": calls, "ok": ok, "throttled": len(throttled),
+            "calls": calls,
+            "ok": ok,
+            "throttled": len(throttled),
             "throttle_errors": sorted({f"{r['error']}/{r['reason']}" for r in throttled}),
-            "function_ran": ran, "cloudwatch": metrics,
+            "function_ran": ran,
+            "cloudwatch": metrics,
         }
         self.expect("direct calls answered 200", ok, quota)
         self.expect("direct calls throttled", len(throttled), 2)
-        self.expect("throttle error", self.figures["field_report"]["throttle_errors"],
-                    ["TooManyRequestsException/ConcurrentInvocationLimitExceeded"])
+        self.expect(
+            "throttle error",
+            self.figures["field_report"]["throttle_errors"],
+            ["TooManyRequestsException/ConcurrentInvocationLimitExceeded"],
+        )
         self.expect("function runs", ran, quota)
         self.expect("CloudWatch Invocations", int(metrics["Invocations"]), quota)
         self.expect("CloudWatch Throttles", int(metrics["Throttles"]), 2)
@@ -165,9 +216,13 @@ class Demo:
         figures = {}
         for name in ("Invocations", "Throttles"):
             response = cloudwatch.get_metric_statistics(
-                Namespace="AWS/Lambda", MetricName=name, Statistics=["Sum"], Period=3600,
+                Namespace="AWS/Lambda",
+                MetricName=name,
+                Statistics=["Sum"],
+                Period=3600,
                 Dimensions=[{"Name": "FunctionName", "Value": DIRECT_FUNCTION}],
-                StartTime=start, EndTime=datetime.now(UTC) + timedelta(minutes=1),
+                StartTime=start,
+                EndTime=datetime.now(UTC) + timedelta(minutes=1),
             )
             figures[name] = sum(point["Sum"] for point in response["Datapoints"])
         return figures
@@ -180,16 +235,21 @@ class Demo:
         count = self.args.orders
         batch_id = f"demo-{datetime.now(UTC):%Y%m%dT%H%M%S}"
         orders = generate_orders(count, fixture_skus(self.template), prefix=batch_id)
-        self.say(f"2. A batch of {count} orders through the HTTP API, MaxConcurrency {self.args.max_concurrency} "
-                 f"against a quota of {self.args.account_concurrency}")
+        self.say(
+            f"2. A batch of {count} orders through the HTTP API, MaxConcurrency {self.args.max_concurrency} "
+            f"against a quota of {self.args.account_concurrency}"
+        )
         import boto3
 
-        session = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
-                                region_name=cloud.stack.region)
+        session = boto3.Session(
+            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=cloud.stack.region
+        )
         api = BatchesApiClient(cloud.api_url, session=session)
         throttles_before = self.task_throttles(cloud)
         submitted = api.submit({"batch_id": batch_id, "orders": orders})
-        self.say(f"   POST /batches -> {submitted.status} {submitted.body.get('execution_arn', submitted.body)}")
+        self.say(
+            f"   POST /batches -> {submitted.status} {submitted.body.get('execution_arn', submitted.body)}"
+        )
         self.expect("POST /batches status", submitted.status, 202)
         again = api.submit({"batch_id": batch_id, "orders": orders})
         self.say(f"   POST /batches again -> {again.status} (submitted: {again.body.get('submitted')})")
@@ -206,13 +266,19 @@ class Demo:
         # above the quota the API's own function is throttled too, which is the point of this part.
         while time.monotonic() < deadline:
             status = {"status": sfn.describe_execution(executionArn=execution_arn)["status"]}
-            finished = dynamodb.scan(TableName=locations.orders_table, Select="COUNT",
-                                     FilterExpression="begins_with(order_id, :p) AND #s <> :r",
-                                     ExpressionAttributeNames={"#s": "status"},
-                                     ExpressionAttributeValues={":p": {"S": batch_id}, ":r": {"S": "RECEIVED"}})["Count"]
+            finished = dynamodb.scan(
+                TableName=locations.orders_table,
+                Select="COUNT",
+                FilterExpression="begins_with(order_id, :p) AND #s <> :r",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":p": {"S": batch_id}, ":r": {"S": "RECEIVED"}},
+            )["Count"]
             throttles = self.task_throttles(cloud) - throttles_before
-            self.say(f"\r   {time.monotonic() - started:5.1f} s  orders finished {finished:4d}/{count}  "
-                     f"429s absorbed so far {throttles:4d}  status {status.get('status')}   ", end="")
+            self.say(
+                f"\r   {time.monotonic() - started:5.1f} s  orders finished {finished:4d}/{count}  "
+                f"429s absorbed so far {throttles:4d}  status {status.get('status')}   ",
+                end="",
+            )
             if status.get("status") not in (None, "RUNNING"):
                 break
             time.sleep(1.0)
@@ -227,23 +293,44 @@ class Demo:
         for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
             for event in page["events"]:
                 details = event.get("taskFailedEventDetails") or {}
-                if event["type"] == "TaskFailed" and details.get("error") == "Lambda.TooManyRequestsException":
+                if (
+                    event["type"] == "TaskFailed"
+                    and details.get("error") == "Lambda.TooManyRequestsException"
+                ):
                     throttled_task_events += 1
-        report = audit_batch(batch_id, locations, stepfunctions=sfn, dynamodb=dynamodb, s3=cloud.client("s3"),
-                             body_runs=body_runs_from_logs(cloud.state_dir / "logs"))
+        report = audit_batch(
+            batch_id,
+            locations,
+            stepfunctions=sfn,
+            dynamodb=dynamodb,
+            s3=cloud.client("s3"),
+            body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
+        )
         runs_per_order = self.body_runs_per_order(report, cloud, batch_id)
         throttles = self.task_throttles(cloud) - throttles_before
-        self.say(f"   summary: {json.dumps({k: v for k, v in summary.items() if k not in ('orders', 'batch_id')})}")
-        self.say(f"   makespan {makespan:.1f} s; 429s absorbed by retries: {throttles} "
-                 f"({throttled_task_events} TaskFailed Lambda.TooManyRequestsException events in the history)")
+        self.say(
+            f"   summary: {json.dumps({k: v for k, v in summary.items() if k not in ('orders', 'batch_id')})}"
+        )
+        self.say(
+            f"   makespan {makespan:.1f} s; 429s absorbed by retries: {throttles} "
+            f"({throttled_task_events} TaskFailed Lambda.TooManyRequestsException events in the history)"
+        )
         self.say(f"   executions per order: {runs_per_order}")
-        self.say(f"   audit: {len(report.lost)} lost, {len(report.doubled)} doubled, "
-                 f"{len(report.violations)} violations")
+        self.say(
+            f"   audit: {len(report.lost)} lost, {len(report.doubled)} doubled, "
+            f"{len(report.violations)} violations"
+        )
         self.figures["batch"] = {
-            "batch_id": batch_id, "orders": count, "status": status.get("status"), "makespan_seconds": round(makespan, 1),
+            "batch_id": batch_id,
+            "orders": count,
+            "status": status.get("status"),
+            "makespan_seconds": round(makespan, 1),
             "summary": {k: v for k, v in summary.items() if k != "orders"},
-            "throttles_absorbed": throttles, "throttled_task_events": throttled_task_events,
-            "executions_per_order": runs_per_order, "lost": report.lost, "doubled": report.doubled,
+            "throttles_absorbed": throttles,
+            "throttled_task_events": throttled_task_events,
+            "executions_per_order": runs_per_order,
+            "lost": report.lost,
+            "doubled": report.doubled,
             "violations": [v.detail for v in report.violations][:20],
         }
         self.expect("orders succeeded", summary.get("succeeded"), count)

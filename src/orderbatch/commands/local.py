@@ -10,7 +10,7 @@ from pathlib import Path
 from orderbatch.project import DEFAULT_LOCAL_PORT, default_endpoint, default_template, inventory_fixture
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     local = subparsers.add_parser("local", help="the Docker-free local cloud")
     actions = local.add_subparsers(dest="local_command", required=True, metavar="ACTION")
 
@@ -18,23 +18,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     add_cloud_arguments(up, default_port=DEFAULT_LOCAL_PORT)
     up.set_defaults(func=run_up)
 
-    env = actions.add_parser("env", help="print the exports that point the AWS CLI and boto3 at the local cloud")
-    env.add_argument("--endpoint", default=None, help="local cloud endpoint (default: AWS_ENDPOINT_URL or :4566)")
+    env = actions.add_parser(
+        "env", help="print the exports that point the AWS CLI and boto3 at the local cloud"
+    )
+    env.add_argument(
+        "--endpoint", default=None, help="local cloud endpoint (default: AWS_ENDPOINT_URL or :4566)"
+    )
     env.set_defaults(func=run_env)
 
 
 def add_cloud_arguments(parser: argparse.ArgumentParser, *, default_port: int) -> None:
-    parser.add_argument("--port", type=int, default=default_port, help=f"port (default {default_port}; 0 = free)")
-    parser.add_argument("--account-concurrency", type=int, default=10,
-                        help="the account's Lambda concurrency quota (default 10, as on a new account)")
+    parser.add_argument(
+        "--port", type=int, default=default_port, help=f"port (default {default_port}; 0 = free)"
+    )
+    parser.add_argument(
+        "--account-concurrency",
+        type=int,
+        default=10,
+        help="the account's Lambda concurrency quota (default 10, as on a new account)",
+    )
     parser.add_argument("--template", type=Path, default=None, help="SAM template (default ./template.yaml)")
-    parser.add_argument("--parameter-overrides", nargs="*", default=[], metavar="NAME=VALUE",
-                        help="template parameter values, as for sam deploy")
-    parser.add_argument("--latency", action="append", default=[], metavar="FUNCTION=SECONDS",
-                        help="add time inside every invocation of a function (holds its concurrency)")
+    parser.add_argument(
+        "--parameter-overrides",
+        nargs="*",
+        default=[],
+        metavar="NAME=VALUE",
+        help="template parameter values, as for sam deploy",
+    )
+    parser.add_argument(
+        "--latency",
+        action="append",
+        default=[],
+        metavar="FUNCTION=SECONDS",
+        help="add time inside every invocation of a function (holds its concurrency)",
+    )
     parser.add_argument("--faults", type=Path, default=None, help="fault plan (YAML or JSON)")
-    parser.add_argument("--lambda-endpoint", default=None,
-                        help="hand Lambda invocations to this endpoint (e.g. sam local start-lambda)")
+    parser.add_argument(
+        "--lambda-endpoint",
+        default=None,
+        help="hand Lambda invocations to this endpoint (e.g. sam local start-lambda)",
+    )
     parser.add_argument("--no-seed", action="store_true", help="do not seed tables from fixtures/")
 
 
@@ -48,7 +71,7 @@ def parse_pairs(pairs: list[str], what: str) -> dict[str, str]:
     return parsed
 
 
-def cloud_config_from_args(args: argparse.Namespace, **overrides: object):  # type: ignore[no-untyped-def]
+def cloud_config_from_args(args: argparse.Namespace, **overrides: object):
     from orderbatch.localcloud.cloud import LocalCloudConfig
     from orderbatch.localcloud.lambda_service import FaultPlan
 
@@ -82,8 +105,15 @@ def run_up(args: argparse.Namespace) -> int:
         for machine in cloud.stack.state_machines:
             print(f"  state machine  {machine.arn}")
         for function in cloud.stack.functions:
-            reserved = f", reserved concurrency {function.reserved_concurrency}" if function.reserved_concurrency else ""
-            print(f"  function       {function.name} ({function.handler}, timeout {function.timeout_seconds}s{reserved})")
+            reserved = (
+                f", reserved concurrency {function.reserved_concurrency}"
+                if function.reserved_concurrency
+                else ""
+            )
+            print(
+                f"  function       {function.name} ({function.handler}, "
+                f"timeout {function.timeout_seconds}s{reserved})"
+            )
         for table in cloud.stack.tables:
             print(f"  table          {table.name}")
         for bucket in cloud.stack.buckets.values():

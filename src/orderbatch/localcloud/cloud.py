@@ -24,7 +24,12 @@ from botocore.config import Config
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
-from orderbatch.localcloud.lambda_service import FaultPlan, LambdaService, MetricsPublisher, TooManyRequestsError
+from orderbatch.localcloud.lambda_service import (
+    FaultPlan,
+    LambdaService,
+    MetricsPublisher,
+    TooManyRequestsError,
+)
 from orderbatch.localcloud.moto_backend import create_moto_app
 from orderbatch.localcloud.stack import LocalStack, load_stack
 
@@ -103,7 +108,10 @@ class LocalCloud:
             latency=dict(self.config.latency),
         )
         self.http_api = HttpApiGateway(
-            self.stack.routes, self._invoke_for_api, region=self.stack.region, account_id=self.stack.account_id
+            self.stack.routes,
+            self._invoke_for_api,
+            region=self.stack.region,
+            account_id=self.stack.account_id,
         )
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-cloud", daemon=True)
         self._thread.start()
@@ -172,7 +180,8 @@ class LocalCloud:
     # ------------------------------------------------------------------ requests
     def _dispatch(self, environ: dict[str, Any], start_response: Any) -> Any:
         path = environ.get("PATH_INFO", "")
-        assert self.lambda_service is not None and self.http_api is not None
+        assert self.lambda_service is not None
+        assert self.http_api is not None
         if self.lambda_service.handles(path):
             return self.lambda_service(environ, start_response)
         if self.http_api.handles(path):
@@ -234,7 +243,9 @@ class LocalCloud:
         cloudwatch = self.client("cloudwatch")
         for logical_id, props in self.stack.alarms.items():
             # CloudFormation coerces the template's strings to the API's numbers; boto3 does not.
-            arguments = _numbers_where_expected({key: value for key, value in props.items() if value is not None})
+            arguments = _numbers_where_expected(
+                {key: value for key, value in props.items() if value is not None}
+            )
             arguments.setdefault("AlarmName", f"{self.stack.stack_name}-{logical_id}")
             try:
                 cloudwatch.put_metric_alarm(**arguments)
@@ -246,7 +257,11 @@ class LocalCloud:
         if isinstance(items, dict):
             items = items.get("items", [])
         table = boto3.resource(
-            "dynamodb", endpoint_url=self.endpoint, region_name=self.stack.region, **DUMMY_CREDENTIALS
+            "dynamodb",
+            endpoint_url=self.endpoint,
+            region_name=self.stack.region,
+            aws_access_key_id=DUMMY_CREDENTIALS["aws_access_key_id"],
+            aws_secret_access_key=DUMMY_CREDENTIALS["aws_secret_access_key"],
         ).Table(self.stack.table_name(logical_id))
         with table.batch_writer() as writer:
             for item in items:
@@ -254,13 +269,20 @@ class LocalCloud:
         return len(items)
 
 
-_NUMERIC_ALARM_FIELDS = {"Threshold": float, "EvaluationPeriods": int, "DatapointsToAlarm": int, "Period": int}
+_NUMERIC_ALARM_FIELDS = {
+    "Threshold": float,
+    "EvaluationPeriods": int,
+    "DatapointsToAlarm": int,
+    "Period": int,
+}
 
 
 def _numbers_where_expected(node: Any) -> Any:
     if isinstance(node, dict):
         return {
-            key: _NUMERIC_ALARM_FIELDS[key](value) if key in _NUMERIC_ALARM_FIELDS else _numbers_where_expected(value)
+            key: _NUMERIC_ALARM_FIELDS[key](value)
+            if key in _NUMERIC_ALARM_FIELDS
+            else _numbers_where_expected(value)
             for key, value in node.items()
         }
     if isinstance(node, list):

@@ -60,9 +60,7 @@ def _compile(path: str) -> re.Pattern[str]:
 
 
 class HttpApiGateway:
-    def __init__(
-        self, routes: Iterable[HttpRoute], invoke: Invoker, *, region: str, account_id: str
-    ) -> None:
+    def __init__(self, routes: Iterable[HttpRoute], invoke: Invoker, *, region: str, account_id: str) -> None:
         self._routes: dict[str, list[_CompiledRoute]] = {}
         for route in routes:
             self._routes.setdefault(route.api_logical_id.lower(), []).append(
@@ -119,7 +117,12 @@ class HttpApiGateway:
         return _response_from_payload(outcome.payload)
 
     def _event(
-        self, request: Request, api_id: str, path: str, compiled: _CompiledRoute, path_parameters: dict[str, str]
+        self,
+        request: Request,
+        api_id: str,
+        path: str,
+        compiled: _CompiledRoute,
+        path_parameters: dict[str, str],
     ) -> dict[str, Any]:
         body = request.get_data()
         try:
@@ -153,7 +156,9 @@ class HttpApiGateway:
                 "stage": "$default",
                 "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
                 "timeEpoch": int(now * 1000),
-                "authorizer": {"iam": {"accountId": self._account_id, "userArn": "arn:aws:iam::local:user/local"}},
+                "authorizer": {
+                    "iam": {"accountId": self._account_id, "userArn": "arn:aws:iam::local:user/local"}
+                },
             },
             "body": text_body,
             "isBase64Encoded": is_base64,

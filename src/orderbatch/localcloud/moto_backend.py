@@ -62,18 +62,19 @@ def _cache_task_clients() -> None:
             return original(region=region, service=service, state_credentials=state_credentials)
         return _cached(region, service)
 
-    lambda_eval_utils.boto_client_for = cached_boto_client_for  # type: ignore[assignment]
+    lambda_eval_utils.boto_client_for = cached_boto_client_for
 
 
 def _cap_inline_map_concurrency() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.inline_iteration_component import (
-        InlineIterationComponent,
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
+        inline_iteration_component,
     )
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.max_concurrency import (
         DEFAULT_MAX_CONCURRENCY_VALUE,
     )
 
-    original_eval_body = InlineIterationComponent._eval_body
+    component = inline_iteration_component.InlineIterationComponent
+    original_eval_body = component._eval_body
 
     def eval_body_within_aws_limit(self: Any, env: Any) -> None:
         eval_input = env.stack[-1]
@@ -82,7 +83,7 @@ def _cap_inline_map_concurrency() -> None:
             eval_input.max_concurrency = INLINE_MAP_CONCURRENCY_LIMIT
         original_eval_body(self, env)
 
-    InlineIterationComponent._eval_body = eval_body_within_aws_limit  # type: ignore[method-assign]
+    component._eval_body = eval_body_within_aws_limit  # type: ignore[method-assign]
 
 
 def _write_distributed_map_results() -> None:
@@ -130,7 +131,10 @@ def _write_distributed_map_results() -> None:
         manifest_key = folder + "manifest.json"
         s3.put_object(Bucket=parameters["Bucket"], Key=manifest_key, Body=json.dumps(manifest).encode())
         env.stack.append(
-            {"MapRunArn": map_run_arn, "ResultWriterDetails": {"Bucket": parameters["Bucket"], "Key": manifest_key}}
+            {
+                "MapRunArn": map_run_arn,
+                "ResultWriterDetails": {"Bucket": parameters["Bucket"], "Key": manifest_key},
+            }
         )
 
-    resource_eval_s3.ResourceEvalS3._handle_put_object = staticmethod(handle_put_object)  # type: ignore[assignment]
+    resource_eval_s3.ResourceEvalS3._handle_put_object = staticmethod(handle_put_object)  # type: ignore[method-assign]

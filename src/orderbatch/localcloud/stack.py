@@ -24,16 +24,43 @@ DEFAULT_STACK_NAME = "orderbatch"
 # Resource properties that change nothing on one machine; anything else unhandled is reported by name.
 SILENTLY_LOCAL = {
     "AWS::Serverless::Function": {
-        "Runtime", "Architectures", "CodeUri", "Handler", "MemorySize", "Timeout", "Environment", "Description",
-        "Events", "ReservedConcurrentExecutions", "Policies", "Tracing", "Role", "Layers", "FunctionName",
+        "Runtime",
+        "Architectures",
+        "CodeUri",
+        "Handler",
+        "MemorySize",
+        "Timeout",
+        "Environment",
+        "Description",
+        "Events",
+        "ReservedConcurrentExecutions",
+        "Policies",
+        "Tracing",
+        "Role",
+        "Layers",
+        "FunctionName",
     },
     "AWS::DynamoDB::Table": {
-        "TableName", "BillingMode", "AttributeDefinitions", "KeySchema", "TimeToLiveSpecification",
-        "GlobalSecondaryIndexes", "LocalSecondaryIndexes", "ProvisionedThroughput", "PointInTimeRecoverySpecification",
+        "TableName",
+        "BillingMode",
+        "AttributeDefinitions",
+        "KeySchema",
+        "TimeToLiveSpecification",
+        "GlobalSecondaryIndexes",
+        "LocalSecondaryIndexes",
+        "ProvisionedThroughput",
+        "PointInTimeRecoverySpecification",
     },
     "AWS::S3::Bucket": {"BucketName", "BucketEncryption", "PublicAccessBlockConfiguration"},
     "AWS::Serverless::StateMachine": {
-        "Name", "Type", "DefinitionUri", "Definition", "DefinitionSubstitutions", "Policies", "Role", "Tracing",
+        "Name",
+        "Type",
+        "DefinitionUri",
+        "Definition",
+        "DefinitionSubstitutions",
+        "Policies",
+        "Role",
+        "Tracing",
         "Logging",
     },
 }
@@ -118,7 +145,7 @@ def load_stack(
     region: str = DEFAULT_REGION,
     account_id: str = DEFAULT_ACCOUNT_ID,
 ) -> LocalStack:
-    # SAM CLI is imported here, not at module level: it costs half a second that `orderbatch lint` never needs.
+    # SAM CLI is imported here, not at module level: half a second that `orderbatch lint` never needs.
     from samcli.commands._utils.template import get_template_data
     from samcli.lib.intrinsic_resolver.intrinsic_property_resolver import IntrinsicResolver
     from samcli.lib.intrinsic_resolver.intrinsics_symbol_table import IntrinsicsSymbolTable
@@ -172,54 +199,59 @@ def load_stack(
 _NO_VALUE = {"Ref": "AWS::NoValue"}
 
 
-def _apply_conditions(template: dict[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
-    """Evaluate `Conditions` and replace every `Fn::If` by its chosen branch (dropping `AWS::NoValue`)."""
-    definitions = template.get("Conditions") or {}
-    decided: dict[str, bool] = {}
+class _Conditions:
+    """The template's `Conditions`, decided once from the parameter values."""
 
-    def value_of(node: Any) -> Any:
-        if isinstance(node, dict) and set(node) == {"Ref"} and node["Ref"] in values:
-            return values[node["Ref"]]
+    def __init__(self, definitions: Mapping[str, Any], values: Mapping[str, str]) -> None:
+        self._definitions = definitions
+        self._values = values
+        self._decided: dict[str, bool] = {}
+
+    def __getitem__(self, name: str) -> bool:
+        if name not in self._decided:
+            self._decided[name] = self._holds(self._definitions[name])
+        return self._decided[name]
+
+    def _value_of(self, node: Any) -> Any:
+        if isinstance(node, dict) and set(node) == {"Ref"} and node["Ref"] in self._values:
+            return self._values[node["Ref"]]
         return node
 
-    def holds(node: Any) -> bool:
+    def _holds(self, node: Any) -> bool:
         if isinstance(node, dict) and len(node) == 1:
-            (function, argument), = node.items()
+            ((function, argument),) = node.items()
             if function == "Condition":
-                return condition(argument)
+                return self[argument]
             if function == "Fn::Equals":
-                left, right = (value_of(a) for a in argument)
+                left, right = (self._value_of(a) for a in argument)
                 return str(left) == str(right)
-            if function == "Fn::Not":
-                return not holds(argument[0])
-            if function == "Fn::And":
-                return all(holds(a) for a in argument)
-            if function == "Fn::Or":
-                return any(holds(a) for a in argument)
+            combine = {"Fn::Not": lambda xs: not xs[0], "Fn::And": all, "Fn::Or": any}.get(function)
+            if combine is not None:
+                return bool(combine([self._holds(a) for a in argument]))
         raise TemplateError(f"condition {node!r} cannot be evaluated locally")
 
-    def condition(name: str) -> bool:
-        if name not in decided:
-            decided[name] = holds(definitions[name])
-        return decided[name]
+
+def _apply_conditions(template: dict[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
+    """Replace every `Fn::If` by its chosen branch (dropping `AWS::NoValue`) and drop disabled resources."""
+    conditions = _Conditions(template.get("Conditions") or {}, values)
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
             if set(node) == {"Fn::If"}:
                 name, when_true, when_false = node["Fn::If"]
-                return walk(when_true if condition(name) else when_false)
+                return walk(when_true if conditions[name] else when_false)
             walked = {key: walk(value) for key, value in node.items()}
             return {key: value for key, value in walked.items() if value != _NO_VALUE}
         if isinstance(node, list):
-            return [walk(item) for item in node if walk(item) != _NO_VALUE]
+            return [item for item in (walk(each) for each in node) if item != _NO_VALUE]
         return node
 
     resources = {
         logical_id: body
         for logical_id, body in (template.get("Resources") or {}).items()
-        if "Condition" not in body or condition(body["Condition"])
+        if "Condition" not in body or conditions[body["Condition"]]
     }
-    return walk({**template, "Resources": resources})
+    return dict(walk({**template, "Resources": resources}))
 
 
 def _parameter_values(template: dict[str, Any], overrides: Mapping[str, str]) -> dict[str, str]:
@@ -234,7 +266,9 @@ def _parameter_values(template: dict[str, Any], overrides: Mapping[str, str]) ->
         elif "Default" in spec:
             values[name] = str(spec["Default"])
         else:
-            raise TemplateError(f"parameter {name} has no default; pass it with --parameter-overrides {name}=VALUE")
+            raise TemplateError(
+                f"parameter {name} has no default; pass it with --parameter-overrides {name}=VALUE"
+            )
     return values
 
 
@@ -255,7 +289,11 @@ def _physical_ids(
             ids[logical_id] = {"Ref": name, "Arn": f"arn:aws:dynamodb:{region}:{account_id}:table/{name}"}
         elif kind == "AWS::S3::Bucket":
             name = props.get("BucketName") or f"{stack_name}-{logical_id}".lower()
-            ids[logical_id] = {"Ref": name, "Arn": f"arn:aws:s3:::{name}", "DomainName": f"{name}.s3.amazonaws.com"}
+            ids[logical_id] = {
+                "Ref": name,
+                "Arn": f"arn:aws:s3:::{name}",
+                "DomainName": f"{name}.s3.amazonaws.com",
+            }
         elif kind in ("AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine"):
             name = props.get("Name") or props.get("StateMachineName") or f"{stack_name}-{logical_id}"
             arn = f"arn:aws:states:{region}:{account_id}:stateMachine:{name}"
@@ -275,7 +313,11 @@ def _physical_ids(
 
 
 def _add_resource(
-    stack: LocalStack, logical_id: str, resource: Mapping[str, Any], physical: Mapping[str, Any], base_dir: Path
+    stack: LocalStack,
+    logical_id: str,
+    resource: Mapping[str, Any],
+    physical: Mapping[str, Any],
+    base_dir: Path,
 ) -> None:
     kind = resource.get("Type", "")
     props: dict[str, Any] = resource.get("Properties") or {}
@@ -313,6 +355,10 @@ def _add_resource(
     else:
         stack.not_honoured.append(f"{logical_id} ({kind}): resource type not created locally")
         return
+    _note_unhonoured(stack, logical_id, kind, props)
+
+
+def _note_unhonoured(stack: LocalStack, logical_id: str, kind: str, props: Mapping[str, Any]) -> None:
     for prop in props:
         if prop in NOT_ENFORCED_LOCALLY:
             stack.not_honoured.append(f"{logical_id}.{prop}: {NOT_ENFORCED_LOCALLY[prop]}")
@@ -346,7 +392,9 @@ def _env_string(value: Any) -> str:
     return str(value)
 
 
-def _http_routes(function_name: str, events: Mapping[str, Any], physical: Mapping[str, Any]) -> list[HttpRoute]:
+def _http_routes(
+    function_name: str, events: Mapping[str, Any], physical: Mapping[str, Any]
+) -> list[HttpRoute]:
     routes = []
     for event in events.values():
         if event.get("Type") != "HttpApi":
@@ -395,7 +443,9 @@ def _state_machine_spec(
     except json.JSONDecodeError as error:
         leftover = _PLACEHOLDER.findall(definition)
         hint = f" (unresolved placeholders: {', '.join(sorted(set(leftover)))})" if leftover else ""
-        raise TemplateError(f"{logical_id}: definition is not valid JSON after substitution{hint}: {error}") from error
+        raise TemplateError(
+            f"{logical_id}: definition is not valid JSON after substitution{hint}: {error}"
+        ) from error
     return StateMachineSpec(
         logical_id=logical_id,
         name=ids["Name"],
