@@ -1,5 +1,7 @@
 """The exactly-once audit of one batch: every order of the input, every effect in the tables.
 
+`audit_batch` audits a state machine run; `audit_orders` runs the same per-order checks on any list of
+orders with the outcomes their caller saw (for example orders a test invoked directly, step by step).
 Per order of the batch's input it checks: the batch output has an outcome for it (else it is lost);
 the order has exactly one final status; a succeeded order has exactly one charge, no refund and one
 active stock reservation per line; a failed or rejected order has nothing left standing (no active
@@ -13,7 +15,7 @@ import csv
 import io
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,8 @@ class OrderFacts:
     refunds: int = 0
     active_reservations: int = 0
     released_reservations: int = 0
+    # Reservation rows per order line: each row is one stock decrement.
+    reservations_per_line: Counter[int] = field(default_factory=Counter)
     body_runs: dict[str, int] = field(default_factory=dict)
 
 
@@ -54,6 +58,7 @@ class AuditReport:
     body_runs_beyond_one: int
     orders_with_repeated_body_runs: list[str]
     violations: list[Violation]
+    body_runs_by_step: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -87,6 +92,21 @@ class BatchLocations:
         return self.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{batch_id}"
 
 
+@dataclass(frozen=True)
+class AuditedOrder:
+    """One order of a batch as its caller saw it: ``outcome`` is the final order state it got back
+    (None when it got nothing: the order is lost). ``order`` is the order as submitted."""
+
+    item_index: int
+    order: Any
+    outcome: Mapping[str, Any] | None
+
+    @property
+    def order_id(self) -> str | None:
+        order_id = self.order.get("order_id") if isinstance(self.order, Mapping) else None
+        return order_id if isinstance(order_id, str) and order_id else None
+
+
 def audit_batch(
     batch_id: str,
     locations: BatchLocations,
@@ -96,34 +116,59 @@ def audit_batch(
     s3: Any,
     body_runs: Mapping[tuple[str, str], int] | None = None,
 ) -> AuditReport:
-    execution = stepfunctions.describe_execution(executionArn=locations.execution_arn(batch_id))
+    """Audit a batch run by the state machine: its input, its output and the effect tables."""
+    try:
+        execution = stepfunctions.describe_execution(executionArn=locations.execution_arn(batch_id))
+    except stepfunctions.exceptions.ExecutionDoesNotExist:
+        violation = Violation(None, None, "execution", f"batch {batch_id} has no execution")
+        return AuditReport(batch_id, 0, {}, [], [], 0, [], [violation])
     batch_input = json.loads(execution["input"])
-    items = list(_input_orders(batch_input, s3))
     outcomes_by_index = _outcomes_by_index(execution, s3)
-
-    violations: list[Violation] = []
+    orders = [
+        AuditedOrder(index, order, outcomes_by_index.get(index))
+        for index, order in enumerate(_input_orders(batch_input, s3))
+    ]
+    problems: list[Violation] = []
     if execution["status"] != "SUCCEEDED":
-        violations.append(Violation(None, None, "execution", f"execution is {execution['status']}"))
+        problems.append(Violation(None, None, "execution", f"execution is {execution['status']}"))
+    return audit_orders(
+        batch_id, orders, locations, dynamodb=dynamodb, body_runs=body_runs, violations=problems
+    )
 
+
+def audit_orders(
+    batch_id: str,
+    orders: Sequence[AuditedOrder],
+    locations: BatchLocations,
+    *,
+    dynamodb: Any,
+    body_runs: Mapping[tuple[str, str], int] | None = None,
+    violations: Iterable[Violation] = (),
+) -> AuditReport:
+    """The per-order checks on any list of orders: a batch's, or orders a test invoked directly."""
+    found_violations = list(violations)
     facts: dict[str, OrderFacts] = {}
     lost: list[str] = []
     outcome_counts: Counter[str] = Counter()
-    for index, order in enumerate(items):
-        order_id = order.get("order_id") if isinstance(order, dict) else None
-        outcome = outcomes_by_index.get(index)
-        if outcome is None:
-            label = str(order_id) if order_id else f"item {index}"
+    for audited in orders:
+        order_id, index = audited.order_id, audited.item_index
+        if audited.outcome is None:
+            label = order_id or f"item {index}"
             lost.append(label)
-            violations.append(
+            found_violations.append(
                 Violation(order_id, index, "lost", f"{label} has no outcome in the batch output")
             )
             continue
-        outcome_counts[outcome.get("outcome", "UNKNOWN")] += 1
-        if not order_id or not isinstance(order_id, str):
+        outcome = audited.outcome
+        outcome_counts[str(outcome.get("outcome", "UNKNOWN"))] += 1
+        if order_id is None:
             continue
-        entry = facts.setdefault(order_id, OrderFacts(order_id=order_id, lines=_line_count(order)))
+        entry = facts.setdefault(order_id, OrderFacts(order_id=order_id, lines=_line_count(audited.order)))
         entry.item_indexes.append(index)
         if outcome.get("code") != "CONFLICTING_ORDER" and outcome.get("outcome") != "DUPLICATE":
+            if entry.outcome == "SUCCEEDED" and outcome.get("outcome") == "SUCCEEDED":
+                detail = f"items {entry.item_indexes} of the batch all report it succeeded"
+                found_violations.append(_violation(entry, "final status", detail))
             entry.outcome = outcome.get("outcome")
 
     _load_effects(facts, locations, dynamodb)
@@ -133,9 +178,9 @@ def audit_batch(
 
     doubled: list[str] = []
     for entry in facts.values():
-        found = list(_check_order(entry))
-        violations.extend(found)
-        if any(v.check.startswith("doubled") for v in found):
+        order_violations = list(_check_order(entry))
+        found_violations.extend(order_violations)
+        if any(v.check.startswith("doubled") for v in order_violations):
             doubled.append(entry.order_id)
 
     repeated = sorted(
@@ -144,24 +189,35 @@ def audit_batch(
     beyond_one = sum(max(0, runs - 1) for entry in facts.values() for runs in entry.body_runs.values())
     return AuditReport(
         batch_id=batch_id,
-        orders_in_input=len(items),
+        orders_in_input=len(orders),
         outcomes=dict(outcome_counts),
         lost=lost,
         doubled=sorted(doubled),
         body_runs_beyond_one=beyond_one,
         orders_with_repeated_body_runs=repeated,
-        violations=violations,
+        violations=found_violations,
+        body_runs_by_step=_body_run_histogram(facts.values()),
     )
+
+
+def _body_run_histogram(facts: Iterable[OrderFacts]) -> dict[str, dict[str, int]]:
+    """{step: {runs: orders}}: how many orders had their step body run once, twice ..."""
+    histogram: dict[str, Counter[str]] = defaultdict(Counter)
+    for entry in facts:
+        for step, runs in entry.body_runs.items():
+            histogram[step][str(runs)] += 1
+    return {step: dict(sorted(counts.items())) for step, counts in sorted(histogram.items())}
 
 
 def _check_order(entry: OrderFacts) -> Iterator[Violation]:
     if entry.charges > 1:
         yield _violation(entry, "doubled charge", f"{entry.charges} charge entries in the payment ledger")
+    repeated_lines = sorted(line for line, rows in entry.reservations_per_line.items() if rows > 1)
     reservations = entry.active_reservations + entry.released_reservations
-    if reservations > entry.lines:
-        yield _violation(
-            entry, "doubled stock decrement", f"{reservations} reservations for {entry.lines} lines"
-        )
+    if repeated_lines or reservations > entry.lines:
+        lines = ", ".join(f"line {line} x{entry.reservations_per_line[line]}" for line in repeated_lines)
+        detail = f"{reservations} reservations for {entry.lines} lines" + (f" ({lines})" if lines else "")
+        yield _violation(entry, "doubled stock decrement", detail)
     if entry.outcome is None:
         return  # only duplicates/conflicts of an order processed elsewhere: nothing of its own to check
     if entry.status not in FINAL_STATUSES:
@@ -247,6 +303,9 @@ def _load_effects(facts: dict[str, OrderFacts], locations: BatchLocations, dynam
         entry = facts.get(item["order_id"]["S"])
         if entry is None:
             continue
+        line = item.get("line", {}).get("N")
+        if line is not None:
+            entry.reservations_per_line[int(line)] += 1
         if item.get("status", {}).get("S") == "RESERVED":
             entry.active_reservations += 1
         else:

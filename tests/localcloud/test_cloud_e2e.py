@@ -243,6 +243,36 @@ def test_a_throttled_batch_runs_every_order_exactly_once_and_a_resubmission_star
     assert set(charge_runs.values()) == {1}
 
 
+def test_a_task_past_its_function_timeout_is_seen_by_the_state_machine_and_retried(
+    cloud: LocalCloud, api: BatchesApiClient, locations: BatchLocations
+) -> None:
+    service = cloud.lambda_service
+    assert service is not None
+    batch_id = "e2e-timeout"
+    orders = generate_orders(4, fixture_skus(TEMPLATE), prefix=batch_id)
+    service.set_fault_plan({"functions": {"ConfirmOrderFunction": [{"kind": "timeout", "attempts": [1]}]}})
+    try:
+        assert api.submit({"batch_id": batch_id, "orders": orders}).status == 202
+        result = wait_for_batch(cloud, api, batch_id)
+    finally:
+        service.set_fault_plan(None)
+
+    sfn = cloud.client("stepfunctions")
+    timed_out = [
+        event["taskFailedEventDetails"]
+        for event in sfn.get_execution_history(
+            executionArn=locations.execution_arn(batch_id), maxResults=1000
+        )["events"]
+        if event["type"] == "TaskFailed"
+        and event["taskFailedEventDetails"].get("error") == "Sandbox.Timedout"
+    ]
+    assert len(timed_out) == 4
+    assert "Task timed out after 10.00 seconds" in timed_out[0]["cause"]
+    assert result["summary"]["succeeded"] == 4
+    report = audit(cloud, locations, batch_id)
+    assert report.violations == []
+
+
 def put_s3_batch(cloud: LocalCloud, orders: list[dict[str, Any]], key: str) -> str:
     bucket = cloud.stack.outputs["BatchBucketName"]
     s3 = cloud.client("s3")

@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 
+from orderbatch.commands.local import DEFAULT_STATE_DIR
 from orderbatch.project import default_endpoint, default_template
 
 
@@ -27,8 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--logs",
         type=Path,
         default=None,
-        help="execution environments' log folder (counts body runs; printed by `local up`)",
+        help="execution environments' log folder, to count body runs "
+        f"(default ./{DEFAULT_STATE_DIR / 'logs'} when it exists, as `local up` keeps it)",
     )
+    audit.add_argument("--no-logs", action="store_true", help="do not count body runs")
     audit.add_argument("--region", default=None)
     audit.set_defaults(func=run)
 
@@ -50,13 +53,14 @@ def run(args: argparse.Namespace) -> int:
         from orderbatch.localcloud.stack import load_stack
 
         outputs = load_stack(args.template or default_template()).outputs
+    log_dir = None if args.no_logs else (args.logs or _default_log_dir(args))
     report = audit_batch(
         args.batch_id,
         BatchLocations.from_outputs(outputs),
         stepfunctions=client("stepfunctions"),
         dynamodb=client("dynamodb"),
         s3=client("s3"),
-        body_runs=body_runs_from_logs(args.logs) if args.logs else None,
+        body_runs=body_runs_from_logs(log_dir) if log_dir else None,
     )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
@@ -68,8 +72,22 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"  lost {len(report.lost)}, doubled {len(report.doubled)}, "
             f"body runs beyond one {report.body_runs_beyond_one}"
+            + ("" if log_dir else " (not counted: no log folder)")
         )
+        for step, histogram in report.body_runs_by_step.items():
+            runs = ", ".join(f"{orders} orders ran {times}x" for times, orders in histogram.items())
+            print(f"  {step}: {runs}")
+        if report.orders_with_repeated_body_runs:
+            shown = ", ".join(report.orders_with_repeated_body_runs[:10])
+            more = len(report.orders_with_repeated_body_runs) - 10
+            print(f"  ran more than once: {shown}" + (f" and {more} more" if more > 0 else ""))
         for violation in report.violations:
             print(f"  VIOLATION [{violation.check}] {violation.detail}")
         print("  OK: every order accounted for, every effect landed once" if report.ok else "  FAILED")
     return 0 if report.ok else 1
+
+
+def _default_log_dir(args: argparse.Namespace) -> Path | None:
+    """The logs of `orderbatch local up` run from this folder; a deployed stack has none locally."""
+    candidate = DEFAULT_STATE_DIR / "logs"
+    return candidate if not args.stack and candidate.is_dir() else None

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 from orderbatch.project import DEFAULT_LOCAL_PORT, default_endpoint, default_template, inventory_fixture
+
+# Where `local up` keeps its state (the environments' logs); `orderbatch audit` reads the logs from here.
+DEFAULT_STATE_DIR = Path(".orderbatch") / "local"
+STATE_DIR_MARKER = ".orderbatch-local-state"
+FAULT_FLAG_FORMAT = "FUNCTION:KIND[:key=value,...]"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,6 +23,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     up = actions.add_parser("up", help="serve the template's services on one loopback endpoint until Ctrl-C")
     add_cloud_arguments(up, default_port=DEFAULT_LOCAL_PORT)
+    up.add_argument(
+        "--state-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR,
+        help=f"folder for the cloud's state and logs, cleared at start (default ./{DEFAULT_STATE_DIR})",
+    )
     up.set_defaults(func=run_up)
 
     env = actions.add_parser(
@@ -52,7 +65,23 @@ def add_cloud_arguments(parser: argparse.ArgumentParser, *, default_port: int) -
         metavar="FUNCTION=SECONDS",
         help="add time inside every invocation of a function (holds its concurrency)",
     )
-    parser.add_argument("--faults", type=Path, default=None, help="fault plan (YAML or JSON)")
+    parser.add_argument(
+        "--faults", type=Path, default=None, help="fault plan file, YAML or JSON (see docs/faults.md)"
+    )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar=FAULT_FLAG_FORMAT,
+        help="one fault rule, added to --faults; e.g. ChargePaymentFunction:error_after_body:attempts=1 "
+        "or ReserveInventoryFunction:timeout:phase=before_body,probability=0.05 (attempts: 1+3 for 1 and 3)",
+    )
+    parser.add_argument(
+        "--noisy-neighbour",
+        default=None,
+        metavar="SLOTS:SECONDS[:START_AFTER]",
+        help="another workload holding SLOTS of the account's concurrency for SECONDS",
+    )
     parser.add_argument(
         "--lambda-endpoint",
         default=None,
@@ -71,9 +100,80 @@ def parse_pairs(pairs: list[str], what: str) -> dict[str, str]:
     return parsed
 
 
+def parse_fault_flag(flag: str) -> tuple[str, dict[str, Any]]:
+    """`FUNCTION:KIND[:key=value,...]` -> (function, rule document as in a fault plan file)."""
+    function, _, rest = flag.partition(":")
+    kind, _, options = rest.partition(":")
+    if not function or not kind:
+        raise SystemExit(f"orderbatch: --fault must look like {FAULT_FLAG_FORMAT}, got {flag!r}")
+    rule: dict[str, Any] = {"kind": kind}
+    for option in filter(None, options.split(",")):
+        key, separator, value = option.partition("=")
+        if not separator or not key:
+            raise SystemExit(
+                f"orderbatch: --fault option must look like key=value, got {option!r} in {flag!r}"
+            )
+        rule[key] = [int(a) for a in value.split("+")] if key == "attempts" else value
+    return function, rule
+
+
+def parse_noisy_neighbour(value: str) -> dict[str, float]:
+    parts = value.split(":")
+    try:
+        numbers = [float(part) for part in parts]
+    except ValueError:
+        numbers = []
+    if len(numbers) not in (2, 3):
+        raise SystemExit(
+            f"orderbatch: --noisy-neighbour must look like SLOTS:SECONDS[:START_AFTER], got {value!r}"
+        )
+    neighbour = {"slots": int(numbers[0]), "duration_seconds": numbers[1]}
+    if len(numbers) == 3:
+        neighbour["start_after_seconds"] = numbers[2]
+    return neighbour
+
+
+def fault_plan_from_args(args: argparse.Namespace) -> Any:
+    """The --faults file plus every --fault and --noisy-neighbour flag, or None when there are none."""
+    import yaml
+
+    from orderbatch.localcloud.lambda_service import FaultPlan
+
+    flags = getattr(args, "fault", []) or []
+    neighbour = getattr(args, "noisy_neighbour", None)
+    if not args.faults and not flags and not neighbour:
+        return None
+    document: dict[str, Any] = dict(yaml.safe_load(args.faults.read_text()) or {}) if args.faults else {}
+    functions = {name: list(rules) for name, rules in (document.get("functions") or {}).items()}
+    for flag in flags:
+        function, rule = parse_fault_flag(flag)
+        functions.setdefault(function, []).append(rule)
+    document["functions"] = functions
+    if neighbour:
+        document["noisy_neighbour"] = parse_noisy_neighbour(neighbour)
+    try:
+        return FaultPlan.from_dict(document)
+    except (TypeError, ValueError) as error:
+        raise SystemExit(f"orderbatch: invalid fault plan: {error}") from None
+
+
+def prepare_state_dir(state_dir: Path) -> Path:
+    """Clear the folder of a previous `local up`; refuse a folder that holds anything else."""
+    state_dir = state_dir.resolve()
+    if state_dir.exists() and any(state_dir.iterdir()):
+        if not (state_dir / STATE_DIR_MARKER).exists():
+            raise SystemExit(
+                f"orderbatch: {state_dir} is not empty and was not made by `orderbatch local up`; "
+                "pass another --state-dir"
+            )
+        shutil.rmtree(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / STATE_DIR_MARKER).write_text("state of `orderbatch local up`; cleared at its next start\n")
+    return state_dir
+
+
 def cloud_config_from_args(args: argparse.Namespace, **overrides: object):
     from orderbatch.localcloud.cloud import LocalCloudConfig
-    from orderbatch.localcloud.lambda_service import FaultPlan
 
     template = (args.template or default_template()).resolve()
     latency = {name: float(value) for name, value in parse_pairs(args.latency, "--latency").items()}
@@ -85,7 +185,7 @@ def cloud_config_from_args(args: argparse.Namespace, **overrides: object):
         parameter_overrides=parse_pairs(args.parameter_overrides, "--parameter-overrides"),
         latency=latency,
         lambda_endpoint=args.lambda_endpoint,
-        fault_plan=FaultPlan.from_file(args.faults) if args.faults else None,
+        fault_plan=fault_plan_from_args(args),
         seed_files={name: path for name, path in seeds.items() if path.exists()},
     )
     for key, value in overrides.items():
@@ -96,7 +196,8 @@ def cloud_config_from_args(args: argparse.Namespace, **overrides: object):
 def run_up(args: argparse.Namespace) -> int:
     from orderbatch.localcloud.cloud import LocalCloud
 
-    cloud = LocalCloud(cloud_config_from_args(args)).start()
+    state_dir = prepare_state_dir(args.state_dir)
+    cloud = LocalCloud(cloud_config_from_args(args, state_dir=state_dir)).start()
     stopped = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stopped.set())
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
@@ -120,9 +221,12 @@ def run_up(args: argparse.Namespace) -> int:
             print(f"  bucket         {bucket}")
         if cloud.http_api and cloud.http_api.api_ids:
             print(f"  HTTP API       {cloud.api_url}  (SigV4, service execute-api)")
-        for line in cloud.stack.not_honoured:
-            print(f"  not honoured   {line}")
+        for reason, resources in group_not_honoured(cloud.stack.not_honoured).items():
+            print(f"  not honoured   {reason}: {', '.join(resources)}")
         print(f"  logs           {cloud.state_dir / 'logs'}")
+        plan = cloud.lambda_service.fault_plan if cloud.lambda_service else None
+        if plan is not None and (plan.functions or plan.noisy_neighbour):
+            print(f"  fault plan     {plan.to_dict()}")
         print("\nPoint the AWS CLI and boto3 here with:")
         for key, value in cloud.environment().items():
             print(f"  export {key}={value}")
@@ -131,6 +235,15 @@ def run_up(args: argparse.Namespace) -> int:
     finally:
         cloud.stop()
     return 0
+
+
+def group_not_honoured(lines: list[str]) -> dict[str, list[str]]:
+    """`Fn.Tracing: X-Ray ...` lines grouped by reason, so seven functions make one line, not seven."""
+    grouped: dict[str, list[str]] = {}
+    for line in lines:
+        resource, _, reason = line.partition(": ")
+        grouped.setdefault(reason, []).append(resource)
+    return grouped
 
 
 def run_env(args: argparse.Namespace) -> int:

@@ -1,0 +1,168 @@
+"""The template and state machine as shipped: valid for SAM and cfn-lint, throttle-safe by construction."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orderbatch.localcloud.stack import LocalStack, load_stack
+from orderbatch.project import PROJECT_ROOT
+
+TEMPLATE = PROJECT_ROOT / "template.yaml"
+ASL = PROJECT_ROOT / "statemachine" / "order_batch.asl.json"
+BIN = Path(sys.executable).parent
+OFFLINE_SAM = {**os.environ, "SAM_CLI_TELEMETRY": "0"}
+
+
+@pytest.fixture(scope="module")
+def stack() -> LocalStack:
+    return load_stack(TEMPLATE)
+
+
+@pytest.fixture(scope="module")
+def definition(stack: LocalStack) -> dict[str, Any]:
+    return dict(json.loads(stack.state_machine().definition))
+
+
+def lambda_tasks(states: dict[str, Any], path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for name, state in states.items():
+        if state.get("Resource") == "arn:aws:states:::lambda:invoke":
+            found.append((f"{path}{name}", state))
+        processor = state.get("ItemProcessor")
+        if processor:
+            found += lambda_tasks(processor["States"], f"{path}{name}/")
+    return found
+
+
+def test_sam_validate_lint_passes_offline() -> None:
+    result = subprocess.run(
+        [str(BIN / "sam"), "validate", "--lint", "--template-file", str(TEMPLATE)],
+        capture_output=True,
+        text=True,
+        env=OFFLINE_SAM,
+        cwd=PROJECT_ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "is a valid SAM Template" in result.stdout + result.stderr
+
+
+def test_cfn_lint_with_the_throttle_safety_rules_finds_nothing() -> None:
+    rules = PROJECT_ROOT / "src" / "orderbatch" / "lint" / "rules"
+    result = subprocess.run(
+        [str(BIN / "cfn-lint"), str(TEMPLATE), "-a", str(rules)],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == ""
+
+
+def test_every_placeholder_of_the_definition_has_a_substitution(stack: LocalStack) -> None:
+    placeholders = set(re.findall(r"\$\{(\w+)\}", ASL.read_text()))
+    raw = (PROJECT_ROOT / "template.yaml").read_text()
+    substitutions = set(
+        re.findall(r"^        (\w+): ", raw.split("DefinitionSubstitutions:")[1].split("Tracing:")[0], re.M)
+    )
+    assert placeholders == substitutions
+    assert "arn:aws:lambda" not in ASL.read_text(), "function ARNs must come through DefinitionSubstitutions"
+
+
+def test_inline_and_distributed_maps_run_the_same_per_order_steps(definition: dict[str, Any]) -> None:
+    maps = {name: state for name, state in definition["States"].items() if state["Type"] == "Map"}
+    assert set(maps) == {"Process inline orders", "Process JSON orders from S3", "Process CSV orders from S3"}
+    processors = [json.dumps(state["ItemProcessor"]["States"], sort_keys=True) for state in maps.values()]
+    assert len(set(processors)) == 1
+    assert maps["Process JSON orders from S3"]["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
+    assert all(int(state["MaxConcurrency"]) == 8 for state in maps.values())
+
+
+def test_every_lambda_task_retries_throttles_with_capped_jittered_backoff(definition: dict[str, Any]) -> None:
+    tasks = lambda_tasks(definition["States"])
+    assert len(tasks) == 3 * 5 + 2
+    for name, task in tasks:
+        first = task["Retry"][0]
+        assert first["ErrorEquals"] == ["Lambda.TooManyRequestsException"], name
+        assert first["JitterStrategy"] == "FULL", name
+        assert first["BackoffRate"] > 1, name
+        assert first["MaxAttempts"] >= 1, name
+        assert first["MaxDelaySeconds"] >= 1, name
+        matched = {error for retrier in task["Retry"] for error in retrier["ErrorEquals"]}
+        assert {
+            "Lambda.ServiceException",
+            "Lambda.AWSLambdaException",
+            "Lambda.SdkClientException",
+        } <= matched
+        assert "IdempotencyAlreadyInProgressError" in matched, name
+
+
+def test_every_task_timeout_outlasts_its_function_and_in_progress_waits_outlast_it_too(
+    stack: LocalStack, definition: dict[str, Any]
+) -> None:
+    timeouts = {
+        f"arn:aws:lambda:us-east-1:123456789012:function:{f.name}": f.timeout_seconds for f in stack.functions
+    }
+    for name, task in lambda_tasks(definition["States"]):
+        function_timeout = timeouts[task["Parameters"]["FunctionName"]]
+        assert task["TimeoutSeconds"] > function_timeout, name
+        in_progress = next(
+            r for r in task["Retry"] if r["ErrorEquals"] == ["IdempotencyAlreadyInProgressError"]
+        )
+        waits = [
+            in_progress["IntervalSeconds"] * in_progress["BackoffRate"] ** n
+            for n in range(in_progress["MaxAttempts"])
+        ]
+        assert "JitterStrategy" not in in_progress
+        assert sum(waits) > function_timeout, name
+
+
+def test_conflicts_are_caught_not_retried(definition: dict[str, Any]) -> None:
+    for name, task in lambda_tasks(definition["States"]):
+        conflict = next(r for r in task["Retry"] if r["ErrorEquals"] == ["IdempotencyValidationError"])
+        assert conflict["MaxAttempts"] == 0, name
+    validate = definition["States"]["Process inline orders"]["ItemProcessor"]["States"]["Validate order"]
+    assert validate["Catch"][0] == {
+        "ErrorEquals": ["IdempotencyValidationError"],
+        "ResultPath": "$.error",
+        "Next": "Report conflicting order",
+    }
+
+
+def test_task_functions_have_idempotency_configuration(stack: LocalStack) -> None:
+    for function in stack.functions:
+        assert function.environment["IDEMPOTENCY_TABLE_NAME"] == "orderbatch-IdempotencyTable", function.name
+        assert int(function.environment["IDEMPOTENCY_EXPIRY_SECONDS"]) >= 60
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("python3.12") is None, reason="sam build for python3.12 needs python3.12 on PATH"
+)
+def test_sam_build_succeeds(tmp_path: Path) -> None:
+    environment = {**OFFLINE_SAM, "PYENV_VERSION": "3.12.1:3.11.7"}
+    result = subprocess.run(
+        [str(BIN / "sam"), "build", "--template-file", str(TEMPLATE), "--build-dir", str(tmp_path / "build")],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=PROJECT_ROOT,
+        timeout=900,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    built = tmp_path / "build" / "ValidateOrderFunction"
+    assert (built / "handlers" / "validate_order.py").exists()
+    assert (built / "aws_lambda_powertools").is_dir()
