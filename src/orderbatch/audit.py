@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 FINAL_STATUSES = {"SUCCEEDED", "FAILED", "REJECTED"}
+# An order ID that can key records (the app's own rule); an order without one is only checked for an outcome.
+USABLE_ORDER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 BODY_RAN_MESSAGE = "task body ran"
 
 
@@ -104,7 +107,7 @@ class AuditedOrder:
     @property
     def order_id(self) -> str | None:
         order_id = self.order.get("order_id") if isinstance(self.order, Mapping) else None
-        return order_id if isinstance(order_id, str) and order_id else None
+        return order_id if isinstance(order_id, str) and USABLE_ORDER_ID.fullmatch(order_id) else None
 
 
 def audit_batch(
@@ -153,10 +156,13 @@ def audit_orders(
     for audited in orders:
         order_id, index = audited.order_id, audited.item_index
         if audited.outcome is None:
-            label = order_id or f"item {index}"
-            lost.append(label)
+            raw_id = audited.order.get("order_id") if isinstance(audited.order, Mapping) else None
+            label = f"order {raw_id}" if raw_id else f"item {index}"
+            lost.append(str(raw_id) if raw_id else label)
             found_violations.append(
-                Violation(order_id, index, "lost", f"{label} has no outcome in the batch output")
+                Violation(
+                    order_id, index, "lost", f"{label} (item {index}) has no outcome in the batch output"
+                )
             )
             continue
         outcome = audited.outcome

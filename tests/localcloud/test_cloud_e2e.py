@@ -342,3 +342,29 @@ def test_unsigned_and_unknown_api_calls_are_refused_as_api_gateway_does(api: Bat
     assert unsigned.body == {"message": "Forbidden"}
     assert unknown.status == 404
     assert unknown.body == {"message": "Not Found"}
+
+
+def test_the_doctor_reads_the_quota_and_reservations_from_the_local_cloud(
+    cloud: LocalCloud, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orderbatch.cli import main
+
+    for name, value in cloud.environment().items():  # what `eval "$(orderbatch local env)"` exports
+        monkeypatch.setenv(name, value)
+    client = lambda_client(cloud)
+    client.put_function_concurrency(FunctionName="SummarizeBatchFunction", ReservedConcurrentExecutions=1)
+    try:
+        exit_code = main(
+            ["doctor", "--template", str(TEMPLATE), "--endpoint", cloud.endpoint, "--batches", "2", "--json"]
+        )
+    finally:
+        client.delete_function_concurrency(FunctionName="SummarizeBatchFunction")
+    captured = capsys.readouterr()
+    assert captured.out, captured.err
+    report = json.loads(captured.out)
+
+    assert report["account"] == {"limit": QUOTA, "unreserved": QUOTA - 1}
+    assert report["unreserved_demand"] == 2 * 8
+    assert report["fits"] is False
+    assert exit_code == 3
+    assert any("MaxConcurrency" in advice and "to 4" in advice for advice in report["recommendations"])

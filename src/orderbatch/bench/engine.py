@@ -1,0 +1,128 @@
+"""Engine throughput: Lambda Tasks per second of the local cloud against moto's interpreter alone.
+
+Both runs use the same trivial template (``engine_app/``) on the same local Lambda service; "moto alone"
+skips the local cloud's interpreter patches (moto builds a new boto3 client for every Task). The patches
+are process-global, so each measurement runs in its own Python process:
+
+    python -m orderbatch.bench.engine --interpreter patched --items 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ENGINE_APP = Path(__file__).resolve().parent / "engine_app"
+ENGINE_TEMPLATE = ENGINE_APP / "template.yaml"
+INTERPRETERS = ("patched", "moto")
+WARMUP_ITEMS = 20
+
+
+def measure(interpreter: str, items: int, max_concurrency: int, timeout_seconds: float) -> dict[str, Any]:
+    """Run in a fresh process only: the interpreter choice cannot be undone once moto is patched."""
+    from orderbatch.localcloud import moto_backend
+    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+
+    if interpreter not in INTERPRETERS:
+        raise ValueError(f"interpreter must be one of {INTERPRETERS}")
+    if interpreter == "moto":
+        moto_backend.apply_interpreter_patches = lambda: None
+    config = LocalCloudConfig(
+        template=ENGINE_TEMPLATE,
+        account_concurrency=max_concurrency,
+        parameter_overrides={"MapMaxConcurrency": str(max_concurrency)},
+    )
+    with LocalCloud(config) as cloud:
+        sfn = cloud.client("stepfunctions")
+        machine = cloud.stack.outputs["EngineProbeStateMachineArn"]
+        # The first execution starts the execution environments; only the second is timed.
+        _run(sfn, machine, "warm-up", min(items, WARMUP_ITEMS), timeout_seconds)
+        seconds = _run(sfn, machine, "measured", items, timeout_seconds)
+        assert cloud.lambda_service is not None
+        stats = cloud.lambda_service.stats(include_timeseries=False)["functions"]["TrivialFunction"]
+    return {
+        "interpreter": interpreter,
+        "items": items,
+        "max_concurrency": max_concurrency,
+        "seconds": round(seconds, 2),
+        "tasks_per_second": round(items / seconds, 1),
+        "throttles": stats["throttles_total"],
+    }
+
+
+def _run(sfn: Any, machine: str, name: str, items: int, timeout_seconds: float) -> float:
+    arn = sfn.start_execution(
+        stateMachineArn=machine, name=name, input=json.dumps({"items": [{"n": i} for i in range(items)]})
+    )["executionArn"]
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        execution = sfn.describe_execution(executionArn=arn)
+        if execution["status"] != "RUNNING":
+            break
+        if time.monotonic() > deadline:
+            sfn.stop_execution(executionArn=arn)
+            raise TimeoutError(f"engine probe {name} still running after {timeout_seconds:.0f} s")
+        time.sleep(0.2)
+    if execution["status"] != "SUCCEEDED":
+        raise RuntimeError(f"engine probe {name} ended {execution['status']}")
+    return float((execution["stopDate"] - execution["startDate"]).total_seconds())
+
+
+def compare_engines(items: int, max_concurrency: int = 10, timeout_seconds: float = 600.0) -> dict[str, Any]:
+    """Both measurements, each in its own subprocess, one after the other."""
+    results: dict[str, Any] = {}
+    for interpreter in INTERPRETERS:
+        completed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "orderbatch.bench.engine",
+                "--interpreter",
+                interpreter,
+                "--items",
+                str(items),
+                "--max-concurrency",
+                str(max_concurrency),
+                "--timeout",
+                str(timeout_seconds),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout_seconds + 60,
+            check=False,
+        )
+        if completed.returncode != 0:
+            raise RuntimeError(f"engine probe ({interpreter}) failed: {completed.stderr.strip()[-2000:]}")
+        results[interpreter] = json.loads(completed.stdout.strip().splitlines()[-1])
+    moto_rate = results["moto"]["tasks_per_second"]
+    return {
+        "what": (
+            f"Lambda Tasks per second, trivial handler, inline Map MaxConcurrency {max_concurrency}, "
+            f"{items} items, after a {WARMUP_ITEMS}-item warm-up; 'moto' is the same definition on the same "
+            "Lambda service with moto's unpatched interpreter (a new boto3 client per Task)"
+        ),
+        "local_cloud": results["patched"],
+        "moto_alone": results["moto"],
+        "ratio": round(results["patched"]["tasks_per_second"] / moto_rate, 2) if moto_rate else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="one engine throughput measurement (JSON on stdout)")
+    parser.add_argument("--interpreter", choices=INTERPRETERS, required=True)
+    parser.add_argument("--items", type=int, default=1000)
+    parser.add_argument("--max-concurrency", type=int, default=10)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    result = measure(args.interpreter, args.items, args.max_concurrency, args.timeout)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

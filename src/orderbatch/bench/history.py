@@ -1,0 +1,95 @@
+"""Figures read from a Step Functions execution history: transitions, retries, 429s, per-order times."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from orderbatch.bench.scenarios import THROTTLE_ERROR
+
+_ITERATION_ENDS = {"MapIterationSucceeded", "MapIterationFailed", "MapIterationAborted"}
+_EXECUTION_ENDS = {"ExecutionSucceeded", "ExecutionFailed", "ExecutionAborted", "ExecutionTimedOut"}
+
+
+@dataclass
+class HistoryFigures:
+    started: datetime
+    stopped: datetime | None
+    # Billed transitions: every state entered, plus every retry of a Task (AWS bills retries as transitions).
+    transitions: int
+    retries: int
+    # Transitions of the states outside the Map's iterations (what a parent pays when children are Express).
+    top_level_transitions: int
+    throttle_failures: int
+    # Seconds since the execution started.
+    throttle_times: list[float] = field(default_factory=list)
+    iteration_starts: dict[int, float] = field(default_factory=dict)
+    iteration_ends: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def makespan_seconds(self) -> float | None:
+        if self.stopped is None:
+            return None
+        return (self.stopped - self.started).total_seconds()
+
+    def iteration_seconds(self) -> list[float]:
+        return [
+            self.iteration_ends[index] - start
+            for index, start in self.iteration_starts.items()
+            if index in self.iteration_ends
+        ]
+
+
+def read_history(stepfunctions: Any, execution_arn: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for page in stepfunctions.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
+        events.extend(page["events"])
+    return events
+
+
+def _details(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    for key, value in event.items():
+        if key.endswith("EventDetails") and isinstance(value, Mapping):
+            return value
+    return {}
+
+
+def analyse_history(events: Iterable[Mapping[str, Any]], top_level_states: Iterable[str]) -> HistoryFigures:
+    events = list(events)
+    if not events or events[0]["type"] != "ExecutionStarted":
+        raise ValueError("an execution history starts with ExecutionStarted")
+    started: datetime = events[0]["timestamp"]
+    top_level = set(top_level_states)
+    stopped = None
+    entered = top_entered = task_entered = task_scheduled = throttles = 0
+    figures = HistoryFigures(started, None, 0, 0, 0, 0)
+    for event in events:
+        kind = event["type"]
+        details = _details(event)
+        offset = (event["timestamp"] - started).total_seconds()
+        if kind.endswith("StateEntered"):
+            entered += 1
+            if details.get("name") in top_level:
+                top_entered += 1
+            if kind == "TaskStateEntered":
+                task_entered += 1
+        elif kind == "TaskScheduled":
+            task_scheduled += 1
+        elif kind == "TaskFailed" and details.get("error") == THROTTLE_ERROR:
+            throttles += 1
+            figures.throttle_times.append(offset)
+        elif kind == "MapIterationStarted":
+            figures.iteration_starts[int(details["index"])] = offset
+        elif kind in _ITERATION_ENDS:
+            figures.iteration_ends[int(details["index"])] = offset
+        elif kind in _EXECUTION_ENDS:
+            stopped = event["timestamp"]
+    retries = max(0, task_scheduled - task_entered)
+    figures.stopped = stopped
+    figures.transitions = entered + retries
+    figures.retries = retries
+    figures.top_level_transitions = top_entered
+    figures.throttle_failures = throttles
+    return figures

@@ -1,0 +1,456 @@
+"""Runs one scenario: a fresh local cloud (fresh tables), warm environments, one batch, every figure."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orderbatch.bench.counters import DynamoDBWriteCounter
+from orderbatch.bench.history import analyse_history, read_history
+from orderbatch.bench.model import (
+    MeasuredWork,
+    Neighbour,
+    UnitPrices,
+    cost_per_million_orders,
+    lower_bound_seconds,
+)
+from orderbatch.bench.scenarios import Scenario
+
+STEP_FUNCTIONS = (
+    "ValidateOrderFunction",
+    "ReserveInventoryFunction",
+    "ChargePaymentFunction",
+    "ConfirmOrderFunction",
+)
+COMPENSATION_FUNCTION = "CancelOrderFunction"
+SUMMARY_FUNCTION = "SummarizeBatchFunction"
+BATCH_FUNCTIONS = (*STEP_FUNCTIONS, COMPENSATION_FUNCTION, SUMMARY_FUNCTION)
+# The neighbour holds its share for this fraction of the run it would force if it never left.
+NEIGHBOUR_RUN_FRACTION = 0.75
+POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    template: Path
+    orders: int = 200
+    quota: int = 10
+    work_seconds: float = 0.5
+    warm: bool = True
+    timeout_seconds: float | None = None
+    seed: int = 7
+
+    @property
+    def steps(self) -> int:
+        return len(STEP_FUNCTIONS)
+
+
+Progress = Callable[[str, int, int, float, int], None]
+
+
+def neighbour_for(scenario: Scenario, settings: BenchSettings) -> Neighbour | None:
+    slots = int(settings.quota * scenario.neighbour_share)
+    if slots < 1:
+        return None
+    work = settings.orders * settings.steps * settings.work_seconds
+    return Neighbour(
+        slots=slots,
+        start_seconds=0.0,
+        duration_seconds=round(NEIGHBOUR_RUN_FRACTION * work / (settings.quota - slots), 1),
+    )
+
+
+def scenario_deadline(bound: float, settings: BenchSettings) -> float:
+    if settings.timeout_seconds is not None:
+        return settings.timeout_seconds
+    return 6 * bound + 120
+
+
+def run_scenario(
+    scenario: Scenario, settings: BenchSettings, prices: UnitPrices, progress: Progress | None = None
+) -> dict[str, Any]:
+    from orderbatch.commands.demo import fixture_skus, generate_orders
+    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+    from orderbatch.project import inventory_fixture
+
+    max_concurrency = scenario.max_concurrency(settings.quota)
+    neighbour = neighbour_for(scenario, settings)
+    bound = lower_bound_seconds(
+        settings.orders,
+        settings.steps,
+        settings.work_seconds,
+        settings.quota,
+        max_concurrency=max_concurrency,
+        neighbour=neighbour,
+    )
+    state_dir = Path(tempfile.mkdtemp(prefix=f"orderbatch-bench-{scenario.name}-"))
+    config = LocalCloudConfig(
+        template=settings.template,
+        account_concurrency=settings.quota,
+        parameter_overrides={"MapMaxConcurrency": str(max_concurrency)},
+        seed_files={"InventoryTable": inventory_fixture(settings.template)},
+        definition_transform=scenario.definition_transform,
+        state_dir=state_dir,
+    )
+    batch_id = f"bench-{scenario.name}"
+    orders = generate_orders(
+        settings.orders, fixture_skus(settings.template), prefix=batch_id, seed=settings.seed
+    )
+    _reset_moto()
+    try:
+        with LocalCloud(config) as cloud:
+            writes = DynamoDBWriteCounter()
+            writes.install(cloud)
+            warmup = _warm_up(cloud, settings) if settings.warm else {"seconds": 0.0, "environments": 0}
+            run = _BatchRun(cloud, scenario, settings, batch_id, orders, neighbour, writes, progress)
+            measured = run.execute(scenario_deadline(bound, settings))
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
+    return _figures(scenario, settings, prices, max_concurrency, neighbour, bound, warmup, measured)
+
+
+def _reset_moto() -> None:
+    """moto's backends live in the process, not in a LocalCloud: cleared, the scenario's tables are fresh."""
+    from moto.moto_api._internal.models import moto_api_backend
+
+    moto_api_backend.reset()
+
+
+def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
+    """Drive `quota` warm-up orders through every step at once, so each function has `quota` warm
+    environments, as an account in steady state would; init time is reported, not mixed into the batch."""
+    from orderbatch.commands.demo import fixture_skus, generate_orders
+    from orderbatch.localcloud.lambda_service import LambdaApiError
+
+    service = cloud.lambda_service
+    started = time.monotonic()
+    width = settings.quota
+    orders = generate_orders(width, fixture_skus(settings.template), prefix="warmup", seed=1)
+    states: list[Any] = [
+        {"batch_id": "warmup", "item_index": i, "source_format": "inline", "order": order}
+        for i, order in enumerate(orders)
+    ]
+
+    def call(function: str, event: Any) -> Any:
+        try:
+            result = service.invoke(function, json.dumps(event).encode())
+        except LambdaApiError:
+            return event
+        answer = json.loads(result.payload or b"null")
+        return event if result.function_error or not isinstance(answer, dict) else answer
+
+    with ThreadPoolExecutor(max_workers=width) as pool:
+        for function in (*STEP_FUNCTIONS, COMPENSATION_FUNCTION):
+            states = list(pool.map(lambda state, f=function: call(f, state), states))
+    call(SUMMARY_FUNCTION, {"batch_id": "warmup", "results": []})
+    return {"seconds": round(time.monotonic() - started, 1), "environments": width}
+
+
+class _BatchRun:
+    def __init__(
+        self,
+        cloud: Any,
+        scenario: Scenario,
+        settings: BenchSettings,
+        batch_id: str,
+        orders: list[dict[str, Any]],
+        neighbour: Neighbour | None,
+        writes: DynamoDBWriteCounter,
+        progress: Progress | None,
+    ) -> None:
+        self.cloud = cloud
+        self.scenario = scenario
+        self.settings = settings
+        self.batch_id = batch_id
+        self.orders = orders
+        self.neighbour = neighbour
+        self.writes = writes
+        self.progress = progress
+
+    def _fault_plan(self) -> dict[str, Any]:
+        plan: dict[str, Any] = {}
+        if self.settings.work_seconds > 0:
+            functions = (*STEP_FUNCTIONS, COMPENSATION_FUNCTION)
+            plan["latency"] = {name: self.settings.work_seconds for name in functions}
+        if self.neighbour is not None:
+            plan["noisy_neighbour"] = {
+                "slots": self.neighbour.slots,
+                "duration_seconds": self.neighbour.duration_seconds,
+                "start_after_seconds": self.neighbour.start_seconds,
+            }
+        return plan
+
+    def execute(self, deadline_seconds: float) -> dict[str, Any]:
+        from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+
+        cloud = self.cloud
+        service = cloud.lambda_service
+        sfn = cloud.client("stepfunctions")
+        dynamodb = cloud.client("dynamodb")
+        locations = BatchLocations.from_outputs(cloud.stack.outputs)
+        before = service.stats(include_timeseries=False)["functions"]
+        writes_before = self.writes.snapshot()
+        samples_before = service.stats(include_timeseries=True)["timeseries"]["samples"]
+        service.set_fault_plan(self._fault_plan())
+        series_origin = samples_before[-1]["t"] if samples_before else 0.0
+        execution_arn = sfn.start_execution(
+            stateMachineArn=locations.state_machine_arn,
+            name=self.batch_id,
+            input=json.dumps({"batch_id": self.batch_id, "orders": self.orders}),
+        )["executionArn"]
+        started = time.monotonic()
+        status = "RUNNING"
+        timed_out = False
+        while status == "RUNNING":
+            elapsed = time.monotonic() - started
+            if elapsed > deadline_seconds:
+                sfn.stop_execution(executionArn=execution_arn, cause="benchmark deadline")
+                timed_out = True
+                break
+            if self.progress is not None:
+                now = service.stats(include_timeseries=False)["functions"]
+                self.progress(
+                    self.scenario.name,
+                    min(len(self.orders), _finished_orders(before, now)),
+                    len(self.orders),
+                    elapsed,
+                    _sum_throttles(now) - _sum_throttles(before),
+                )
+            time.sleep(POLL_SECONDS)
+            status = sfn.describe_execution(executionArn=execution_arn)["status"]
+        wall_seconds = time.monotonic() - started
+        stats = service.stats(include_timeseries=True)
+        service.set_fault_plan(None)
+        writes_after = self.writes.snapshot()
+        execution = sfn.describe_execution(executionArn=execution_arn)
+        definition = json.loads(cloud.stack.state_machine().definition)
+        history = analyse_history(read_history(sfn, execution_arn), definition["States"])
+        report = audit_batch(
+            self.batch_id,
+            locations,
+            stepfunctions=sfn,
+            dynamodb=dynamodb,
+            s3=cloud.client("s3"),
+            body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
+        )
+        summary = json.loads(execution["output"]) if execution.get("output") else {}
+        memory = {spec.name: spec.memory_mb for spec in cloud.stack.functions}
+        return {
+            "status": execution["status"],
+            "timed_out": timed_out,
+            "wall_seconds": wall_seconds,
+            "history": history,
+            "audit": report,
+            "summary": {k: v for k, v in summary.items() if k != "orders"},
+            "functions": _function_deltas(before, stats["functions"]),
+            "memory_mb": memory,
+            "writes": {
+                "requests": dict(writes_after[0] - writes_before[0]),
+                "units": dict(writes_after[1] - writes_before[1]),
+            },
+            "samples": [
+                {**sample, "t": round(sample["t"] - series_origin, 3)}
+                for sample in stats["timeseries"]["samples"]
+                if sample["t"] >= series_origin
+            ],
+        }
+
+
+def _finished_orders(before: dict[str, Any], now: dict[str, Any]) -> int:
+    """For the progress bar only: an order ends in Confirm or Cancel. A DynamoDB scan would say it exactly
+    but would take the local cloud's DynamoDB lock from the handlers twice a second."""
+    ends = (STEP_FUNCTIONS[-1], COMPENSATION_FUNCTION)
+    return sum(now[name]["invocations"] - before[name]["invocations"] for name in ends if name in now)
+
+
+def _sum_throttles(functions: dict[str, Any]) -> int:
+    return sum(functions[name]["throttles_total"] for name in BATCH_FUNCTIONS if name in functions)
+
+
+def _function_deltas(before: dict[str, Any], after: dict[str, Any]) -> dict[str, dict[str, float]]:
+    deltas = {}
+    for name in BATCH_FUNCTIONS:
+        if name not in after:
+            continue
+        old, new = before[name], after[name]
+        deltas[name] = {
+            "invocations": new["invocations"] - old["invocations"],
+            "throttles": new["throttles_total"] - old["throttles_total"],
+            "errors": new["errors"] - old["errors"],
+            "cold_starts": new["cold_starts"] - old["cold_starts"],
+            "duration_ms": round(new["duration_ms"]["total"] - old["duration_ms"]["total"], 1),
+        }
+    return deltas
+
+
+def _figures(
+    scenario: Scenario,
+    settings: BenchSettings,
+    prices: UnitPrices,
+    max_concurrency: int,
+    neighbour: Neighbour | None,
+    bound: float,
+    warmup: dict[str, Any],
+    measured: dict[str, Any],
+) -> dict[str, Any]:
+    n = settings.orders
+    history = measured["history"]
+    audit = measured["audit"]
+    functions = measured["functions"]
+    makespan = history.makespan_seconds or measured["wall_seconds"]
+    invocations = sum(int(f["invocations"]) for f in functions.values())
+    throttles = sum(int(f["throttles"]) for f in functions.values())
+    busy_ms = sum(f["duration_ms"] for f in functions.values())
+    step_calls = sum(int(functions[name]["invocations"]) for name in STEP_FUNCTIONS if name in functions)
+    step_ms = sum(functions[name]["duration_ms"] for name in STEP_FUNCTIONS if name in functions)
+    summary = measured["summary"]
+    outcomes = audit.outcomes
+    succeeded = int(summary.get("succeeded", outcomes.get("SUCCEEDED", 0)))
+    lost = len(audit.lost)
+    write_units = sum(measured["writes"]["units"].values())
+    write_requests = sum(measured["writes"]["requests"].values())
+    gb_seconds = sum(
+        f["duration_ms"] / 1000 * measured["memory_mb"][name] / 1024 for name, f in functions.items()
+    )
+    cost = cost_per_million_orders(
+        MeasuredWork(
+            orders=n,
+            transitions=history.transitions,
+            top_level_transitions=history.top_level_transitions,
+            lambda_requests=invocations,
+            lambda_gb_seconds=gb_seconds,
+            dynamodb_write_units=write_units,
+            per_order_seconds=history.iteration_seconds(),
+        ),
+        prices,
+    )
+    capacity = min(settings.quota, max_concurrency)
+    figures: dict[str, Any] = {
+        "name": scenario.name,
+        "description": scenario.description,
+        "changed": list(scenario.changed),
+        "max_concurrency": max_concurrency,
+        "quota": settings.quota,
+        "neighbour": None
+        if neighbour is None
+        else {
+            "slots": neighbour.slots,
+            "start_seconds": neighbour.start_seconds,
+            "duration_seconds": neighbour.duration_seconds,
+        },
+        "status": measured["status"],
+        "timed_out": measured["timed_out"],
+        "makespan_seconds": round(makespan, 2),
+        "lower_bound_seconds": round(bound, 2),
+        "bound_ratio": round(makespan / bound, 3) if bound else None,
+        "orders": {
+            "total": n,
+            "succeeded": succeeded,
+            "failed": n - succeeded - lost,
+            "lost": lost,
+            "outcomes": outcomes,
+        },
+        "doubled": len(audit.doubled),
+        "audit_violations": len(audit.violations),
+        "body_runs_beyond_one": audit.body_runs_beyond_one,
+        "lambda": {
+            "attempts": invocations + throttles,
+            "invocations": invocations,
+            "throttles": throttles,
+            "attempts_per_order": round((invocations + throttles) / n, 3),
+            "throttles_per_order": round(throttles / n, 3),
+            "throttled_task_events": history.throttle_failures,
+            "gb_seconds": round(gb_seconds, 3),
+            "by_function": functions,
+        },
+        "transitions": {
+            "total": history.transitions,
+            "per_order": round(history.transitions / n, 2),
+            "retries": history.retries,
+            "top_level": history.top_level_transitions,
+        },
+        "dynamodb": {
+            "write_requests": write_requests,
+            "write_units": write_units,
+            "write_requests_per_order": round(write_requests / n, 2),
+            "write_units_per_order": round(write_units / n, 2),
+            "by_operation": measured["writes"]["requests"],
+        },
+        "cost_per_million_orders": cost,
+        # Where the time goes: busy slot-seconds against the capacity, and time in a step beyond d.
+        "time_accounting": {
+            "slot_utilisation": round(busy_ms / 1000 / (capacity * makespan), 3) if makespan else None,
+            "mean_step_call_ms": round(step_ms / step_calls, 1) if step_calls else None,
+            "step_overhead_ms_beyond_work": round(step_ms / step_calls - settings.work_seconds * 1000, 1)
+            if step_calls
+            else None,
+            "median_order_seconds": round(statistics.median(history.iteration_seconds()), 2)
+            if history.iteration_seconds()
+            else None,
+        },
+        "warmup": warmup,
+        "series": {
+            "concurrency": [
+                [s["t"], s["account"], sum(s["functions"].get(f, 0) for f in BATCH_FUNCTIONS)]
+                for s in measured["samples"]
+            ],
+            "throttle_times": [round(t, 3) for t in history.throttle_times],
+            "completion_times": sorted(round(t, 3) for t in history.iteration_ends.values()),
+        },
+    }
+    figures["targets"] = evaluate_targets(scenario, figures)
+    return figures
+
+
+def evaluate_targets(scenario: Scenario, figures: dict[str, Any]) -> dict[str, Any]:
+    targets = scenario.targets
+    checks: list[dict[str, Any]] = []
+
+    def check(figure: str, actual: float | None, limit: float | None) -> None:
+        if limit is None:
+            return
+        met = actual is not None and actual <= limit
+        checks.append({"figure": figure, "actual": actual, "target": f"<= {limit}", "met": met})
+
+    check("makespan / lower bound", figures["bound_ratio"], targets.max_bound_ratio)
+    check("lost orders", figures["orders"]["lost"], targets.max_lost)
+    check("doubled orders", figures["doubled"], targets.max_doubled)
+    check("429s per order", figures["lambda"]["throttles_per_order"], targets.max_throttles_per_order)
+    return {
+        "checks": checks,
+        "met": all(c["met"] for c in checks),
+        "compare_with": targets.compare_with,
+    }
+
+
+def progress_printer(stream: Any, *, interactive: bool) -> Progress:
+    """A one-line progress bar per scenario (a line every 10 s when not on a terminal)."""
+    last = {"printed": 0.0}
+    lock = threading.Lock()
+
+    def show(name: str, done: int, total: int, elapsed: float, throttles: int) -> None:
+        with lock:
+            width = 30
+            filled = int(width * done / total) if total else width
+            line = (
+                f"  {name:<16} [{'#' * filled}{'.' * (width - filled)}] {done:4d}/{total} orders "
+                f"{elapsed:6.1f} s  429s {throttles}"
+            )
+            if interactive:
+                stream.write("\r" + line)
+                stream.flush()
+            elif elapsed - last["printed"] >= 10 or elapsed < last["printed"]:
+                last["printed"] = elapsed
+                stream.write(line + "\n")
+                stream.flush()
+
+    return show

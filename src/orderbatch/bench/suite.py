@@ -1,0 +1,53 @@
+"""All the chosen scenarios one after another, then the engine figure, as one JSON-ready document."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from orderbatch.bench.engine import compare_engines
+from orderbatch.bench.model import UnitPrices
+from orderbatch.bench.runner import BenchSettings, Progress, run_scenario
+from orderbatch.bench.scenarios import select
+
+
+def run_bench(
+    settings: BenchSettings,
+    scenario_names: list[str] | None = None,
+    *,
+    engine_items: int = 1000,
+    prices: UnitPrices | None = None,
+    progress: Progress | None = None,
+    announce: Callable[[str], None] = lambda _text: None,
+) -> dict[str, Any]:
+    prices = prices or UnitPrices()
+    started = time.monotonic()
+    results = []
+    for scenario in select(scenario_names):
+        announce(f"scenario {scenario.name}: {scenario.description}")
+        results.append(run_scenario(scenario, settings, prices, progress))
+        announce("")
+    engine = None
+    if engine_items > 0:
+        announce(
+            f"engine: {engine_items} trivial Lambda tasks on the local cloud, then moto's interpreter alone"
+        )
+        engine = compare_engines(engine_items)
+    return {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "settings": {
+            "template": str(settings.template),
+            "orders": settings.orders,
+            "quota": settings.quota,
+            "work_seconds": settings.work_seconds,
+            "steps": settings.steps,
+            "warm": settings.warm,
+            "local_cloud": "a fresh LocalCloud (same code, fresh tables) per scenario, one after another",
+        },
+        "unit_prices": prices.to_dict(),
+        "scenarios": results,
+        "engine": engine,
+        "seconds": round(time.monotonic() - started, 1),
+    }

@@ -1,0 +1,98 @@
+"""`orderbatch bench` end to end at a tiny size: the JSON has every figure, the HTML embeds the plots."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from orderbatch.cli import main
+
+pytestmark = pytest.mark.e2e
+
+SCENARIO_FIGURES = {
+    "makespan_seconds",
+    "lower_bound_seconds",
+    "bound_ratio",
+    "orders",
+    "doubled",
+    "lambda",
+    "transitions",
+    "dynamodb",
+    "cost_per_million_orders",
+    "targets",
+    "series",
+    "time_accounting",
+}
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.timeout(180)
+def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    json_path, html_path = tmp_path / "bench.json", tmp_path / "report.html"
+
+    exit_code = main(
+        [
+            "bench",
+            "--orders", "8",
+            "--account-concurrency", "2",
+            "--work", "0.05",
+            "--scenarios", "tuned", "oversubscribed",
+            "--engine-items", "20",
+            "--json", str(json_path),
+            "--html", str(html_path),
+        ]
+    )  # fmt: skip
+
+    assert exit_code == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"^tuned\s+\d+\.\d", printed, re.MULTILINE), printed
+    assert re.search(r"^oversubscribed\s+\d+\.\d", printed, re.MULTILINE), printed
+    assert "Unit prices (" in printed
+
+    document = json.loads(json_path.read_text())
+    assert [s["name"] for s in document["scenarios"]] == ["tuned", "oversubscribed"]
+    assert set(document["unit_prices"]) >= {"as_of", "standard_per_transition", "lambda_per_gb_second"}
+    for scenario in document["scenarios"]:
+        assert set(scenario) >= SCENARIO_FIGURES, scenario["name"]
+        assert scenario["status"] == "SUCCEEDED"
+        assert scenario["orders"] == {
+            "total": 8,
+            "succeeded": 8,
+            "failed": 0,
+            "lost": 0,
+            "outcomes": {"SUCCEEDED": 8},
+        }
+        assert scenario["doubled"] == 0
+        assert scenario["lower_bound_seconds"] == pytest.approx(max(8 * 4 * 0.05 / 2, 4 * 0.05))
+        assert scenario["makespan_seconds"] >= scenario["lower_bound_seconds"]
+        # Each order ran at least its four steps; a first run writes its effect and idempotency records.
+        assert scenario["lambda"]["invocations"] >= 8 * 4 + 1
+        assert scenario["transitions"]["per_order"] >= 8
+        assert scenario["dynamodb"]["write_units_per_order"] >= 4
+        assert len(scenario["series"]["completion_times"]) == 8
+        assert scenario["series"]["concurrency"], "the concurrency time series is empty"
+        cost = scenario["cost_per_million_orders"]
+        assert cost["total_standard"] > 0
+        assert cost["total_express_children"] > 0
+    oversubscribed = document["scenarios"][1]
+    assert oversubscribed["max_concurrency"] == 6
+    assert oversubscribed["lambda"]["throttles"] > 0, "a Map of 3x the quota was never throttled"
+    assert oversubscribed["lambda"]["throttled_task_events"] == oversubscribed["lambda"]["throttles"]
+    engine = document["engine"]
+    assert engine["local_cloud"]["tasks_per_second"] > 0
+    assert engine["moto_alone"]["tasks_per_second"] > 0
+
+    page = html_path.read_text()
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == 2
+    assert all(base64.b64decode(image).startswith(PNG_SIGNATURE) for image in images)
+    assert "<script" not in page
+    assert "http://" not in page
+    assert "https://" not in page
+    assert (tmp_path / "report-plots" / "tuned.png").read_bytes().startswith(PNG_SIGNATURE)

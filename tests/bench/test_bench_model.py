@@ -1,0 +1,163 @@
+"""The benchmark's arithmetic and rewrites, without a local cloud."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from orderbatch.bench.counters import DynamoDBWriteCounter, write_units
+from orderbatch.bench.history import analyse_history
+from orderbatch.bench.model import (
+    MeasuredWork,
+    Neighbour,
+    UnitPrices,
+    cost_per_million_orders,
+    lower_bound_seconds,
+)
+from orderbatch.bench.scenarios import DOCS_RETRIER, SCENARIOS, select, task_states
+from orderbatch.localcloud.stack import load_stack
+from orderbatch.project import PROJECT_ROOT
+
+
+@pytest.fixture(scope="module")
+def definition() -> dict[str, Any]:
+    stack = load_stack(PROJECT_ROOT / "template.yaml")
+    return dict(json.loads(stack.state_machine().definition))
+
+
+def test_the_bound_is_the_work_over_the_quota_or_one_order_end_to_end() -> None:
+    assert lower_bound_seconds(200, 4, 0.5, 10) == pytest.approx(40.0)
+    assert lower_bound_seconds(5, 4, 0.5, 10) == pytest.approx(2.0)
+    assert lower_bound_seconds(200, 4, 0.5, 10, max_concurrency=5) == pytest.approx(80.0)
+
+
+def test_the_bound_counts_only_the_capacity_the_neighbour_leaves() -> None:
+    # 400 slot-seconds: 60 s at 5 slots gives 300, the last 100 at 10 slots take 10 s.
+    neighbour = Neighbour(slots=5, start_seconds=0.0, duration_seconds=60.0)
+    assert lower_bound_seconds(200, 4, 0.5, 10, neighbour=neighbour) == pytest.approx(70.0)
+    short = Neighbour(slots=5, start_seconds=10.0, duration_seconds=1000.0)
+    assert lower_bound_seconds(200, 4, 0.5, 10, neighbour=short) == pytest.approx(10 + 300 / 5)
+
+
+def test_the_docs_retrier_replaces_every_task_retry_list(definition: dict[str, Any]) -> None:
+    rewritten = SCENARIOS["docs-retrier"].definition_transform("OrderBatchStateMachine", definition)  # type: ignore[misc]
+    tasks = list(task_states(rewritten))
+    assert len(tasks) == 17  # 5 per-order steps in each of the 3 Maps, 2 summaries
+    assert all(task["Retry"] == [DOCS_RETRIER] for task in tasks)
+    assert "Lambda.TooManyRequestsException" not in json.dumps(rewritten)
+    assert any(t["Retry"] != [DOCS_RETRIER] for t in task_states(definition)), "the original is untouched"
+
+
+def test_no_jitter_changes_only_the_throttle_retriers(definition: dict[str, Any]) -> None:
+    rewritten = SCENARIOS["no-jitter"].definition_transform("OrderBatchStateMachine", definition)  # type: ignore[misc]
+    for original, changed in zip(task_states(definition), task_states(rewritten), strict=True):
+        for before, after in zip(original["Retry"], changed["Retry"], strict=True):
+            if "Lambda.TooManyRequestsException" in before["ErrorEquals"]:
+                assert before["JitterStrategy"] == "FULL"
+                assert after == {**before, "JitterStrategy": "NONE"}
+            else:
+                assert after == before
+
+
+def test_scenarios_are_chosen_by_name_and_unknown_names_are_refused() -> None:
+    assert [s.name for s in select(["no-jitter", "tuned"])] == ["no-jitter", "tuned"]
+    assert SCENARIOS["oversubscribed"].max_concurrency(10) == 30
+    with pytest.raises(ValueError, match="unknown scenarios \\['fast'\\]"):
+        select(["fast"])
+
+
+def _event(kind: str, seconds: float, **details: Any) -> dict[str, Any]:
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    event: dict[str, Any] = {"type": kind, "timestamp": start + timedelta(seconds=seconds)}
+    if details:
+        event["detailsEventDetails"] = details
+    return event
+
+
+def test_history_counts_states_entered_and_retries_as_billed_transitions() -> None:
+    events = [
+        _event("ExecutionStarted", 0),
+        _event("MapStateEntered", 0, name="Process"),
+        _event("MapIterationStarted", 0.1, index=0),
+        _event("TaskStateEntered", 0.1, name="Validate"),
+        _event("TaskScheduled", 0.1),
+        _event("TaskFailed", 0.2, error="Lambda.TooManyRequestsException"),
+        _event("TaskScheduled", 1.2),
+        _event("TaskSucceeded", 1.8),
+        _event("PassStateEntered", 1.9, name="Done"),
+        _event("MapIterationSucceeded", 2.0, index=0),
+        _event("ExecutionSucceeded", 2.5),
+    ]
+    figures = analyse_history(events, top_level_states=["Process"])
+    assert figures.transitions == 4  # Map, Task, Pass entered, plus one retry
+    assert figures.retries == 1
+    assert figures.top_level_transitions == 1
+    assert figures.throttle_failures == 1
+    assert figures.throttle_times == [pytest.approx(0.2)]
+    assert figures.makespan_seconds == pytest.approx(2.5)
+    assert figures.iteration_seconds() == [pytest.approx(1.9)]
+
+
+def test_cost_per_million_orders_from_measured_work() -> None:
+    work = MeasuredWork(
+        orders=100,
+        transitions=1000,
+        top_level_transitions=4,
+        lambda_requests=400,
+        lambda_gb_seconds=50.0,
+        dynamodb_write_units=1500,
+        per_order_seconds=[2.01] * 100,
+    )
+    cost = cost_per_million_orders(work, UnitPrices())
+    assert cost["step_functions_standard"] == pytest.approx(250.0)  # 10 transitions x $0.025/1000 x 1M
+    assert cost["lambda"] == pytest.approx(0.8 + 8.33, abs=0.01)
+    assert cost["dynamodb"] == pytest.approx(9.38, abs=0.01)
+    # (4 + 100) transitions, 100 requests and 100 x 2.1 s x 64 MB, per 100 orders.
+    express = (104 * 0.025 / 1000 + 100 / 1e6 + 210 * 0.0625 * 0.00001667) * 10_000
+    assert cost["step_functions_express_children"] == pytest.approx(express, abs=0.01)
+    assert cost["total_standard"] == pytest.approx(cost["lambda"] + cost["dynamodb"] + 250.0, abs=0.02)
+
+
+def test_write_units_follow_dynamodb_on_demand_billing() -> None:
+    assert write_units("PutItem", b"{}") == 1
+    transaction: dict[str, Any] = {"TransactItems": [{"Put": {}}, {"Update": {}}, {"ConditionCheck": {}}]}
+    assert write_units("TransactWriteItems", json.dumps(transaction).encode()) == 6
+    batch: dict[str, Any] = {"RequestItems": {"a": [{}, {}], "b": [{}]}}
+    assert write_units("BatchWriteItem", json.dumps(batch).encode()) == 3
+    assert write_units("GetItem", b"{}") == 0
+
+
+class _FakeCloud:
+    def __init__(self) -> None:
+        self.seen: list[bytes] = []
+
+        def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+            self.seen.append(environ["wsgi.input"].read())
+            return [b"{}"]
+
+        self._moto_app = app
+
+
+def test_the_write_counter_counts_writes_and_leaves_the_body_for_moto() -> None:
+    cloud = _FakeCloud()
+    counter = DynamoDBWriteCounter()
+    counter.install(cloud)
+    for target, body in (
+        ("DynamoDB_20120810.PutItem", b'{"TableName": "t"}'),
+        ("DynamoDB_20120810.GetItem", b'{"TableName": "t"}'),
+        ("DynamoDB_20120810.TransactWriteItems", b'{"TransactItems": [{}, {}]}'),
+    ):
+        environ = {
+            "HTTP_X_AMZ_TARGET": target,
+            "CONTENT_LENGTH": str(len(body)),
+            "wsgi.input": io.BytesIO(body),
+        }
+        cloud._moto_app(environ, None)
+    requests, units = counter.snapshot()
+    assert requests == {"PutItem": 1, "TransactWriteItems": 1}
+    assert units == {"PutItem": 1, "TransactWriteItems": 4}
+    assert cloud.seen[2] == b'{"TransactItems": [{}, {}]}'

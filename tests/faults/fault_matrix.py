@@ -1,0 +1,385 @@
+"""The fault matrix's machinery: a local cloud per configuration, batches under a fault plan, figures.
+
+Two ways to run orders, both audited with the same per-order checks:
+
+- through the state machine (`run_batch`): POST /batches, wait on Step Functions, `audit_batch`;
+- as a direct caller (`run_direct`): each order's steps invoked one after another with boto3, a short
+  read timeout and SDK retries on, then `audit_orders` on the outcomes the caller got back.
+
+ORDERBATCH_FAULT_ORDERS sets the orders per scenario (default 12). With more than
+`FEW_ORDERS` orders the faults fire with a probability instead of on every order's first attempt, so a
+1,000-order run stays within minutes. ORDERBATCH_FAULT_REPORT names a JSON Lines file that receives
+each scenario's figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError, ReadTimeoutError
+
+from orderbatch.api_client import BatchesApiClient
+from orderbatch.audit import (
+    AuditedOrder,
+    AuditReport,
+    BatchLocations,
+    audit_batch,
+    audit_orders,
+    body_runs_from_logs,
+)
+from orderbatch.commands.demo import fixture_skus, generate_orders
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.project import PROJECT_ROOT, inventory_fixture
+
+TEMPLATE = PROJECT_ROOT / "template.yaml"
+QUOTA = 10
+# Fits the quota: throttles come only from faults (the noisy neighbour), not from the Map itself.
+MAP_MAX_CONCURRENCY = 8
+FUNCTION_TIMEOUT_SECONDS = 4
+ORDERS = int(os.environ.get("ORDERBATCH_FAULT_ORDERS", "12"))
+FEW_ORDERS = 50
+LARGE_RUN_PROBABILITY = 0.05
+REPORT_FILE = os.environ.get("ORDERBATCH_FAULT_REPORT")
+
+TASK_FUNCTIONS = (
+    "ValidateOrderFunction",
+    "ReserveInventoryFunction",
+    "ChargePaymentFunction",
+    "ConfirmOrderFunction",
+    "CancelOrderFunction",
+)
+IDEMPOTENCY_OFF = {"POWERTOOLS_IDEMPOTENCY_DISABLED": "1"}
+BOTH_DEFENCES_OFF = {"POWERTOOLS_IDEMPOTENCY_DISABLED": "1", "EFFECT_KEYS_DISABLED": "true"}
+
+# The direct caller: a read timeout shorter than the held response, SDK retries on (standard mode).
+DIRECT_READ_TIMEOUT_SECONDS = 1.5
+DIRECT_RESPONSE_DELAY_SECONDS = 2.5
+DIRECT_WORKERS = 3
+
+
+def reset_moto() -> None:
+    """moto's backends are process-wide: a local cloud started earlier in this process left its
+    tables and state machines there, and creating them again would fail."""
+    from moto.moto_api._internal.models import moto_api_backend
+
+    moto_api_backend.reset()
+
+
+def start_cloud(function_environment: Mapping[str, str] | None = None) -> LocalCloud:
+    reset_moto()
+    config = LocalCloudConfig(
+        template=TEMPLATE,
+        account_concurrency=QUOTA,
+        parameter_overrides={
+            "MapMaxConcurrency": str(MAP_MAX_CONCURRENCY),
+            "FunctionTimeoutSeconds": str(FUNCTION_TIMEOUT_SECONDS),
+            "TaskTimeoutSeconds": str(FUNCTION_TIMEOUT_SECONDS * 2),
+            "InProgressRetryIntervalSeconds": "2",
+        },
+        seed_files={"InventoryTable": inventory_fixture(TEMPLATE)},
+        function_environment=dict(function_environment or {}),
+    )
+    return LocalCloud(config).start()
+
+
+def api_client(cloud: LocalCloud) -> BatchesApiClient:
+    session = boto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=cloud.stack.region
+    )
+    return BatchesApiClient(cloud.api_url, session=session)
+
+
+def when(orders: int) -> dict[str, Any]:
+    """When a fault fires: every order's first attempt in small runs, 5% of attempts in large ones."""
+    if orders <= FEW_ORDERS:
+        return {"attempts": [1]}
+    return {"probability": LARGE_RUN_PROBABILITY}
+
+
+def fault_plan(kind: str, orders: int = ORDERS) -> dict[str, Any]:
+    """The plan of one scenario of the matrix (the kinds of GitHub issue 4)."""
+    fires = when(orders)
+    if kind == "latency":
+        return {
+            "functions": {
+                "ReserveInventoryFunction": [{"kind": "latency", "seconds": 0.3}],
+                "ChargePaymentFunction": [{"kind": "latency", "seconds": 0.3}],
+            }
+        }
+    if kind == "error_before_body":
+        return {
+            "seed": 1,
+            "functions": {
+                "ReserveInventoryFunction": [{"kind": "error_before_body", **fires}],
+                "ChargePaymentFunction": [{"kind": "error_before_body", **fires}],
+            },
+        }
+    if kind == "error_after_body":
+        return {
+            "seed": 2,
+            "functions": {
+                "ReserveInventoryFunction": [{"kind": "error_after_body", **fires}],
+                "ChargePaymentFunction": [{"kind": "error_after_body", **fires}],
+            },
+        }
+    if kind == "timeout":
+        return {
+            "seed": 3,
+            "functions": {
+                "ReserveInventoryFunction": [{"kind": "timeout", "phase": "after_body", **fires}],
+                "ChargePaymentFunction": [{"kind": "timeout", "phase": "before_body", **fires}],
+            },
+        }
+    if kind == "noisy_neighbour":
+        # Holds 8 of the 10: the Map's 5 fit the quota but not what the neighbour leaves.
+        duration = 15.0 if orders <= FEW_ORDERS else 60.0
+        return {"noisy_neighbour": {"slots": QUOTA - 2, "duration_seconds": duration}}
+    if kind == "client_timeout":
+        delay = {"kind": "response_delay", "seconds": DIRECT_RESPONSE_DELAY_SECONDS, **fires}
+        return {
+            "seed": 4,
+            "functions": {"ReserveInventoryFunction": [delay], "ChargePaymentFunction": [delay]},
+        }
+    raise ValueError(f"unknown scenario {kind}")
+
+
+@dataclass
+class ScenarioFigures:
+    """What the report per fault shows."""
+
+    scenario: str
+    configuration: str
+    orders: int
+    lost: int
+    doubled: int
+    body_runs_beyond_one: int
+    orders_run_more_than_once: int
+    throttles: int
+    retries: int
+    violations: int
+    seconds: float
+    outcomes: dict[str, int]
+
+    def publish(self) -> None:
+        print(f"\nfault matrix: {json.dumps(asdict(self))}")
+        if REPORT_FILE:
+            with Path(REPORT_FILE).open("a") as report:
+                report.write(json.dumps(asdict(self)) + "\n")
+
+
+def task_throttles(cloud: LocalCloud) -> int:
+    assert cloud.lambda_service is not None
+    functions = cloud.lambda_service.stats(include_timeseries=False)["functions"]
+    return sum(sum(functions[name]["throttles"].values()) for name in TASK_FUNCTIONS if name in functions)
+
+
+def task_invocations(cloud: LocalCloud) -> int:
+    assert cloud.lambda_service is not None
+    functions = cloud.lambda_service.stats(include_timeseries=False)["functions"]
+    return sum(int(functions[name]["invocations"]) for name in TASK_FUNCTIONS if name in functions)
+
+
+@dataclass
+class FaultRun:
+    report: AuditReport
+    figures: ScenarioFigures
+
+
+class Scenario:
+    """Sets a fault plan, counts throttles and invocations around a run, and clears the plan after."""
+
+    def __init__(self, cloud: LocalCloud, name: str, configuration: str, plan: Mapping[str, Any]) -> None:
+        self.cloud = cloud
+        self.name = name
+        self.configuration = configuration
+        self.plan = plan
+
+    def __enter__(self) -> Scenario:
+        assert self.cloud.lambda_service is not None
+        self.throttles_before = task_throttles(self.cloud)
+        self.invocations_before = task_invocations(self.cloud)
+        self.started = time.monotonic()
+        self.cloud.lambda_service.set_fault_plan(dict(self.plan))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.cloud.lambda_service is not None
+        self.cloud.lambda_service.set_fault_plan(None)
+
+    def figures(self, report: AuditReport, retries: int) -> ScenarioFigures:
+        return ScenarioFigures(
+            scenario=self.name,
+            configuration=self.configuration,
+            orders=report.orders_in_input,
+            lost=len(report.lost),
+            doubled=len(report.doubled),
+            body_runs_beyond_one=report.body_runs_beyond_one,
+            orders_run_more_than_once=len(report.orders_with_repeated_body_runs),
+            throttles=task_throttles(self.cloud) - self.throttles_before,
+            retries=retries,
+            violations=len(report.violations),
+            seconds=round(time.monotonic() - self.started, 1),
+            outcomes=report.outcomes,
+        )
+
+
+def orders_for(batch_id: str, count: int = ORDERS) -> list[dict[str, Any]]:
+    return generate_orders(count, fixture_skus(TEMPLATE), prefix=batch_id)
+
+
+def wait_for_execution(cloud: LocalCloud, execution_arn: str, timeout: float) -> str:
+    """Step Functions, not GET /batches: the API's function is throttled like any other."""
+    sfn = cloud.client("stepfunctions")
+    deadline = time.monotonic() + timeout
+    status = "RUNNING"
+    while time.monotonic() < deadline:
+        status = sfn.describe_execution(executionArn=execution_arn)["status"]
+        if status != "RUNNING":
+            return str(status)
+        time.sleep(1.0)
+    raise AssertionError(f"execution {execution_arn} still {status} after {timeout:.0f} s")
+
+
+def task_retries(cloud: LocalCloud, execution_arn: str) -> int:
+    """Task attempts that failed or timed out (each is retried or caught), from the execution history."""
+    sfn = cloud.client("stepfunctions")
+    failed = 0
+    for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
+        failed += sum(1 for event in page["events"] if event["type"] in ("TaskFailed", "TaskTimedOut"))
+    return failed
+
+
+def batch_timeout(orders: int) -> float:
+    return 240.0 + orders * 3.0
+
+
+def run_batch(cloud: LocalCloud, scenario: Scenario, batch_id: str, orders: list[dict[str, Any]]) -> FaultRun:
+    locations = BatchLocations.from_outputs(cloud.stack.outputs)
+    submitted = api_client(cloud).submit({"batch_id": batch_id, "orders": orders})
+    assert submitted.status == 202, submitted.body
+    execution_arn = locations.execution_arn(batch_id)
+    status = wait_for_execution(cloud, execution_arn, batch_timeout(len(orders)))
+    assert status == "SUCCEEDED", f"batch {batch_id} ended {status}"
+    report = audit_batch(
+        batch_id,
+        locations,
+        stepfunctions=cloud.client("stepfunctions"),
+        dynamodb=cloud.client("dynamodb"),
+        s3=cloud.client("s3"),
+        body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
+    )
+    figures = scenario.figures(report, task_retries(cloud, execution_arn))
+    figures.publish()
+    return FaultRun(report, figures)
+
+
+# ---------------------------------------------------------------- the direct caller
+
+DIRECT_STEPS = (
+    ("ValidateOrderFunction", "VALID"),
+    ("ReserveInventoryFunction", "RESERVED"),
+    ("ChargePaymentFunction", "CHARGED"),
+    ("ConfirmOrderFunction", "SUCCEEDED"),
+)
+IN_PROGRESS_ERROR = "IdempotencyAlreadyInProgressError"
+IN_PROGRESS_RETRIES = 8
+
+
+@dataclass
+class DirectCaller:
+    """Invokes the task functions itself, as a script or another service would, with SDK retries on."""
+
+    cloud: LocalCloud
+    read_timeout: float = DIRECT_READ_TIMEOUT_SECONDS
+
+    def __post_init__(self) -> None:
+        self.client = self.cloud.client(
+            "lambda",
+            read_timeout=self.read_timeout,
+            connect_timeout=5,
+            retries={"mode": "standard", "total_max_attempts": 3},
+            max_pool_connections=DIRECT_WORKERS * 4,
+        )
+        self._lock = threading.Lock()
+        self.sdk_retries = 0
+        self.in_progress_retries = 0
+        self.client.meta.events.register("needs-retry.lambda.Invoke", self._count_retry)
+
+    def _count_retry(self, attempts: int = 0, caught_exception: Any = None, **_: Any) -> None:
+        if isinstance(caught_exception, ReadTimeoutError):
+            with self._lock:
+                self.sdk_retries += 1
+
+    def invoke(self, function: str, event: Mapping[str, Any]) -> dict[str, Any]:
+        """One step; an in-progress duplicate (the SDK retried while the first run was busy) is retried
+        after a pause, as the state machine does."""
+        for _ in range(IN_PROGRESS_RETRIES):
+            response = self.client.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+            answer: dict[str, Any] = json.loads(response["Payload"].read())
+            if response.get("FunctionError") and answer.get("errorType") == IN_PROGRESS_ERROR:
+                with self._lock:
+                    self.in_progress_retries += 1
+                time.sleep(1.0)
+                continue
+            if response.get("FunctionError"):
+                raise AssertionError(f"{function} failed for {event.get('order_id')}: {answer}")
+            return answer
+        raise AssertionError(f"{function} stayed in progress for {event.get('order_id')}")
+
+    def run_order(self, batch_id: str, index: int, order: Mapping[str, Any]) -> dict[str, Any] | None:
+        state: dict[str, Any] = {
+            "batch_id": batch_id,
+            "item_index": index,
+            "source_format": "inline",
+            "order": dict(order),
+        }
+        try:
+            for function, expected in DIRECT_STEPS:
+                state = self.invoke(function, state)
+                if state.get("outcome") != expected:
+                    return self.invoke("CancelOrderFunction", state) if expected != "VALID" else state
+        except (ClientError, ReadTimeoutError, AssertionError) as error:
+            print(f"direct caller lost order {order.get('order_id')}: {error}")
+            return None
+        return state
+
+
+def run_direct(
+    cloud: LocalCloud, scenario: Scenario, batch_id: str, orders: list[dict[str, Any]]
+) -> FaultRun:
+    """Each order's steps in sequence, a few orders at a time, then the audit's per-order checks."""
+    caller = DirectCaller(cloud)
+    with ThreadPoolExecutor(max_workers=DIRECT_WORKERS) as pool:
+        outcomes = list(pool.map(lambda pair: caller.run_order(batch_id, *pair), list(enumerate(orders))))
+    audited = [
+        AuditedOrder(index, order, outcome)
+        for index, (order, outcome) in enumerate(zip(orders, outcomes, strict=True))
+    ]
+    report = audit_orders(
+        batch_id,
+        audited,
+        BatchLocations.from_outputs(cloud.stack.outputs),
+        dynamodb=cloud.client("dynamodb"),
+        body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
+    )
+    figures = scenario.figures(report, caller.sdk_retries + caller.in_progress_retries)
+    figures.publish()
+    return FaultRun(report, figures)
+
+
+def cloud_fixture(function_environment: Mapping[str, str] | None = None) -> Iterator[LocalCloud]:
+    cloud = start_cloud(function_environment)
+    try:
+        yield cloud
+    finally:
+        cloud.stop()
+        reset_moto()

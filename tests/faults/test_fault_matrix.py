@@ -1,0 +1,67 @@
+"""Every fault kind of GitHub issue 4 against the app as shipped: 0 orders lost, 0 effects doubled.
+
+One local cloud serves the module (quota 10, MapMaxConcurrency 8, function timeout 4 s). Each scenario
+sets its fault plan, runs a batch (or, for the client timeout, direct calls) and audits it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fault_matrix import ORDERS, Scenario, cloud_fixture, fault_plan, orders_for, run_batch, run_direct
+
+from orderbatch.localcloud.cloud import LocalCloud
+
+pytestmark = pytest.mark.e2e
+
+CONFIGURATION = "as shipped"
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[LocalCloud]:
+    yield from cloud_fixture()
+
+
+def assert_clean(run_report: object) -> None:
+    from orderbatch.audit import AuditReport
+
+    assert isinstance(run_report, AuditReport)
+    assert run_report.lost == []
+    assert run_report.doubled == []
+    assert run_report.violations == []
+    assert run_report.outcomes == {"SUCCEEDED": ORDERS}
+
+
+@pytest.mark.parametrize("kind", ["latency", "error_before_body", "error_after_body", "timeout"])
+def test_a_batch_under_the_fault_loses_nothing_and_doubles_nothing(cloud: LocalCloud, kind: str) -> None:
+    batch_id = f"fm-{kind.replace('_', '-')}"
+    with Scenario(cloud, kind, CONFIGURATION, fault_plan(kind)) as scenario:
+        run = run_batch(cloud, scenario, batch_id, orders_for(batch_id))
+
+    assert_clean(run.report)
+    # Powertools replays the stored result, so no body runs twice: not after an error that followed
+    # the body, and not after a timeout that killed the environment once the body had returned.
+    assert run.report.body_runs_beyond_one == 0
+    if kind != "latency":
+        assert run.figures.retries > 0, "the fault never fired"
+
+
+def test_a_noisy_neighbour_throttles_a_map_that_fits_the_quota_and_nothing_is_lost(cloud: LocalCloud) -> None:
+    batch_id = "fm-noisy-neighbour"
+    with Scenario(cloud, "noisy_neighbour", CONFIGURATION, fault_plan("noisy_neighbour")) as scenario:
+        run = run_batch(cloud, scenario, batch_id, orders_for(batch_id))
+
+    assert_clean(run.report)
+    assert run.figures.throttles > 0
+    assert run.report.body_runs_beyond_one == 0
+
+
+def test_direct_callers_whose_read_times_out_retry_into_one_effect(cloud: LocalCloud) -> None:
+    batch_id = "fm-client-timeout"
+    with Scenario(cloud, "client_timeout", CONFIGURATION, fault_plan("client_timeout")) as scenario:
+        run = run_direct(cloud, scenario, batch_id, orders_for(batch_id))
+
+    assert_clean(run.report)
+    assert run.figures.retries > 0, "no SDK retry after a read timeout"
+    assert run.report.body_runs_beyond_one == 0
