@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "orderbatch.commands.local",
     "orderbatch.commands.demo",
     "orderbatch.commands.batches",
+    "orderbatch.commands.seed",
     "orderbatch.commands.audit",
     "orderbatch.commands.lint",
     "orderbatch.commands.doctor",
