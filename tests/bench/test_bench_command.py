@@ -67,6 +67,8 @@ def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
             "failed": 0,
             "lost": 0,
             "outcomes": {"SUCCEEDED": 8},
+            "failure_codes": {},
+            "failure_errors": {},
         }
         assert scenario["doubled"] == 0
         assert scenario["lower_bound_seconds"] == pytest.approx(max(8 * 4 * 0.05 / 2, 4 * 0.05))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -131,33 +130,15 @@ def test_write_units_follow_dynamodb_on_demand_billing() -> None:
     assert write_units("GetItem", b"{}") == 0
 
 
-class _FakeCloud:
-    def __init__(self) -> None:
-        self.seen: list[bytes] = []
-
-        def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-            self.seen.append(environ["wsgi.input"].read())
-            return [b"{}"]
-
-        self._moto_app = app
-
-
-def test_the_write_counter_counts_writes_and_leaves_the_body_for_moto() -> None:
-    cloud = _FakeCloud()
+def test_the_write_counter_counts_write_requests_and_their_units() -> None:
     counter = DynamoDBWriteCounter()
-    counter.install(cloud)
-    for target, body in (
-        ("DynamoDB_20120810.PutItem", b'{"TableName": "t"}'),
-        ("DynamoDB_20120810.GetItem", b'{"TableName": "t"}'),
-        ("DynamoDB_20120810.TransactWriteItems", b'{"TransactItems": [{}, {}]}'),
+    for operation, body in (
+        ("PutItem", b'{"TableName": "t"}'),
+        ("GetItem", b'{"TableName": "t"}'),
+        ("TransactWriteItems", b'{"TransactItems": [{}, {}]}'),
+        ("BatchWriteItem", b'{"RequestItems": {"t": [{}, {}, {}]}}'),
     ):
-        environ = {
-            "HTTP_X_AMZ_TARGET": target,
-            "CONTENT_LENGTH": str(len(body)),
-            "wsgi.input": io.BytesIO(body),
-        }
-        cloud._moto_app(environ, None)
+        counter.record_request(operation, body)
     requests, units = counter.snapshot()
-    assert requests == {"PutItem": 1, "TransactWriteItems": 1}
-    assert units == {"PutItem": 1, "TransactWriteItems": 4}
-    assert cloud.seen[2] == b'{"TransactItems": [{}, {}]}'
+    assert requests == {"PutItem": 1, "TransactWriteItems": 1, "BatchWriteItem": 1}
+    assert units == {"PutItem": 1, "TransactWriteItems": 4, "BatchWriteItem": 3}

@@ -1,18 +1,14 @@
 """Counting DynamoDB write requests as they pass through the local cloud.
 
-The local cloud has no request-observer hook, so the counter wraps the moto WSGI app the dispatcher
-hands DynamoDB calls to (``LocalCloud._moto_app``). Every write request is counted whatever its answer:
-a failed conditional write consumes a write unit too.
+The local cloud hands every DynamoDB request to `LocalCloudConfig.dynamodb_observer` before moto answers
+it. Every write request is counted whatever its answer: a failed conditional write consumes a write unit too.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
-from typing import Any
 
 # Write request units per request, for items under 1 KB (all of this app's): transactions cost two per item.
 _SINGLE_ITEM_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
@@ -37,21 +33,11 @@ class DynamoDBWriteCounter:
         self.requests: Counter[str] = Counter()
         self.units: Counter[str] = Counter()
 
-    def install(self, cloud: Any) -> None:
-        original: Callable[..., Iterable[bytes]] = cloud._moto_app
-
-        def counting_app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-            target = environ.get("HTTP_X_AMZ_TARGET", "")
-            if target.startswith("DynamoDB_"):
-                operation = target.rpartition(".")[2]
-                if operation in _SINGLE_ITEM_WRITES or operation in ("TransactWriteItems", "BatchWriteItem"):
-                    length = int(environ.get("CONTENT_LENGTH") or 0)
-                    body = environ["wsgi.input"].read(length)
-                    environ["wsgi.input"] = io.BytesIO(body)
-                    self.record(operation, write_units(operation, body))
-            return original(environ, start_response)
-
-        cloud._moto_app = counting_app
+    def record_request(self, operation: str, body: bytes) -> None:
+        """A `LocalCloudConfig.dynamodb_observer`: counts write requests whatever their answer."""
+        units = write_units(operation, body)
+        if units:
+            self.record(operation, units)
 
     def record(self, operation: str, units: int) -> None:
         with self._lock:

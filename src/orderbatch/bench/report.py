@@ -31,10 +31,10 @@ def _row(figures: dict[str, Any]) -> list[str]:
     orders = figures["orders"]
     cost = figures["cost_per_million_orders"]
     targets = figures["targets"]
-    if targets["checks"]:
-        verdict = "met" if targets["met"] else "MISSED"
-    else:
+    if targets["compare_with"]:
         verdict = f"vs {targets['compare_with']}"
+    else:
+        verdict = "met" if targets["met"] else "MISSED"
     ratio = figures["bound_ratio"]
     return [
         figures["name"],
@@ -76,7 +76,8 @@ def format_details(document: dict[str, Any]) -> str:
     lines = [
         f"N = {settings['orders']} orders, k = {settings['steps']} Lambda steps, "
         f"d = {settings['work_seconds']} s, account quota C = {settings['quota']}; "
-        "bound = max(N.k.d / capacity available, k.d).",
+        "bound = max(N.k.d / capacity available, k.d); a ratio below 1 means orders failed before "
+        "doing their work.",
         f"Each scenario ran on its own fresh local cloud (same local cloud code, fresh tables); "
         f"{'environments pre-warmed' if settings['warm'] else 'cold environments'}.",
         "calls/ord = Lambda invocation attempts per order (429s included); trans/ord = billed Step Functions "
@@ -100,6 +101,12 @@ def format_details(document: dict[str, Any]) -> str:
             f"({accounting['step_overhead_ms_beyond_work']} ms beyond d); "
             f"median order {accounting['median_order_seconds']} s"
         )
+        if figures["orders"]["failure_codes"]:
+            lines.append(
+                f"  not succeeded, by code: {figures['orders']['failure_codes']}; by error recorded: "
+                f"{figures['orders']['failure_errors']}; audit violations: "
+                f"{figures['audit_violations_by_check'] or 0}"
+            )
         for check in figures["targets"]["checks"]:
             if not check["met"]:
                 lines.append(

@@ -8,6 +8,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -105,24 +106,16 @@ def run_scenario(
     orders = generate_orders(
         settings.orders, fixture_skus(settings.template), prefix=batch_id, seed=settings.seed
     )
-    _reset_moto()
+    writes = DynamoDBWriteCounter()
+    config.dynamodb_observer = writes.record_request
     try:
         with LocalCloud(config) as cloud:
-            writes = DynamoDBWriteCounter()
-            writes.install(cloud)
             warmup = _warm_up(cloud, settings) if settings.warm else {"seconds": 0.0, "environments": 0}
             run = _BatchRun(cloud, scenario, settings, batch_id, orders, neighbour, writes, progress)
             measured = run.execute(scenario_deadline(bound, settings))
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
     return _figures(scenario, settings, prices, max_concurrency, neighbour, bound, warmup, measured)
-
-
-def _reset_moto() -> None:
-    """moto's backends live in the process, not in a LocalCloud: cleared, the scenario's tables are fresh."""
-    from moto.moto_api._internal.models import moto_api_backend
-
-    moto_api_backend.reset()
 
 
 def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
@@ -199,9 +192,10 @@ class _BatchRun:
         locations = BatchLocations.from_outputs(cloud.stack.outputs)
         before = service.stats(include_timeseries=False)["functions"]
         writes_before = self.writes.snapshot()
-        samples_before = service.stats(include_timeseries=True)["timeseries"]["samples"]
         service.set_fault_plan(self._fault_plan())
-        series_origin = samples_before[-1]["t"] if samples_before else 0.0
+        # Samples carry seconds since the service started; the last sample can be seconds stale on a busy
+        # machine, so the origin is taken from the service's own clock (no public accessor exists yet).
+        series_origin = time.monotonic() - service.started_monotonic
         execution_arn = sfn.start_execution(
             stateMachineArn=locations.state_machine_arn,
             name=self.batch_id,
@@ -242,7 +236,13 @@ class _BatchRun:
             s3=cloud.client("s3"),
             body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
         )
+        failure_errors = _failure_errors(dynamodb, locations.orders_table, self.batch_id)
         summary = json.loads(execution["output"]) if execution.get("output") else {}
+        failure_codes = Counter(
+            str(order.get("code"))
+            for order in summary.get("orders", [])
+            if order.get("outcome") != "SUCCEEDED"
+        )
         memory = {spec.name: spec.memory_mb for spec in cloud.stack.functions}
         return {
             "status": execution["status"],
@@ -251,6 +251,8 @@ class _BatchRun:
             "history": history,
             "audit": report,
             "summary": {k: v for k, v in summary.items() if k != "orders"},
+            "failure_codes": dict(failure_codes),
+            "failure_errors": failure_errors,
             "functions": _function_deltas(before, stats["functions"]),
             "memory_mb": memory,
             "writes": {
@@ -263,6 +265,19 @@ class _BatchRun:
                 if sample["t"] >= series_origin
             ],
         }
+
+
+def _failure_errors(dynamodb: Any, table: str, batch_id: str) -> dict[str, int]:
+    errors: Counter[str] = Counter()
+    for page in dynamodb.get_paginator("scan").paginate(
+        TableName=table,
+        FilterExpression="begins_with(order_id, :p) AND #s <> :ok",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":p": {"S": batch_id}, ":ok": {"S": "SUCCEEDED"}},
+    ):
+        for item in page["Items"]:
+            errors[item.get("error", {}).get("S") or item.get("status", {}).get("S", "?")] += 1
+    return dict(errors)
 
 
 def _finished_orders(before: dict[str, Any], now: dict[str, Any]) -> int:
@@ -358,9 +373,13 @@ def _figures(
             "failed": n - succeeded - lost,
             "lost": lost,
             "outcomes": outcomes,
+            "failure_codes": measured["failure_codes"],
+            # The error the compensation recorded on each failed order (e.g. States.Timeout).
+            "failure_errors": measured["failure_errors"],
         },
         "doubled": len(audit.doubled),
         "audit_violations": len(audit.violations),
+        "audit_violations_by_check": dict(Counter(v.check for v in audit.violations)),
         "body_runs_beyond_one": audit.body_runs_beyond_one,
         "lambda": {
             "attempts": invocations + throttles,
@@ -400,7 +419,12 @@ def _figures(
         "warmup": warmup,
         "series": {
             "concurrency": [
-                [s["t"], s["account"], sum(s["functions"].get(f, 0) for f in BATCH_FUNCTIONS)]
+                # Per-function peaks within one sample need not coincide: their sum can exceed the account's.
+                [
+                    s["t"],
+                    s["account"],
+                    min(s["account"], sum(s["functions"].get(f, 0) for f in BATCH_FUNCTIONS)),
+                ]
                 for s in measured["samples"]
             ],
             "throttle_times": [round(t, 3) for t in history.throttle_times],

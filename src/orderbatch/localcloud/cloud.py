@@ -8,6 +8,7 @@ state machine's Tasks meet the quota, the 429s and the real handler code.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -57,6 +58,8 @@ class LocalCloudConfig:
     # Rewrites a state machine's definition (logical ID, parsed ASL) before it is created: for experiments
     # such as the benchmark's "docs retrier" scenario, never needed to run a template as written.
     definition_transform: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    # Sees every DynamoDB request (operation, body) before moto does: the benchmark counts writes with it.
+    dynamodb_observer: Callable[[str, bytes], None] | None = None
 
 
 class LocalCloud:
@@ -82,6 +85,10 @@ class LocalCloud:
         # moto logs every unsupported field and every missing JSONPath it tries (IsPresent included).
         logging.getLogger("moto").setLevel(logging.CRITICAL)
         moto_app = create_moto_app()
+        # moto keeps its state in the process, not in a server: cleared, every local cloud starts empty.
+        from moto.moto_api._internal.models import moto_api_backend
+
+        moto_api_backend.reset()
         self._server = make_server(
             self.config.host,
             self.config.port,
@@ -189,7 +196,12 @@ class LocalCloud:
             return self.lambda_service(environ, start_response)
         if self.http_api.handles(path):
             return self.http_api(environ, start_response)
-        if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if target.startswith("DynamoDB_"):
+            if self.config.dynamodb_observer is not None:
+                body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+                environ["wsgi.input"] = io.BytesIO(body)
+                self.config.dynamodb_observer(target.rpartition(".")[2], body)
             # DynamoDB applies a conditional write atomically; moto's backend checks the condition and
             # writes without a lock. Serialising DynamoDB calls restores the guarantee the keyed effects
             # rely on, so the local cloud never shows a double effect AWS could not produce.

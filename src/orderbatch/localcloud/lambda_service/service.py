@@ -365,6 +365,11 @@ class LambdaService:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         return self._api(environ, start_response)
 
+    @property
+    def started_monotonic(self) -> float:
+        """`time.monotonic()` when the service started: the origin of the time series' `t`."""
+        return self._started
+
     def stats(self, *, include_timeseries: bool = True) -> dict[str, Any]:
         snapshot = self.accounting.snapshot()
         environments = self.backend.environments()
