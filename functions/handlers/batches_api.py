@@ -33,7 +33,10 @@ def _state_machine_arn() -> str:
 def post_batch() -> Response[dict[str, Any]]:
     event = app.current_event
     submission = parse_submission(
-        event.decoded_body, event.headers.get("content-type"), get_settings().max_inline_batch_bytes
+        event.decoded_body,
+        event.headers.get("content-type"),
+        get_settings().max_inline_batch_bytes,
+        get_settings().max_inline_orders,
     )
     outcome = submit_batch(submission, state_machine_arn=_state_machine_arn())
     logger.info(

@@ -24,6 +24,7 @@ class Settings(BaseModel):
     state_machine_arn: str = Field(default="", alias="STATE_MACHINE_ARN")
     results_bucket_name: str = Field(default="", alias="RESULTS_BUCKET_NAME")
     max_inline_batch_bytes: int = Field(default=262_144, gt=0, alias="MAX_INLINE_BATCH_BYTES")
+    max_inline_orders: int = Field(default=500, gt=0, alias="MAX_INLINE_ORDERS")
     # Control for the fault-matrix tests only: makes effects unkeyed to show what the keys prevent.
     effect_keys_disabled: bool = Field(default=False, alias="EFFECT_KEYS_DISABLED")
 

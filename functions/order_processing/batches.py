@@ -61,6 +61,9 @@ class BatchConflictError(BatchRequestError):
     status_code = 409
 
 
+DEFAULT_MAX_INLINE_ORDERS = 500
+
+
 class BatchTooLargeError(BatchRequestError):
     status_code = 413
 
@@ -111,7 +114,12 @@ def execution_arn_for(state_machine_arn: str, batch_id: str) -> str:
     return ":".join([*parts[:5], "execution", parts[6], batch_id])
 
 
-def parse_submission(body: str | None, content_type: str | None, max_inline_bytes: int) -> BatchSubmission:
+def parse_submission(
+    body: str | None,
+    content_type: str | None,
+    max_inline_bytes: int,
+    max_inline_orders: int = DEFAULT_MAX_INLINE_ORDERS,
+) -> BatchSubmission:
     """Validate a POST /batches request and build its canonical execution input."""
     media_type = (content_type or "").split(";", 1)[0].strip().lower()
     if media_type != "application/json":
@@ -147,6 +155,16 @@ def parse_submission(body: str | None, content_type: str | None, max_inline_byte
     execution_input: dict[str, Any] = {"batch_id": batch_id}
     if source is None:
         execution_input["orders"] = _parse_orders(batch_id, document)
+        if len(execution_input["orders"]) > max_inline_orders:
+            # The outcomes come back through the execution's state, which has the same 256 KiB limit as
+            # its input; a few hundred bytes per outcome caps an inline batch well before its input does.
+            raise BatchTooLargeError(
+                f"batch {batch_id} has {len(execution_input['orders'])} orders; inline batches hold at most "
+                f"{max_inline_orders} so their outcomes fit Step Functions' 256 KiB state limit; upload the "
+                'orders to S3 as a JSON array or CSV and submit {"batch_id": ..., "source": {"bucket": ..., '
+                '"key": ...}} instead',
+                field="orders",
+            )
     else:
         execution_input["source"] = source
 

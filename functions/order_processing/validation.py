@@ -20,6 +20,9 @@ from order_processing.models import (
     shown,
 )
 
+# Outcomes travel in the execution's state (256 KiB); an order with fifty bad lines must not fill it.
+MAX_REASON_CHARS = 300
+
 CSV_ENTRY_SEPARATOR = ";"
 CSV_FIELD_SEPARATOR = ":"
 CSV_HEADER_LINES = 1
@@ -52,7 +55,8 @@ class OrderCheck:
     def reason(self) -> str | None:
         if self.order is not None:
             return None
-        return f"{self.subject} is invalid: {'; '.join(self.problems)}"
+        reason = f"{self.subject} is invalid: {'; '.join(self.problems)}"
+        return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 1] + "…"
 
     def content(self, raw_order: Any) -> Any:
         """The order as later steps and the idempotency payload see it: normalised when valid."""

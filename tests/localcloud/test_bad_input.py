@@ -72,9 +72,11 @@ LONG_ID = "x" * 65
 # (order, expected outcome, expected code, words the reason must contain)
 MIXED_BATCH: list[tuple[dict[str, Any], str, str | None, tuple[str, ...]]] = [
     (order("bad-good-1", GOOD_LINE), "SUCCEEDED", None, ()),
-    (order(None, GOOD_LINE), "REJECTED", "INVALID_ORDER", ("item 1", "order_id", "required")),
-    (order("bad id!", GOOD_LINE), "REJECTED", "INVALID_ORDER", ("item 2", "order_id")),
-    (order(LONG_ID, GOOD_LINE), "REJECTED", "INVALID_ORDER", ("item 3", "order_id")),
+    (order("bad-dup", GOOD_LINE), "SUCCEEDED", None, ()),
+    (order("bad-conflict", GOOD_LINE), "SUCCEEDED", None, ()),
+    (order(None, GOOD_LINE), "REJECTED", "INVALID_ORDER", ("item 3", "order_id", "required")),
+    (order("bad id!", GOOD_LINE), "REJECTED", "INVALID_ORDER", ("item 4", "order_id")),
+    (order(LONG_ID, GOOD_LINE), "REJECTED", "INVALID_ORDER", ("item 5", "order_id")),
     (
         order("bad-qty-zero", ("SKU-001", 0, "1.00")),
         "REJECTED",
@@ -96,12 +98,13 @@ MIXED_BATCH: list[tuple[dict[str, Any], str, str | None, tuple[str, ...]]] = [
     ),
     (order("bad-sku", ("SKU-NOPE", 1, "1.00")), "REJECTED", "UNKNOWN_SKU", ("bad-sku", "SKU-NOPE")),
     (order("bad-stock", ("SKU-LOW", 6, "1.00")), "FAILED", "OUT_OF_STOCK", ("bad-stock", "SKU-LOW")),
-    (order("bad-dup", GOOD_LINE), "SUCCEEDED", None, ()),
-    (order("bad-dup", GOOD_LINE), "DUPLICATE", "DUPLICATE_ORDER", ("bad-dup",)),
-    (order("bad-conflict", GOOD_LINE), "SUCCEEDED", None, ()),
-    (order("bad-conflict", ("SKU-002", 2, "3.00")), "REJECTED", "CONFLICTING_ORDER", ("bad-conflict",)),
     (order("bad-good-2", GOOD_LINE, ("SKU-LOW", 1, "1.00")), "SUCCEEDED", None, ()),
+    # Second occurrences last: the item that claims the ID first keeps it. Items run concurrently, so
+    # "first" is the claim order, which with the pairs this far apart is the batch order in practice.
+    (order("bad-dup", GOOD_LINE), "DUPLICATE", "DUPLICATE_ORDER", ("bad-dup",)),
+    (order("bad-conflict", ("SKU-002", 2, "3.00")), "REJECTED", "CONFLICTING_ORDER", ("bad-conflict",)),
 ]
+PAIRS = {"bad-dup": (1, 13), "bad-conflict": (2, 14)}
 
 
 def wait_for(cloud: LocalCloud, batch_id: str, timeout: float = 240.0) -> str:
@@ -143,17 +146,30 @@ def test_one_batch_of_bad_orders_rejects_each_by_name_and_runs_the_good_ones_onc
     assert wait_for(cloud, batch_id) == "SUCCEEDED"
 
     outcomes = outcomes_by_index(api, batch_id)
-    for index, (_order, outcome, code, words) in enumerate(MIXED_BATCH):
-        got = outcomes[index]
+    for index, got in sorted(outcomes.items()):
         print(f"item {index}: {got['outcome']} {got['code']} {got['reason']}")
+    paired = {index for pair in PAIRS.values() for index in pair}
+    for index, (_order, outcome, code, words) in enumerate(MIXED_BATCH):
+        if index in paired:
+            continue
+        got = outcomes[index]
         assert (got["outcome"], got["code"]) == (outcome, code), got
         for word in words:
             assert word in (got["reason"] or ""), got
+    for order_id, (first, second) in PAIRS.items():
+        expected = {
+            (MIXED_BATCH[first][1], MIXED_BATCH[first][2]),
+            (MIXED_BATCH[second][1], MIXED_BATCH[second][2]),
+        }
+        got_pair = {(outcomes[i]["outcome"], outcomes[i]["code"]) for i in (first, second)}
+        assert got_pair == expected, f"{order_id}: {got_pair}"
+        loser = next(outcomes[i] for i in (first, second) if outcomes[i]["outcome"] != "SUCCEEDED")
+        assert order_id in loser["reason"]
     report = audit(cloud, batch_id)
     assert report.lost == []
     assert report.doubled == []
     assert report.violations == []
-    assert report.outcomes == {"SUCCEEDED": 5, "REJECTED": 8, "FAILED": 1, "DUPLICATE": 1}
+    assert report.outcomes == {"SUCCEEDED": 4, "REJECTED": 9, "FAILED": 1, "DUPLICATE": 1}
     stock = cloud.client("dynamodb").get_item(
         TableName=cloud.stack.outputs["InventoryTableName"], Key={"sku": {"S": "SKU-LOW"}}
     )

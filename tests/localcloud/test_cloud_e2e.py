@@ -314,6 +314,33 @@ def test_a_batch_from_s3_runs_through_the_distributed_map(
 
 
 @pytest.mark.slow
+def test_the_largest_inline_batch_keeps_its_outcomes_under_the_state_limit(
+    cloud: LocalCloud, api: BatchesApiClient, locations: BatchLocations
+) -> None:
+    """500 orders (the inline cap) near the 256 KiB input limit, every one rejected with a long reason."""
+    batch_id = "e2e-inline-limit"
+    bad_lines = [{"sku": f"SKU-{n:03d}", "quantity": 0, "unit_price": "1.00"} for n in range(1, 8)]
+    orders = [
+        {"order_id": f"{batch_id}-{number:04d}", "customer_id": "c-1", "currency": "USD", "items": bad_lines}
+        for number in range(500)
+    ]
+    too_many = api.submit({"batch_id": f"{batch_id}-over", "orders": [*orders, orders[0]]})
+    submitted = api.submit({"batch_id": batch_id, "orders": orders})
+
+    assert too_many.status == 413
+    assert "at most 500" in too_many.body["message"]
+    assert submitted.status == 202, submitted.body
+    assert len(json.dumps({"batch_id": batch_id, "orders": orders})) > 200_000
+    result = wait_for_batch(cloud, api, batch_id, timeout=900)
+    assert result["status"] == "SUCCEEDED", result
+    assert result["summary"]["total"] == 500
+    assert len(result["summary"]["orders"]) == 500
+    report = audit(cloud, locations, batch_id)
+    assert report.lost == []
+    assert report.violations == []
+
+
+@pytest.mark.slow
 def test_two_thousand_orders_from_s3(
     cloud: LocalCloud, api: BatchesApiClient, locations: BatchLocations
 ) -> None:

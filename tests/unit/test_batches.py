@@ -144,6 +144,19 @@ def test_the_size_limit_counts_utf8_bytes_of_the_canonical_input() -> None:
     assert "upload the orders to S3" in refused.value.message
 
 
+def test_an_inline_batch_over_the_order_cap_is_sent_to_the_s3_path() -> None:
+    orders = [{"order_id": f"o-{n}"} for n in range(4)]
+    body = json.dumps({"batch_id": "b-1", "orders": orders})
+
+    assert parse_submission(body, "application/json", LIMIT, max_inline_orders=4).batch_id == "b-1"
+    with pytest.raises(BatchTooLargeError) as refused:
+        parse_submission(body, "application/json", LIMIT, max_inline_orders=3)
+
+    assert refused.value.status_code == 413
+    assert refused.value.message.startswith("batch b-1 has 4 orders; inline batches hold at most 3")
+    assert '"source"' in refused.value.message
+
+
 def test_the_execution_arn_is_built_from_the_state_machine_arn() -> None:
     assert (
         execution_arn_for("arn:aws:states:eu-west-1:123456789012:stateMachine:OrderBatch-AbC123", "b-1")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from order_processing.validation import check_order, parse_csv_items
+from order_processing.validation import MAX_REASON_CHARS, check_order, parse_csv_items
 
 
 def an_order(**overrides: Any) -> dict[str, Any]:
@@ -198,3 +198,14 @@ def test_a_csv_order_and_the_same_json_order_are_the_same_content() -> None:
     )
     json_check = check_order(an_order(items=[a_line(quantity=2, unit_price=9.99)]), "json", 0)
     assert csv_check.content_hash == json_check.content_hash
+
+
+def test_a_long_reason_is_cut_so_outcomes_fit_the_execution_state() -> None:
+    lines = [{"sku": f"SKU-{n:03d}", "quantity": 0, "unit_price": "1"} for n in range(1, 41)]
+
+    check = check_order(an_order(items=lines), "inline", 0)
+
+    assert check.reason is not None
+    assert len(check.reason) == MAX_REASON_CHARS
+    assert check.reason.startswith("order o-1 is invalid: ")
+    assert check.reason.endswith("…")

@@ -41,6 +41,11 @@ def run(args: argparse.Namespace) -> int:
 
     session = boto3.Session(region_name=args.region)
     endpoint = None if args.stack else (args.endpoint or default_endpoint())
+    if endpoint and session.get_credentials() is None:
+        # The local cloud accepts any credentials; without some, boto3 would refuse to sign.
+        session = boto3.Session(
+            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=args.region
+        )
 
     def client(service: str) -> Any:
         region = args.region or session.region_name or "us-east-1"
