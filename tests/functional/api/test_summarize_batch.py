@@ -258,13 +258,15 @@ def test_a_distributed_batch_is_summarized_from_the_result_files(
 
 
 @EXECUTING
-def test_the_empty_manifest_moto_writes_is_refused_rather_than_summarized_as_no_orders(
+def test_a_manifest_missing_results_is_refused_rather_than_summarized_as_no_orders(
     cloud: Cloud, lambda_context: FakeLambdaContext
 ) -> None:
     request = run_distributed_batch(cloud, [{"order_id": "o-0"}, {"order_id": "o-1"}])
     details = request["map_result"]["ResultWriterDetails"]
     manifest = json.loads(cloud.s3.get_object(Bucket=details["Bucket"], Key=details["Key"])["Body"].read())
-    assert manifest["ResultFiles"] == {"FAILED": [], "PENDING": [], "SUCCEEDED": []}
+    # What moto's own ResultWriter writes (the local cloud patches it to write the real files).
+    manifest["ResultFiles"] = {"FAILED": [], "PENDING": [], "SUCCEEDED": []}
+    cloud.s3.put_object(Bucket=details["Bucket"], Key=details["Key"], Body=json.dumps(manifest).encode())
 
     with pytest.raises(
         IncompleteMapResultsError, match=r"lists 0 child results but map run .* processed 2 items"
