@@ -37,6 +37,7 @@ from orderbatch.audit import (
     body_runs_from_logs,
 )
 from orderbatch.commands.demo import fixture_skus, generate_orders
+from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.project import PROJECT_ROOT, inventory_fixture
 
@@ -244,19 +245,6 @@ def orders_for(batch_id: str, count: int = ORDERS) -> list[dict[str, Any]]:
     return generate_orders(count, fixture_skus(TEMPLATE), prefix=batch_id)
 
 
-def wait_for_execution(cloud: LocalCloud, execution_arn: str, timeout: float) -> str:
-    """Step Functions, not GET /batches: the API's function is throttled like any other."""
-    sfn = cloud.client("stepfunctions")
-    deadline = time.monotonic() + timeout
-    status = "RUNNING"
-    while time.monotonic() < deadline:
-        status = sfn.describe_execution(executionArn=execution_arn)["status"]
-        if status != "RUNNING":
-            return str(status)
-        time.sleep(1.0)
-    raise AssertionError(f"execution {execution_arn} still {status} after {timeout:.0f} s")
-
-
 def batch_timeout(orders: int) -> float:
     return 240.0 + orders * 3.0
 
@@ -273,7 +261,9 @@ def run_batch(cloud: LocalCloud, scenario: Scenario, batch_id: str, orders: list
     submitted = api_client(cloud).submit(batch)
     assert submitted.status == 202, submitted.body
     execution_arn = locations.execution_arn(batch_id)
-    status = wait_for_execution(cloud, execution_arn, batch_timeout(len(orders)))
+    status = wait_for_execution(
+        cloud.client("stepfunctions"), execution_arn, timeout=batch_timeout(len(orders))
+    )
     assert status == "SUCCEEDED", f"batch {batch_id} ended {status}"
     report = audit_batch(
         batch_id,

@@ -7,7 +7,6 @@ docs/bad-input.md tabulates the same cases and outcomes.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 
 from orderbatch.api_client import BatchesApiClient
 from orderbatch.audit import AuditReport, BatchLocations, audit_batch, body_runs_from_logs
+from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.project import PROJECT_ROOT, inventory_fixture
 
@@ -108,16 +108,8 @@ PAIRS = {"bad-dup": (1, 13), "bad-conflict": (2, 14)}
 
 
 def wait_for(cloud: LocalCloud, batch_id: str, timeout: float = 240.0) -> str:
-    sfn = cloud.client("stepfunctions")
     arn = BatchLocations.from_outputs(cloud.stack.outputs).execution_arn(batch_id)
-    deadline = time.monotonic() + timeout
-    status = "RUNNING"
-    while time.monotonic() < deadline:
-        status = sfn.describe_execution(executionArn=arn)["status"]
-        if status != "RUNNING":
-            return str(status)
-        time.sleep(1.0)
-    raise AssertionError(f"batch {batch_id} still {status} after {timeout:.0f} s")
+    return wait_for_execution(cloud.client("stepfunctions"), arn, timeout=timeout)
 
 
 def audit(cloud: LocalCloud, batch_id: str) -> AuditReport:

@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,6 +20,7 @@ from botocore.exceptions import ClientError
 from orderbatch.api_client import BatchesApiClient
 from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
 from orderbatch.commands.demo import fixture_skus, generate_orders
+from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.project import PROJECT_ROOT, inventory_fixture
 
@@ -95,18 +95,11 @@ def wait_for_batch(
 ) -> dict[str, Any]:
     """Waits on Step Functions (the API's function is throttled while the Map oversubscribes the quota),
     then reads the batch through GET /batches."""
-    sfn = cloud.client("stepfunctions")
     arn = BatchLocations.from_outputs(cloud.stack.outputs).execution_arn(batch_id)
-    deadline = time.monotonic() + timeout
-    status = "RUNNING"
-    while time.monotonic() < deadline:
-        status = sfn.describe_execution(executionArn=arn)["status"]
-        if status != "RUNNING":
-            response = api.status(batch_id)
-            assert response.status == 200, response.body
-            return response.body
-        time.sleep(1.0)
-    raise AssertionError(f"batch {batch_id} still {status} after {timeout:.0f} s")
+    wait_for_execution(cloud.client("stepfunctions"), arn, timeout=timeout)
+    response = api.status(batch_id)
+    assert response.status == 200, response.body
+    return response.body
 
 
 def lambda_client(cloud: LocalCloud) -> Any:
@@ -314,6 +307,7 @@ def test_a_batch_from_s3_runs_through_the_distributed_map(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_the_largest_inline_batch_keeps_its_outcomes_under_the_state_limit(
     cloud: LocalCloud, api: BatchesApiClient, locations: BatchLocations
 ) -> None:
@@ -341,6 +335,7 @@ def test_the_largest_inline_batch_keeps_its_outcomes_under_the_state_limit(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)
 def test_two_thousand_orders_from_s3(
     cloud: LocalCloud, api: BatchesApiClient, locations: BatchLocations
 ) -> None:
