@@ -253,8 +253,8 @@ def run_batch(cloud: LocalCloud, scenario: Scenario, batch_id: str, orders: list
     locations = BatchLocations.from_outputs(cloud.stack.outputs)
     batch: dict[str, Any] = {"batch_id": batch_id, "orders": orders}
     if len(orders) > FEW_ORDERS:
-        # A large batch goes through S3 (the Distributed Map), as the API tells its users: inline, the
-        # Map's results are added to the 256 KiB execution input.
+        # A large batch goes through S3 (the Distributed Map), as the API tells its users: inline batches
+        # hold at most 500 orders so their outcomes fit the 256 KiB state limit.
         bucket, key = cloud.stack.outputs["BatchBucketName"], f"incoming/{batch_id}.json"
         cloud.client("s3").put_object(Bucket=bucket, Key=key, Body=json.dumps(orders).encode())
         batch = {"batch_id": batch_id, "source": {"bucket": bucket, "key": key}}
