@@ -32,7 +32,6 @@ from orderbatch.audit import (
     AuditedOrder,
     AuditReport,
     BatchLocations,
-    audit_batch,
     audit_orders,
     body_runs_from_logs,
 )
@@ -265,14 +264,7 @@ def run_batch(cloud: LocalCloud, scenario: Scenario, batch_id: str, orders: list
         cloud.client("stepfunctions"), execution_arn, timeout=batch_timeout(len(orders))
     )
     assert status == "SUCCEEDED", f"batch {batch_id} ended {status}"
-    report = audit_batch(
-        batch_id,
-        locations,
-        stepfunctions=cloud.client("stepfunctions"),
-        dynamodb=cloud.client("dynamodb"),
-        s3=cloud.client("s3"),
-        body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
-    )
+    report = cloud.audit(batch_id)
     figures = scenario.figures(report)
     figures.publish()
     return FaultRun(report, figures)

@@ -18,7 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orderbatch.api_client import BatchesApiClient
-from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+from orderbatch.audit import BatchLocations, body_runs_from_logs
 from orderbatch.commands.demo import fixture_skus, generate_orders
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
@@ -178,14 +178,7 @@ def test_a_function_past_its_timeout_fails_as_lambda_does(cloud: LocalCloud) -> 
 
 
 def audit(cloud: LocalCloud, locations: BatchLocations, batch_id: str) -> Any:
-    return audit_batch(
-        batch_id,
-        locations,
-        stepfunctions=cloud.client("stepfunctions"),
-        dynamodb=cloud.client("dynamodb"),
-        s3=cloud.client("s3"),
-        body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
-    )
+    return cloud.audit(batch_id)
 
 
 def throttled_task_failures(cloud: LocalCloud, execution_arn: str) -> int:

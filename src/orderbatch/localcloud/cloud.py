@@ -182,6 +182,19 @@ class LocalCloud:
             "AWS_REGION": self.stack.region,
         }
 
+    def audit(self, batch_id: str) -> Any:
+        """The exactly-once audit of a batch run here, body runs counted from this cloud's logs."""
+        from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+
+        return audit_batch(
+            batch_id,
+            BatchLocations.from_outputs(self.stack.outputs),
+            stepfunctions=self.client("stepfunctions"),
+            dynamodb=self.client("dynamodb"),
+            s3=self.client("s3"),
+            body_runs=body_runs_from_logs(self.state_dir / "logs"),
+        )
+
     def flush_metrics(self) -> None:
         """Publish the Lambda metrics gathered so far now, instead of at the next tick."""
         if self._metrics is not None:
