@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "orderbatch.commands.lint",
     "orderbatch.commands.doctor",
     "orderbatch.commands.bench",
+    "orderbatch.commands.plan",
 )
 
 

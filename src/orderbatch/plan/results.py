@@ -1,0 +1,266 @@
+"""What a plan found: the raw counts of a run and the figures derived from them (per order, cost, bound)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from orderbatch.bench.model import MeasuredWork, UnitPrices, cost_per_million_orders
+
+if TYPE_CHECKING:
+    from orderbatch.plan.settings import PlanSettings
+    from orderbatch.plan.simulator import AttemptRecord
+    from orderbatch.plan.workflow import Workflow
+
+
+class TimelinePoint(NamedTuple):
+    """The account at one moment: our calls running, the neighbour's slots, and running totals."""
+
+    time_seconds: float
+    running_calls: int
+    neighbour_slots: int
+    throttles: int
+    orders_finished: int
+    transitions: int
+
+
+@dataclass(frozen=True)
+class RunCounters:
+    """Everything the simulator counted; per function in ``functions`` order."""
+
+    functions: tuple[str, ...]
+    memory_mb: tuple[int, ...]
+    reserved: tuple[int | None, ...]
+    unreserved_pool: int
+    calls: tuple[int, ...]
+    throttles: tuple[int, ...]
+    cold_starts: tuple[int, ...]
+    peak_concurrency: tuple[int, ...]
+    held_seconds: tuple[float, ...]
+    environments: tuple[int, ...]
+    orders: int
+    succeeded: int
+    compensated: int
+    failed_throttled: int
+    failed_timed_out: int
+    compensation_failed: int
+    uncaught: int
+    makespan_seconds: float
+    transitions: int
+    throttle_retries: int
+    timeout_retries: int
+    timeouts: int
+    scaling_throttles: int
+    peak_busy: int
+    peak_account: int
+    transition_wait_seconds: float
+    start_execution_wait_seconds: float
+    write_units: int
+    order_seconds: list[float] = field(repr=False)
+    step_count: int = 0
+
+    @property
+    def failed(self) -> int:
+        """Orders whose forward tasks ran out of retries (then compensated, or not)."""
+        return self.failed_throttled + self.failed_timed_out
+
+    @property
+    def lambda_gb_seconds(self) -> float:
+        return sum(
+            seconds * memory / 1024 for seconds, memory in zip(self.held_seconds, self.memory_mb, strict=True)
+        )
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    workflow: Workflow
+    settings: PlanSettings
+    counters: RunCounters
+    timeline: list[TimelinePoint]
+    trace: list[AttemptRecord]
+    bound_seconds: float
+    transitions_total: int
+    """Billed transitions: every order's (retries included) plus each batch execution's own."""
+    cost_per_million_orders: dict[str, Any]
+    unit_prices: UnitPrices
+    wall_seconds: float
+    label: str = ""
+
+    @classmethod
+    def build(
+        cls,
+        workflow: Workflow,
+        settings: PlanSettings,
+        counters: RunCounters,
+        timeline: list[TimelinePoint],
+        trace: list[AttemptRecord],
+        *,
+        bound_seconds: float,
+        wall_seconds: float,
+        prices: UnitPrices | None = None,
+    ) -> PlanResult:
+        prices = prices or UnitPrices()
+        top_level = workflow.top_level_transitions * settings.batches
+        transitions_total = counters.transitions + top_level
+        work = MeasuredWork(
+            orders=counters.orders,
+            transitions=transitions_total,
+            top_level_transitions=top_level,
+            lambda_requests=sum(counters.calls),
+            lambda_gb_seconds=counters.lambda_gb_seconds,
+            dynamodb_write_units=counters.write_units,
+            per_order_seconds=counters.order_seconds,
+        )
+        return cls(
+            workflow=workflow,
+            settings=settings,
+            counters=counters,
+            timeline=timeline,
+            trace=trace,
+            bound_seconds=bound_seconds,
+            transitions_total=transitions_total,
+            cost_per_million_orders=cost_per_million_orders(work, prices),
+            unit_prices=prices,
+            wall_seconds=wall_seconds,
+        )
+
+    def labelled(self, label: str) -> PlanResult:
+        from dataclasses import replace
+
+        return replace(self, label=label)
+
+    # --- figures
+
+    @property
+    def makespan_seconds(self) -> float:
+        return self.counters.makespan_seconds
+
+    @property
+    def bound_ratio(self) -> float | None:
+        return self.makespan_seconds / self.bound_seconds if self.bound_seconds > 0 else None
+
+    @property
+    def orders(self) -> int:
+        return self.counters.orders
+
+    @property
+    def failed_orders(self) -> int:
+        return self.counters.failed
+
+    @property
+    def throttles(self) -> int:
+        return sum(self.counters.throttles)
+
+    @property
+    def throttles_per_order(self) -> float:
+        return self.throttles / self.orders
+
+    @property
+    def retries(self) -> int:
+        return self.counters.throttle_retries + self.counters.timeout_retries
+
+    @property
+    def retries_per_order(self) -> float:
+        return self.retries / self.orders
+
+    @property
+    def transitions_per_order(self) -> float:
+        return self.transitions_total / self.orders
+
+    @property
+    def calls_per_order(self) -> float:
+        return sum(self.counters.calls) / self.orders
+
+    @property
+    def write_units_per_order(self) -> float:
+        return self.counters.write_units / self.orders
+
+    @property
+    def gb_seconds_per_order(self) -> float:
+        return self.counters.lambda_gb_seconds / self.orders
+
+    def to_json(self, *, include_timeline: bool = True) -> dict[str, Any]:
+        counters = self.counters
+        workflow = self.workflow
+        document: dict[str, Any] = {
+            "label": self.label,
+            "workflow": {
+                "state_machine": workflow.state_machine,
+                "map_state": workflow.map_state,
+                "kind": workflow.kind,
+                "max_concurrency": workflow.max_concurrency,
+                "max_concurrency_parameter": workflow.max_concurrency_parameter,
+                "effective_concurrency": workflow.effective_concurrency(self.settings.max_concurrency),
+                "retrier": workflow.retrier,
+                "forward_tasks": [step.state_name for step in workflow.forward],
+                "compensation_tasks": [step.state_name for step in workflow.compensation],
+                "throttle_retriers": {
+                    step.state_name: step.throttle_retry.describe() if step.throttle_retry else None
+                    for step in workflow.steps
+                },
+                "notes": list(workflow.notes),
+            },
+            "settings": self.settings.to_json(),
+            "makespan_seconds": round(self.makespan_seconds, 3),
+            "lower_bound_seconds": round(self.bound_seconds, 3),
+            "bound_ratio": None if self.bound_ratio is None else round(self.bound_ratio, 4),
+            "orders": {
+                "total": counters.orders,
+                "succeeded": counters.succeeded,
+                "failed": counters.failed,
+                "failed_after_429_retries": counters.failed_throttled,
+                "failed_after_timeout_retries": counters.failed_timed_out,
+                "compensated": counters.compensated,
+                "compensation_failed": counters.compensation_failed,
+                "uncaught_failures": counters.uncaught,
+            },
+            "lambda": {
+                "quota": self.settings.account_concurrency,
+                "unreserved_pool": counters.unreserved_pool,
+                "calls": sum(counters.calls),
+                "calls_per_order": round(self.calls_per_order, 4),
+                "throttles": self.throttles,
+                "throttles_per_order": round(self.throttles_per_order, 4),
+                "throttles_beyond_scaling_rate": counters.scaling_throttles,
+                "retries": self.retries,
+                "retries_per_order": round(self.retries_per_order, 4),
+                "timeouts": counters.timeouts,
+                "cold_starts": sum(counters.cold_starts),
+                "peak_concurrency": counters.peak_busy,
+                "peak_account_concurrency": counters.peak_account,
+                "gb_seconds": round(counters.lambda_gb_seconds, 3),
+                "gb_seconds_per_order": round(self.gb_seconds_per_order, 5),
+                "by_function": {
+                    name: {
+                        "reserved": counters.reserved[index],
+                        "memory_mb": counters.memory_mb[index],
+                        "calls": counters.calls[index],
+                        "throttles": counters.throttles[index],
+                        "cold_starts": counters.cold_starts[index],
+                        "peak_concurrency": counters.peak_concurrency[index],
+                        "environments": counters.environments[index],
+                    }
+                    for index, name in enumerate(counters.functions)
+                },
+            },
+            "transitions": {
+                "total": self.transitions_total,
+                "per_order": round(self.transitions_per_order, 4),
+                "top_level": workflow.top_level_transitions * self.settings.batches,
+                "waited_for_quota_seconds": round(counters.transition_wait_seconds, 3),
+                "start_execution_wait_seconds": round(counters.start_execution_wait_seconds, 3),
+            },
+            "dynamodb": {
+                "write_units": counters.write_units,
+                "write_units_per_order": round(self.write_units_per_order, 4),
+            },
+            "cost_per_million_orders": self.cost_per_million_orders,
+            "unit_prices": self.unit_prices.to_dict(),
+            "simulation_wall_seconds": round(self.wall_seconds, 3),
+        }
+        if include_timeline:
+            document["timeline"] = {
+                "fields": list(TimelinePoint._fields),
+                "points": [list(point) for point in self.timeline],
+            }
+        return document

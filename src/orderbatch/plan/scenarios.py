@@ -1,0 +1,64 @@
+"""The benchmark's scenarios as plans, so a measured run and its simulation can be set side by side.
+
+``plan_scenario(SCENARIOS["oversubscribed"], BenchSettings(template=Path("template.yaml")))`` simulates
+what ``orderbatch bench`` runs on the local cloud: the inline Map with MaxConcurrency set from the quota,
+the scenario's retrier rewrite, d seconds of fixed work per step, C warm environments per function when
+the benchmark warms them, and its noisy neighbour.
+"""
+
+from __future__ import annotations
+
+from orderbatch.bench.runner import BenchSettings, neighbour_for
+from orderbatch.bench.scenarios import Scenario, with_docs_retrier, without_throttle_jitter
+from orderbatch.lint.template_model import TemplateModel, read_template_file
+from orderbatch.plan.results import PlanResult
+from orderbatch.plan.settings import PlanSettings
+from orderbatch.plan.simulator import simulate
+from orderbatch.plan.workflow import load_workflow
+
+# The benchmark submits its batches inline (orders in the execution input).
+BENCH_MAP_STATE = "Process inline orders"
+
+
+def retrier_name(scenario: Scenario) -> str:
+    """The planner's name for a scenario's ``definition_transform``."""
+    if scenario.definition_transform is None:
+        return "app"
+    names = {with_docs_retrier: "docs", without_throttle_jitter: "no-jitter"}
+    if scenario.definition_transform not in names:
+        raise ValueError(
+            f"scenario {scenario.name} rewrites the definition in a way the planner does not know"
+        )
+    return names[scenario.definition_transform]
+
+
+def scenario_settings(scenario: Scenario, bench: BenchSettings, **overrides: object) -> PlanSettings:
+    """The plan settings that mirror one benchmark scenario; ``overrides`` replace any field."""
+    values: dict[str, object] = {
+        "orders": bench.orders,
+        "account_concurrency": bench.quota,
+        "work_seconds": bench.work_seconds,
+        "fixed_durations": True,
+        "warm_environments": bench.quota if bench.warm else 0,
+        "max_concurrency": scenario.max_concurrency(bench.quota),
+        "neighbour": neighbour_for(scenario, bench),
+        "seed": bench.seed,
+    }
+    values.update(overrides)
+    return PlanSettings(**values)  # type: ignore[arg-type]
+
+
+def plan_scenario(
+    scenario: Scenario,
+    bench: BenchSettings,
+    *,
+    model: TemplateModel | None = None,
+    **overrides: object,
+) -> PlanResult:
+    """Simulate one benchmark scenario on the bench's template (pass ``model`` to read it only once)."""
+    workflow = load_workflow(
+        model or read_template_file(bench.template),
+        retrier=retrier_name(scenario),
+        map_state=BENCH_MAP_STATE,
+    )
+    return simulate(workflow, scenario_settings(scenario, bench, **overrides)).labelled(scenario.name)
