@@ -179,6 +179,36 @@ class PlanResult:
     def gb_seconds_per_order(self) -> float:
         return self.counters.lambda_gb_seconds / self.orders
 
+    def throughput_limits(self) -> dict[str, float]:
+        """Orders per second each quota allows on its own, at the planned durations.
+
+        Lambda concurrency: the capacity min(C, batches x MaxConcurrency) over one order's mean time in
+        its calls (step overhead included); StartExecution: its rate, for a Distributed Map's children;
+        state transitions: the bucket's rate over the transitions of an order that succeeds (Standard).
+        """
+        settings, workflow = self.settings, self.workflow
+        capacity = min(
+            settings.account_concurrency,
+            settings.batches * workflow.effective_concurrency(settings.max_concurrency),
+        )
+        per_order = sum(
+            settings.duration_of(step.function).mean_seconds + settings.step_overhead_seconds
+            for step in workflow.forward
+        )
+        limits = {"Lambda concurrency": capacity / per_order if per_order > 0 else float("inf")}
+        if workflow.distributed:
+            limits["StartExecution"] = settings.start_executions_per_second
+        if not (workflow.distributed and workflow.child_execution_type == "EXPRESS"):
+            limits["state transitions"] = (
+                settings.transitions_per_second / workflow.transitions_per_succeeded_order
+            )
+        return limits
+
+    @property
+    def limited_by(self) -> str:
+        limits = self.throughput_limits()
+        return min(limits, key=lambda name: limits[name])
+
     def to_json(self, *, include_timeline: bool = True) -> dict[str, Any]:
         counters = self.counters
         workflow = self.workflow
@@ -204,6 +234,10 @@ class PlanResult:
             "makespan_seconds": round(self.makespan_seconds, 3),
             "lower_bound_seconds": round(self.bound_seconds, 3),
             "bound_ratio": None if self.bound_ratio is None else round(self.bound_ratio, 4),
+            "throughput_limits_orders_per_second": {
+                name: round(value, 3) for name, value in self.throughput_limits().items()
+            },
+            "limited_by": self.limited_by,
             "orders": {
                 "total": counters.orders,
                 "succeeded": counters.succeeded,

@@ -1,7 +1,8 @@
 """Virtual-time, event-driven simulation of a workflow's batches on Lambda's and Step Functions' quotas.
 
-One heap of ``(time, code)`` tuples, ``code = order << 3 | kind``: an order has at most one pending
-event, so codes never tie and the order of events is fully determined by the seed. Orders are indexes
+One heap of ``(time, code)`` tuples, ``code = order << 3 | kind`` (negative for the few events that are
+not an order's): an order has at most one pending event, so codes never tie and the order of events is
+fully determined by the seed. Orders are indexes
 into flat lists (current step, retry counts, start time); functions are indexes into per-function lists.
 No object per order or per event: a million orders of four tasks run in well under a minute.
 
@@ -44,11 +45,12 @@ _TIMED_OUT = 1  # a call was cut off at its timeout
 _RETRY = 2  # a retrier's wait is over: the Task is entered again (one transition), then called
 _CALL = 3  # call the order's current Task now (its transitions are paid)
 _START = 4  # an order (a Map iteration or child execution) starts: enter its first states, then call
-_SPECIAL = 5  # not an order: the "order" bits say which (below)
 
-_SAMPLE = 0
-_NEIGHBOUR_ARRIVES = 1
-_NEIGHBOUR_LEAVES = 2
+# Events that are not an order's have negative codes, so they come first at the same time: a neighbour
+# arriving at t = 0 holds its slots before the first calls.
+_NEIGHBOUR_ARRIVES = -3
+_NEIGHBOUR_LEAVES = -2
+_SAMPLE = -1
 
 _SAMPLES_PER_DRAW = 65_536
 
@@ -269,18 +271,37 @@ class _Run:
             next_item[batch] = first + min(per_batch, concurrency)
         neighbour = settings.neighbour
         if neighbour is not None and neighbour.slots > 0:
-            push(heap, (neighbour.start_seconds, _NEIGHBOUR_ARRIVES << 3 | _SPECIAL))
+            push(heap, (neighbour.start_seconds, _NEIGHBOUR_ARRIVES))
             if math.isfinite(neighbour.duration_seconds):
                 leaves = neighbour.start_seconds + neighbour.duration_seconds
-                push(heap, (leaves, _NEIGHBOUR_LEAVES << 3 | _SPECIAL))
+                push(heap, (leaves, _NEIGHBOUR_LEAVES))
         bound = plan_lower_bound(workflow, settings)
         points = max(10, settings.timeline_points)
         sample_every = max(bound, 1e-3) * 2 / points
         timeline: list[TimelinePoint] = []
-        push(heap, (0.0, _SAMPLE << 3 | _SPECIAL))
+        push(heap, (0.0, _SAMPLE))
 
         while heap:
             now, code = pop(heap)
+            if code < 0:  # not an order; negative, so it comes first among events at the same time
+                if code == _SAMPLE:
+                    timeline.append(
+                        TimelinePoint(now, total_busy, neighbour_held, sum(throttles), completed, transitions)
+                    )
+                    if len(timeline) > 2 * points:
+                        del timeline[1::2]
+                        sample_every *= 2
+                    if completed < total_orders:
+                        push(heap, (now + sample_every, code))
+                elif code == _NEIGHBOUR_ARRIVES:
+                    assert neighbour is not None
+                    neighbour_want = neighbour.slots
+                    neighbour_held = min(neighbour_want, max(0, pool - unreserved_busy))
+                    peak_account = max(peak_account, total_busy + neighbour_held)
+                else:
+                    neighbour_want = 0
+                    neighbour_held = 0
+                continue
             order = code >> 3
             kind = code & 7
             advance = False
@@ -326,7 +347,7 @@ class _Run:
                 next_step = 0
                 pay = entry_pay
                 advance = True
-            elif kind == _TIMED_OUT:
+            else:  # _TIMED_OUT
                 current = step_of[order]
                 fn = fn_of[current]
                 busy[fn] -= 1
@@ -357,25 +378,6 @@ class _Run:
                 next_step = -1 if route.next_step is None else route.next_step
                 pay = route.transitions
                 advance = True
-            else:  # _SPECIAL
-                if order == _SAMPLE:
-                    timeline.append(
-                        TimelinePoint(now, total_busy, neighbour_held, sum(throttles), completed, transitions)
-                    )
-                    if len(timeline) > 2 * points:
-                        del timeline[1::2]
-                        sample_every *= 2
-                    if completed < total_orders:
-                        push(heap, (now + sample_every, code))
-                elif order == _NEIGHBOUR_ARRIVES:
-                    assert neighbour is not None
-                    neighbour_want = neighbour.slots
-                    neighbour_held = min(neighbour_want, max(0, pool - unreserved_busy))
-                    peak_account = max(peak_account, total_busy + neighbour_held)
-                else:
-                    neighbour_want = 0
-                    neighbour_held = 0
-                continue
 
             # Move the order on (when ``advance``), then call its Task, until it waits for an event.
             while True:

@@ -135,6 +135,11 @@ class Workflow:
         return self.steps[self.forward_tasks :]
 
     @property
+    def transitions_per_succeeded_order(self) -> int:
+        """States an order that succeeds enters: the way in, and every forward Task's way on."""
+        return self.entry_transitions + sum(step.on_success.transitions for step in self.forward)
+
+    @property
     def functions(self) -> tuple[str, ...]:
         """Every invoked function once, in step order."""
         return tuple(dict.fromkeys(step.function for step in self.steps))
@@ -169,14 +174,18 @@ def load_workflow(
     that invokes Lambda. ``retrier`` is ``app``, ``docs`` or ``no-jitter`` (as the benchmark's scenarios).
     """
     model = template if isinstance(template, TemplateModel) else read_template_file(template)
-    workflows = extract_workflows(model, parameter_overrides=parameter_overrides, retrier=retrier)
+    skipped: list[str] = []
+    workflows = extract_workflows(
+        model, parameter_overrides=parameter_overrides, retrier=retrier, skipped=skipped
+    )
     if state_machine is not None:
         workflows = [item for item in workflows if item.state_machine == state_machine]
     if map_state is not None:
         workflows = [item for item in workflows if item.map_state == map_state]
     if not workflows:
         wanted = " ".join(filter(None, [state_machine, map_state])) or "any"
-        raise ValueError(f"no Map state that invokes Lambda found ({wanted})")
+        why = f"; left out: {'; '.join(skipped)}" if skipped else ""
+        raise ValueError(f"no Map state that invokes Lambda found ({wanted}){why}")
     distributed = [item for item in workflows if item.distributed]
     return distributed[0] if distributed and map_state is None else workflows[0]
 
@@ -186,8 +195,14 @@ def extract_workflows(
     *,
     parameter_overrides: Mapping[str, Any] | None = None,
     retrier: str = "app",
+    skipped: list[str] | None = None,
 ) -> list[Workflow]:
-    """Every Map state of every state machine whose item processor invokes Lambda, in definition order."""
+    """Every Map state of every state machine whose item processor invokes Lambda, in definition order.
+
+    A Map the planner cannot follow (its Lambda Tasks inside a Parallel, a Task whose function is not in
+    the template, a retrier field that is not a number) is left out; with ``skipped``, the reason is
+    appended there, else it is raised.
+    """
     if retrier not in RETRIER_TRANSFORMS:
         raise ValueError(f"unknown retrier {retrier!r}; choose from {', '.join(RETRIER_TRANSFORMS)}")
     model = with_parameters(model, parameter_overrides or {})
@@ -204,13 +219,24 @@ def extract_workflows(
             if visit.state.get("Type") != "Map":
                 continue
             map_state = read_map(visit.name, visit.path, visit.state, machine)
-            inside = {
-                task.name: task
-                for task in tasks
-                if task.enclosing_maps and task.enclosing_maps[-1].path == map_state.path
-            }
-            if inside:
+            processor_key = "ItemProcessor" if "ItemProcessor" in visit.state else "Iterator"
+            processor_path = (*map_state.path, processor_key, "States")
+            # Only Tasks directly in the item processor: one in a Parallel branch is not on an order's path.
+            inside = {task.name: task for task in tasks if task.path[:-1] == processor_path}
+            nested = any(task.path[: len(processor_path)] == processor_path for task in tasks)
+            if not inside:
+                if nested and skipped is not None:
+                    skipped.append(
+                        f"{machine.logical_id} '{map_state.name}': its Lambda Tasks are inside a Parallel "
+                        "or a nested Map, which the planner does not follow"
+                    )
+                continue
+            try:
                 workflows.append(_WorkflowReader(machine, map_state, inside, model, retrier).read())
+            except ValueError as error:
+                if skipped is None:
+                    raise
+                skipped.append(str(error))
     return workflows
 
 
