@@ -74,6 +74,8 @@ class DoctorReport:
     """Concurrent invocations that draw on the unreserved pool, all batches running."""
     fits: bool
     recommendations: list[str] = field(default_factory=list)
+    plan: list[str] = field(default_factory=list)
+    """What the planner (orderbatch plan) says of the current MaxConcurrency and of the one that fits."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,8 +84,14 @@ class DoctorReport:
 # --- analysis -----------------------------------------------------------------------------------
 
 
-def diagnose(model: TemplateModel, account: AccountConcurrency, batches: int = 1) -> DoctorReport:
-    """Compare the worst-case demand of ``batches`` concurrent executions of every state machine."""
+def diagnose(
+    model: TemplateModel, account: AccountConcurrency, batches: int = 1, *, plan_orders: int = 0
+) -> DoctorReport:
+    """Compare the worst-case demand of ``batches`` concurrent executions of every state machine.
+
+    With ``plan_orders``, the planner also simulates ``batches`` batches of that many orders at the
+    current MaxConcurrency and at the one that fits, and names the setting to change (``report.plan``).
+    """
     if batches < 1:
         raise ValueError("batches must be at least 1")
 
@@ -112,6 +120,8 @@ def diagnose(model: TemplateModel, account: AccountConcurrency, batches: int = 1
     fits = unreserved_demand <= account.unreserved and not any(item.over_reservation for item in functions)
     report = DoctorReport(account, batches, maps, functions, unreserved_demand, fits)
     report.recommendations.extend(_recommendations(report))
+    if plan_orders > 0:
+        report.plan.extend(plan_advice(model, report, plan_orders))
     return report
 
 
@@ -213,6 +223,105 @@ def _most_batches(report: DoctorReport) -> int | None:
                 function.reserved_concurrency // (function.concurrent_invocations // report.batches)
             )
     return min(limits) if limits else None
+
+
+# --- the planner's view -------------------------------------------------------------------------
+
+
+def plan_advice(model: TemplateModel, report: DoctorReport, orders: int) -> list[str]:
+    """Simulated makespan and 429s of each Map at its MaxConcurrency and at the largest that fits.
+
+    Two lines per Map that the planner can follow (Maps of one kind, inline or Distributed, fed by the
+    same template parameter are planned once), naming the template Parameter that feeds MaxConcurrency
+    through DefinitionSubstitutions.
+    """
+    from orderbatch.bench.model import Neighbour
+    from orderbatch.plan import PlanSettings, extract_workflows, simulate
+    from orderbatch.plan.sweep import choose_best
+
+    skipped: list[str] = []
+    workflows = extract_workflows(model, skipped=skipped)
+    account, batches = report.account, report.batches
+    template_reserved = sum(function.reserved_concurrency or 0 for function in model.functions.values())
+    # Reservations of other functions in the account shrink the pool as a neighbour that never leaves would.
+    others = max(0, account.limit - template_reserved - account.unreserved)
+    neighbour = Neighbour(others, 0.0, float("inf")) if others else None
+    lines: list[str] = []
+    planned: set[tuple[str, str, bool]] = set()
+    for workflow in workflows:
+        key = (
+            workflow.state_machine,
+            workflow.max_concurrency_parameter or workflow.map_state,
+            workflow.distributed,
+        )
+        if key in planned:
+            continue
+        planned.add(key)
+        current = workflow.effective_concurrency()
+        candidates = [current]
+        fitting = _fitting_concurrency(report, workflow.state_machine, workflow.map_state)
+        if fitting is not None and fitting != current:
+            candidates.append(min(fitting, workflow.concurrency_limit))
+        setting = workflow.max_concurrency_setting()
+        results = []
+        for value in candidates:
+            settings = PlanSettings(
+                orders=orders,
+                batches=batches,
+                account_concurrency=account.limit,
+                max_concurrency=value,
+                neighbour=neighbour,
+            )
+            results.append(simulate(workflow, settings).labelled(f"{setting}={value}"))
+        best, _reason = choose_best(results)
+        figures = "; ".join(
+            f"{setting} {value}{' (now)' if value == current else ''}: "
+            f"makespan {result.makespan_seconds:,.1f} s, "
+            f"{result.throttles_per_order:.2f} 429s per order, {result.failed_orders} failed orders"
+            for value, result in zip(candidates, results, strict=True)
+        )
+        first = results[0].settings
+        lines.append(
+            f"Planned {workflow.state_machine} '{workflow.map_state}' with {batches} batch(es) of {orders:,} "
+            f"orders at quota {account.limit} ({first.work_seconds:g} s per Lambda task, cold starts "
+            f"{first.cold_start_seconds:g} s): {figures}."
+        )
+        chosen = candidates[results.index(best)]
+        lines.append(
+            _change(
+                workflow.state_machine,
+                workflow.map_state,
+                workflow.max_concurrency_parameter,
+                chosen,
+                current,
+            )
+        )
+    lines.extend(f"Not planned: {reason}." for reason in skipped)
+    return lines
+
+
+def _fitting_concurrency(report: DoctorReport, state_machine: str, map_state: str) -> int | None:
+    """The largest MaxConcurrency whose worst case fits the unreserved pool with all batches running."""
+    for item in report.maps:
+        if (item.state_machine, item.state) == (state_machine, map_state):
+            per_iteration = item.unreserved_tasks_per_iteration * item.enclosing_copies * report.batches
+            if per_iteration == 0:
+                return None
+            return max(1, report.account.unreserved // per_iteration)
+    return None
+
+
+def _change(state_machine: str, map_state: str, parameter: str | None, chosen: int, current: int) -> str:
+    if chosen == current:
+        where = f"template parameter {parameter}" if parameter else f"MaxConcurrency of '{map_state}'"
+        return f"Keep {where} at {current}: the planner finds no better setting among those it tried."
+    if parameter:
+        return (
+            f"Set the template parameter {parameter} to {chosen} (now {current}; it feeds MaxConcurrency of "
+            f"{state_machine} '{map_state}' through DefinitionSubstitutions): "
+            f"sam deploy --parameter-overrides {parameter}={chosen}."
+        )
+    return f"Set MaxConcurrency of {state_machine} '{map_state}' to {chosen} (now {current})."
 
 
 # --- reading AWS --------------------------------------------------------------------------------
@@ -320,4 +429,7 @@ def format_report(report: DoctorReport) -> str:
     verdict = "fits" if report.fits else "DOES NOT FIT"
     lines.append(f"Unreserved demand {report.unreserved_demand} of {account.unreserved}: {verdict}.")
     lines.extend(f"- {advice}" for advice in report.recommendations)
+    if report.plan:
+        lines.append("Planner (orderbatch plan, virtual time on AWS's quotas):")
+        lines.extend(f"- {line}" for line in report.plan)
     return "\n".join(lines)

@@ -205,3 +205,46 @@ def test_doctor_command_reports_an_unreachable_endpoint(capsys: pytest.CaptureFi
 
     assert exit_code == 1
     assert "orderbatch doctor:" in capsys.readouterr().err
+
+
+APP_TEMPLATE = Path(__file__).parents[2] / "template.yaml"
+
+
+def test_the_planner_gives_makespan_and_429s_and_names_the_template_parameter() -> None:
+    # Given the app's template, 2 batches at once on a quota of 10 (MapMaxConcurrency 8: 16 > 10)
+    model = read_template_file(APP_TEMPLATE)
+
+    # When the doctor runs with the planner
+    report = diagnose(model, AccountConcurrency(limit=10, unreserved=10), batches=2, plan_orders=400)
+
+    # Then the planner simulated MapMaxConcurrency 8 (429s) against 5 (none), and says which parameter to set
+    planned = report.plan[0]
+    assert "with 2 batch(es) of 400 orders at quota 10" in planned
+    now, fitting = planned.split("; MapMaxConcurrency 5: ")
+    assert "MapMaxConcurrency 8 (now): makespan" in now
+    assert float(now.split(", ")[-2].split(" ")[0]) > 0.1  # 429s per order at 8
+    assert ", 0.00 429s per order, 0 failed orders" in fitting
+    assert report.plan[1] == (
+        "Set the template parameter MapMaxConcurrency to 5 (now 8; it feeds MaxConcurrency of "
+        "OrderBatchStateMachine 'Process inline orders' through DefinitionSubstitutions): "
+        "sam deploy --parameter-overrides MapMaxConcurrency=5."
+    )
+
+
+def test_without_a_parameter_the_planner_names_the_state_field() -> None:
+    # Given a template whose Map's MaxConcurrency is a literal 5, 3 batches on a quota of 10
+    model = read_template_file(FIXTURES / "good_jsonata.yaml")
+
+    # When the doctor runs with the planner
+    report = diagnose(model, AccountConcurrency(limit=10, unreserved=10), batches=3, plan_orders=200)
+
+    # Then the advice names the Map's field and the value that fits (3 x 3 = 9 of 10)
+    assert "Set MaxConcurrency of ScoreStateMachine 'Score each' to 3 (now 5)." in report.plan
+
+
+def test_the_planner_is_off_unless_asked() -> None:
+    model = read_template_file(APP_TEMPLATE)
+
+    report = diagnose(model, AccountConcurrency(limit=10, unreserved=10), batches=2)
+
+    assert report.plan == []

@@ -8,6 +8,9 @@ import os
 import sys
 from pathlib import Path
 
+# Enough orders per batch for the planner's figures to settle, few enough to answer in well under a second.
+DEFAULT_PLAN_ORDERS = 1000
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -31,6 +34,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="use this account limit instead of calling GetAccountSettings (unreserved = N minus the "
         "template's reservations)",
+    )
+    parser.add_argument(
+        "--plan-orders",
+        type=int,
+        default=DEFAULT_PLAN_ORDERS,
+        metavar="N",
+        help="orders per batch the planner simulates at the current and the fitting MaxConcurrency "
+        f"(default {DEFAULT_PLAN_ORDERS}; 0 skips the planner)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--endpoint", help="AWS endpoint URL (default: $AWS_ENDPOINT_URL, else real AWS)")
@@ -67,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             account = account_from_limit(args.account_concurrency, model)
         else:
             account = read_account_concurrency(clients("lambda"))
-        report = diagnose(model, account, args.batches)
+        report = diagnose(model, account, args.batches, plan_orders=max(0, args.plan_orders))
     except (BotoCoreError, ClientError, ValueError, OSError) as error:
         print(f"orderbatch doctor: {error}", file=sys.stderr)
         return 1
