@@ -55,8 +55,9 @@ def format_summary(result: PlanResult) -> str:
         "Throughput each quota allows: "
         + ", ".join(f"{name} {value:,.0f} orders/s" for name, value in result.throughput_limits().items())
         + f"; the tightest: {result.limited_by} "
-        f"({result.orders:,} orders need at least "
-        f"{result.orders / result.throughput_limits()[result.limited_by]:,.0f} s at that rate).",
+        f"({result.orders:,} orders take about "
+        f"{result.orders / result.throughput_limits()[result.limited_by]:,.0f} s at that rate, "
+        "less any burst).",
         f"Orders: {counters.succeeded:,} succeeded, {counters.failed:,} failed after their retries "
         f"({counters.failed_throttled:,} on 429s, {counters.failed_timed_out:,} on timeouts): "
         f"{counters.compensated:,} compensated, {counters.compensation_failed:,} compensation failed.",
