@@ -57,7 +57,7 @@ class RunCounters:
     start_execution_wait_seconds: float
     write_units: int
     order_seconds: list[float] = field(repr=False)
-    step_count: int = 0
+    """Each order's time from its start to its end (what an Express child would be billed for)."""
 
     @property
     def failed(self) -> int:

@@ -35,6 +35,7 @@ import numpy as np
 
 from orderbatch.bench.model import lower_bound_seconds
 from orderbatch.plan import writes
+from orderbatch.plan.durations import Duration
 from orderbatch.plan.results import PlanResult, RunCounters, TimelinePoint
 from orderbatch.plan.settings import PlanSettings
 from orderbatch.plan.workflow import Workflow
@@ -98,14 +99,11 @@ def plan_lower_bound(workflow: Workflow, settings: PlanSettings) -> float:
     )
 
 
-def _duration_stream(mean: float, p99: float, seed: int, index: int) -> Iterator[float]:
+def _duration_stream(duration: Duration, seed: int, index: int) -> Iterator[float]:
     """Durations of one function: fixed, or lognormal draws in blocks (one generator per function, so a
     function's draws do not depend on the others': runs that differ in one setting stay comparable)."""
-    from orderbatch.plan.durations import Duration
-
-    duration = Duration(mean, p99)
     if duration.is_fixed:
-        return itertools.repeat(mean)
+        return itertools.repeat(duration.mean_seconds)
     mu, sigma = duration.lognormal_parameters()
     generator = np.random.default_rng([seed, index])
 
@@ -137,7 +135,6 @@ class _Run:
         steps = workflow.steps
         functions = self.functions
         function_index = {name: index for index, name in enumerate(functions)}
-        step_count = len(steps)
 
         # --- per step
         fn_of = [function_index[task.function] for task in steps]
@@ -184,12 +181,10 @@ class _Run:
         scale_burst = float(settings.scaling_environments)
         scale_tokens = [scale_burst] * nf
         scale_last = [0.0] * nf
-        samplers = []
-        for index, name in enumerate(functions):
-            duration = settings.duration_of(name)
-            samplers.append(
-                _duration_stream(duration.mean_seconds, duration.p99_seconds, settings.seed, index)
-            )
+        samplers = [
+            _duration_stream(settings.duration_of(name), settings.seed, index)
+            for index, name in enumerate(functions)
+        ]
         calls = [0] * nf
         throttles = [0] * nf
         colds = [0] * nf
@@ -543,6 +538,5 @@ class _Run:
             start_execution_wait_seconds=start_wait,
             write_units=write_total,
             order_seconds=order_seconds,
-            step_count=step_count,
         )
         return counters, timeline, trace
