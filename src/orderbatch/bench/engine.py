@@ -25,13 +25,13 @@ WARMUP_ITEMS = 20
 
 def measure(interpreter: str, items: int, max_concurrency: int, timeout_seconds: float) -> dict[str, Any]:
     """Run in a fresh process only: the interpreter choice cannot be undone once moto is patched."""
-    from orderbatch.localcloud import moto_backend
+    from orderbatch.localcloud import stepfunctions
     from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 
     if interpreter not in INTERPRETERS:
         raise ValueError(f"interpreter must be one of {INTERPRETERS}")
     if interpreter == "moto":
-        moto_backend.apply_interpreter_patches = lambda: None
+        stepfunctions.apply_interpreter_patches = lambda: None
     config = LocalCloudConfig(
         template=ENGINE_TEMPLATE,
         account_concurrency=max_concurrency,

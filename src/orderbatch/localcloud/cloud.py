@@ -24,6 +24,7 @@ import boto3
 from botocore.config import Config
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from orderbatch.localcloud.dynamodb import TableLocks, patch_transactions
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
 from orderbatch.localcloud.lambda_service import (
     FaultPlan,
@@ -31,8 +32,14 @@ from orderbatch.localcloud.lambda_service import (
     MetricsPublisher,
     TooManyRequestsError,
 )
-from orderbatch.localcloud.moto_backend import create_moto_app
 from orderbatch.localcloud.stack import LocalStack, load_stack
+from orderbatch.localcloud.stepfunctions import (
+    DEFAULT_MAX_EVENTS_IN_MEMORY,
+    HistoryStore,
+    create_moto_app,
+    keep_histories_in,
+    route_lambda_tasks_to,
+)
 
 DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 LOCAL_ROLE_ARN = "arn:aws:iam::123456789012:role/orderbatch-local"
@@ -55,6 +62,12 @@ class LocalCloudConfig:
     seed_files: Mapping[str, Path] = field(default_factory=dict)
     function_environment: Mapping[str, str] = field(default_factory=dict)
     idle_timeout_seconds: float = 300.0
+    # Runtimes forked from one warm Python (shared pages, fast cold starts) or each started afresh (init
+    # as slow as a fresh interpreter's, as on AWS).
+    fork_runtimes: bool = True
+    # Finished executions' history events kept in memory, all executions together; older histories are
+    # written to <state_dir>/histories and read back from there.
+    history_events_in_memory: int = DEFAULT_MAX_EVENTS_IN_MEMORY
     # Rewrites a state machine's definition (logical ID, parsed ASL) before it is created: for experiments
     # such as the benchmark's "docs retrier" scenario, never needed to run a template as written.
     definition_transform: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
@@ -72,7 +85,7 @@ class LocalCloud:
         self.lambda_service: LambdaService | None = None
         self.http_api: HttpApiGateway | None = None
         self._metrics: MetricsPublisher | None = None
-        self._dynamodb_lock = threading.Lock()
+        self._table_locks = TableLocks()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LocalCloud:
@@ -85,6 +98,7 @@ class LocalCloud:
         # moto logs every unsupported field and every missing JSONPath it tries (IsPresent included).
         logging.getLogger("moto").setLevel(logging.CRITICAL)
         moto_app = create_moto_app()
+        patch_transactions()
         # moto keeps its state in the process, not in a server: cleared, every local cloud starts empty.
         from moto.moto_api._internal.models import moto_api_backend
 
@@ -116,7 +130,10 @@ class LocalCloud:
             lambda_endpoint=self.config.lambda_endpoint,
             fault_plan=self.config.fault_plan,
             latency=dict(self.config.latency),
+            fork_runtimes=self.config.fork_runtimes,
         )
+        route_lambda_tasks_to(self.lambda_service.in_process_client())
+        keep_histories_in(HistoryStore(self.state_dir / "histories", self.config.history_events_in_memory))
         self.http_api = HttpApiGateway(
             self.stack.routes,
             self._invoke_for_api,
@@ -131,6 +148,8 @@ class LocalCloud:
         return self
 
     def stop(self) -> None:
+        route_lambda_tasks_to(None)
+        keep_histories_in(None)
         if self._metrics is not None:
             self._metrics.close()
         if self.lambda_service is not None:
@@ -211,14 +230,12 @@ class LocalCloud:
             return self.http_api(environ, start_response)
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if target.startswith("DynamoDB_"):
+            operation = target.rpartition(".")[2]
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            environ["wsgi.input"] = io.BytesIO(body)
             if self.config.dynamodb_observer is not None:
-                body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-                environ["wsgi.input"] = io.BytesIO(body)
-                self.config.dynamodb_observer(target.rpartition(".")[2], body)
-            # DynamoDB applies a conditional write atomically; moto's backend checks the condition and
-            # writes without a lock. Serialising DynamoDB calls restores the guarantee the keyed effects
-            # rely on, so the local cloud never shows a double effect AWS could not produce.
-            with self._dynamodb_lock:
+                self.config.dynamodb_observer(operation, body)
+            with self._table_locks.holding(operation, body):
                 return self._moto_app(environ, start_response)
         return self._moto_app(environ, start_response)
 

@@ -67,6 +67,10 @@ class Request:
             raise InvalidParameterValueError(f"Request body is not JSON: {error}") from None
 
 
+def _request_id() -> str:
+    return str(uuid.uuid4())
+
+
 def _json(status: int, document: Any, headers: dict[str, str] | None = None) -> Response:
     return status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(document).encode()
 
@@ -100,7 +104,7 @@ class LambdaApi:
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         status, headers, body = self._dispatch(environ)
-        headers.setdefault("x-amzn-RequestId", str(uuid.uuid4()))
+        headers.setdefault("x-amzn-RequestId", _request_id())
         headers["Content-Length"] = str(len(body))
         start_response(f"{status} {HTTPStatus(status).phrase}", list(headers.items()))
         return [body]
@@ -124,13 +128,30 @@ class LambdaApi:
             return _json(failure.status, failure.body(), failure.headers())
 
     def _invoke(self, request: Request) -> Response:
-        result = self.service.invoke(
+        return self.invoke_response(
             request.name,
             request.body(),
             request.header("X-Amz-Invocation-Type") or "RequestResponse",
             qualifier=request.query.get("Qualifier"),
             log_type=request.header("X-Amz-Log-Type"),
         )
+
+    def invoke_response(
+        self,
+        name: str,
+        payload: bytes,
+        invocation_type: str,
+        *,
+        qualifier: str | None = None,
+        log_type: str | None = None,
+    ) -> Response:
+        """Invoke's answer as the HTTP API sends it; also what the in-process client parses."""
+        try:
+            result = self.service.invoke(
+                name, payload, invocation_type, qualifier=qualifier, log_type=log_type
+            )
+        except LambdaApiError as error:
+            return _json(error.status, error.body(), {**error.headers(), "x-amzn-RequestId": _request_id()})
         headers = {"Content-Type": "application/json", "x-amzn-RequestId": result.request_id}
         if result.function_error:
             headers["X-Amz-Function-Error"] = result.function_error

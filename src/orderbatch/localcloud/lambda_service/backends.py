@@ -20,6 +20,7 @@ from orderbatch.localcloud.lambda_service.environments import (
     LaunchSettings,
 )
 from orderbatch.localcloud.lambda_service.errors import ServiceError
+from orderbatch.localcloud.lambda_service.forkserver import RuntimeForkServer
 from orderbatch.localcloud.lambda_service.functions import FunctionSpec
 
 TIMED_OUT_PREFIX = b"Task timed out after"
@@ -79,8 +80,11 @@ class RieBackend:
 
     supports_runtime_faults = True
 
-    def __init__(self, settings: LaunchSettings) -> None:
+    def __init__(self, settings: LaunchSettings, *, fork_runtimes: bool = True) -> None:
         self.settings = settings
+        self.fork_server = (
+            RuntimeForkServer(settings.python_executable, settings.log_dir) if fork_runtimes else None
+        )
         self._pools: dict[str, EnvironmentPool] = {}
         self._lock = threading.Lock()
 
@@ -93,7 +97,7 @@ class RieBackend:
             if pool is None or pool.spec is not spec:
                 if pool is not None:  # the function was redefined: its old environments are stale
                     pool.close()
-                pool = self._pools[spec.name] = EnvironmentPool(spec, self.settings)
+                pool = self._pools[spec.name] = EnvironmentPool(spec, self.settings, self.fork_server)
             return pool
 
     def invoke(
@@ -139,6 +143,8 @@ class RieBackend:
             pools = list(self._pools.values())
         for pool in pools:
             pool.close()
+        if self.fork_server is not None:
+            self.fork_server.close()
 
 
 def _file_size(environment: Environment) -> int:

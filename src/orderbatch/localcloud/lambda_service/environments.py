@@ -25,6 +25,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from orderbatch.localcloud import runtime_shim
+from orderbatch.localcloud.lambda_service.forkserver import (
+    SOCKET_VARIABLE,
+    ForkServerError,
+    RuntimeForkServer,
+)
 from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionSpec
 
 SHIM_HANDLER = f"{runtime_shim.__name__}.handler"
@@ -68,11 +73,60 @@ class LaunchSettings:
     startup_timeout_seconds: float = 10.0
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+class PortAllocator:
+    """Loopback ports for emulators, never the same one to two live environments of this process.
+
+    A port probed free (bound to 0, then closed) can be handed out again by the kernel moments later. If
+    two environments got the same port, the second emulator would fail to bind and exit while its
+    connection reached the first one: two environments sharing one emulator, whose responses then mix
+    (it serves one invocation at a time). Ports stay taken here until their environment is killed.
+    """
+
+    def __init__(self) -> None:
+        self._taken: set[int] = set()
+        self._lock = threading.Lock()
+
+    def take(self) -> int:
+        with self._lock:
+            while True:
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                    probe.bind(("127.0.0.1", 0))
+                    port: int = probe.getsockname()[1]
+                if port not in self._taken:
+                    self._taken.add(port)
+                    return port
+
+    def give_back(self, *ports: int) -> None:
+        with self._lock:
+            self._taken.difference_update(ports)
+
+
+PORTS = PortAllocator()
+
+
+def listens_on(pid: int, port: int) -> bool:
+    """Whether process ``pid`` itself holds the loopback socket listening on ``port`` (Linux; else True).
+
+    The allocator keeps this process's environments apart; another program can still take a probed port
+    first. Then the emulator exits, but a connection to the port would reach that program instead.
+    """
+    table = Path("/proc/net/tcp")
+    if not table.exists():
+        return True
+    listening_inodes = set()
+    for line in table.read_text().splitlines()[1:]:
+        fields = line.split()
+        local_port = int(fields[1].rpartition(":")[2], 16)
+        if local_port == port and fields[3] == "0A":  # 0A: LISTEN
+            listening_inodes.add(fields[9])
+    try:
+        for descriptor in Path(f"/proc/{pid}/fd").iterdir():
+            target = os.readlink(descriptor)
+            if target.startswith("socket:[") and target[8:-1] in listening_inodes:
+                return True
+    except OSError:
+        return False
+    return False
 
 
 class Environment:
@@ -84,11 +138,13 @@ class Environment:
         process: subprocess.Popen[bytes],
         connection: http.client.HTTPConnection,
         log_path: Path,
+        ports: tuple[int, ...] = (),
     ) -> None:
         self.env_id = env_id
         self.process = process
         self.connection = connection
         self.log_path = log_path
+        self.ports = ports
         self.last_used = time.monotonic()
         self.invocations = 0
 
@@ -111,29 +167,7 @@ class Environment:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.process.kill()
-
-    def rss_kib(self) -> int:
-        """Resident memory of the emulator and its runtime (Linux only; 0 elsewhere)."""
-        total = 0
-        for pid in [self.process.pid, *_children(self.process.pid)]:
-            try:
-                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-            except (OSError, ValueError):
-                continue
-        return total
-
-
-def _children(pid: int) -> list[int]:
-    """Direct children of every thread of ``pid`` (the emulator forks the runtime from any of them)."""
-    children: list[int] = []
-    for task_children in Path(f"/proc/{pid}/task").glob("*/children"):
-        try:
-            children += [int(child) for child in task_children.read_text().split()]
-        except OSError:
-            continue
-    return children
+        PORTS.give_back(*self.ports)
 
 
 def environment_variables(spec: FunctionSpec, settings: LaunchSettings, log_stream: str) -> dict[str, str]:
@@ -171,9 +205,12 @@ class EnvironmentPool:
 
     _ids = itertools.count(1)
 
-    def __init__(self, spec: FunctionSpec, settings: LaunchSettings) -> None:
+    def __init__(
+        self, spec: FunctionSpec, settings: LaunchSettings, fork_server: RuntimeForkServer | None = None
+    ) -> None:
         self.spec = spec
         self.settings = settings
+        self.fork_server = fork_server
         self._idle: list[Environment] = []
         self._all: set[Environment] = set()
         self._lock = threading.Lock()
@@ -262,7 +299,16 @@ class EnvironmentPool:
         log_stream = f"{datetime.now(UTC):%Y/%m/%d}/[{LATEST}]{uuid.uuid4().hex}"
         log_path = self.settings.log_dir / self.spec.name / f"{env_id}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        port, runtime_api_port = _free_port(), _free_port()
+        port, runtime_api_port = PORTS.take(), PORTS.take()
+        variables = environment_variables(self.spec, self.settings, log_stream)
+        if self.fork_server is not None:
+            runtime = self.fork_server.command(SHIM_HANDLER)
+            try:
+                variables[SOCKET_VARIABLE] = self.fork_server.socket_path()
+            except ForkServerError as error:
+                raise EnvironmentStartError(str(error)) from error
+        else:
+            runtime = [self.settings.python_executable, "-m", "awslambdaric", SHIM_HANDLER]
         command = [
             str(self.settings.rie_binary),
             "--runtime-interface-emulator-address",
@@ -270,16 +316,13 @@ class EnvironmentPool:
             # The Runtime API between emulator and runtime defaults to the fixed 127.0.0.1:9001.
             "--runtime-api-address",
             f"127.0.0.1:{runtime_api_port}",
-            self.settings.python_executable,
-            "-m",
-            "awslambdaric",
-            SHIM_HANDLER,
+            *runtime,
         ]
         with log_path.open("ab") as log_file:
             process = subprocess.Popen(
                 command,
                 cwd=self.spec.code_dir,
-                env=environment_variables(self.spec, self.settings, log_stream),
+                env=variables,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
@@ -291,11 +334,13 @@ class EnvironmentPool:
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=read_timeout)
             try:
                 connection.connect()
-                return Environment(env_id, process, connection, log_path)
+                if listens_on(process.pid, port):
+                    return Environment(env_id, process, connection, log_path, (port, runtime_api_port))
             except OSError:
-                connection.close()
+                pass
+            connection.close()
             if process.poll() is not None or time.monotonic() > deadline:
-                Environment(env_id, process, connection, log_path).kill()
+                Environment(env_id, process, connection, log_path, (port, runtime_api_port)).kill()
                 raise EnvironmentStartError(
                     f"environment {env_id} of {self.spec.name} did not start (exit code "
                     f"{process.returncode}); see {log_path}"

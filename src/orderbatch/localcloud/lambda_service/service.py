@@ -38,6 +38,7 @@ from orderbatch.localcloud.lambda_service.faults import (
     NoisyNeighbourRunner,
 )
 from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionRegistry, FunctionSpec
+from orderbatch.localcloud.lambda_service.in_process import InProcessLambdaClient
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +103,7 @@ class LambdaService:
         sample_interval_seconds: float = 0.1,
         max_timeseries_samples: int = 36_000,
         async_retry_seconds: float = 60.0,
+        fork_runtimes: bool = True,
     ) -> None:
         self.region = region
         self.account_id = account_id
@@ -115,7 +117,8 @@ class LambdaService:
             self.backend = RemoteBackend(lambda_endpoint)
         else:
             self.backend = RieBackend(
-                LaunchSettings(find_rie_binary(), python_executable, endpoint_url, region, Path(log_dir))
+                LaunchSettings(find_rie_binary(), python_executable, endpoint_url, region, Path(log_dir)),
+                fork_runtimes=fork_runtimes,
             )
         self.faults = FaultInjector()
         self._neighbour = NoisyNeighbourRunner(
@@ -361,6 +364,10 @@ class LambdaService:
 
     def handles(self, path: str) -> bool:
         return self._api.handles(path)
+
+    def in_process_client(self) -> InProcessLambdaClient:
+        """A client whose ``invoke`` answers as boto3's would, for callers in this process."""
+        return InProcessLambdaClient(self._api)
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         return self._api(environ, start_response)

@@ -1,0 +1,134 @@
+"""moto's DynamoDB with what the local cloud relies on: atomic conditional writes, cheap transactions.
+
+Per-table locks: moto checks a write's condition and applies it without a lock, so two concurrent
+conditional writes to the same item could both succeed: a double effect AWS could not produce.
+Serialising every DynamoDB call behind one lock fixes that but makes unrelated tables wait for each
+other; here a call holds the locks of exactly the tables it names (a transaction or batch: all of them,
+in one global order, so two never deadlock). Calls that name no table, and those that create or delete
+one, hold the catalogue lock.
+
+Transactions: moto's TransactWriteItems deep-copies every table it touches before it starts, to restore
+them if the transaction is cancelled. That costs time and memory in proportion to the tables' size on
+every transaction, so a batch's cost grew with the square of its orders. Here only the items the
+transaction names are copied, and put back if it is cancelled; under the table locks nothing else can
+change them in between, which is the isolation DynamoDB gives a transaction.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import types
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+CATALOGUE = "\x00catalogue"
+_CATALOGUE_OPERATIONS = frozenset({"CreateTable", "DeleteTable", "UpdateTable", "RestoreTableFromBackup"})
+_TRANSACTION_PARTS = ("ConditionCheck", "Put", "Delete", "Update", "Get")
+
+
+def tables_named(operation: str, body: bytes) -> list[str]:
+    """The lock names one request needs, in lock order."""
+    try:
+        request: Any = json.loads(body or b"{}")
+    except ValueError:
+        return [CATALOGUE]
+    names: set[str] = set()
+    if isinstance(request, dict):
+        if isinstance(request.get("TableName"), str):
+            names.add(request["TableName"])
+        if isinstance(request.get("RequestItems"), dict):
+            names.update(request["RequestItems"])
+        for item in request.get("TransactItems") or []:
+            for part in _TRANSACTION_PARTS:
+                table = (item.get(part) or {}).get("TableName") if isinstance(item, dict) else None
+                if isinstance(table, str):
+                    names.add(table)
+    if not names or operation in _CATALOGUE_OPERATIONS:
+        names.add(CATALOGUE)
+    return sorted(names)
+
+
+class TableLocks:
+    def __init__(self) -> None:
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _lock(self, name: str) -> threading.Lock:
+        lock = self._locks.get(name)
+        if lock is None:
+            with self._guard:
+                lock = self._locks.setdefault(name, threading.Lock())
+        return lock
+
+    @contextmanager
+    def holding(self, operation: str, body: bytes) -> Iterator[None]:
+        with ExitStack() as held:
+            for name in tables_named(operation, body):
+                held.enter_context(self._lock(name))
+            yield
+
+
+_patched = False
+_patch_lock = threading.Lock()
+
+
+def patch_transactions() -> None:
+    """TransactWriteItems rolls back by item instead of by whole-table copies (idempotent)."""
+    global _patched
+    with _patch_lock:
+        if _patched:
+            return
+        from moto.dynamodb import models
+        from moto.dynamodb.models.table import Table
+
+        def deepcopy_except_tables(value: Any, memo: dict[int, Any] | None = None) -> Any:
+            # The only Table deep-copied in this module is the transaction's whole-table backup.
+            return value if isinstance(value, Table) else copy.deepcopy(value, memo)
+
+        models.copy = types.SimpleNamespace(deepcopy=deepcopy_except_tables)  # type: ignore[assignment]
+        original = models.DynamoDBBackend.transact_write_items
+
+        def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+            before = _items_before(self, transact_items)
+            try:
+                original(self, transact_items)
+            except Exception:
+                _put_back(self, before)
+                raise
+
+        models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+        _patched = True
+
+
+def _items_before(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple[Any, Any, Any, Any]]:
+    """(table, hash key, range key, a copy of the item or None) for every item the transaction writes."""
+    before = []
+    for entry in transact_items:
+        try:
+            operation, request = next(iter(entry.items()))
+            if operation not in {"Put", "Delete", "Update"}:
+                continue
+            table = backend.get_table(request["TableName"])
+            if operation == "Put":
+                key_names = [table.hash_key_attr, *([table.range_key_attr] if table.range_key_attr else [])]
+                key = {name: request["Item"][name] for name in key_names}
+            else:
+                key = request["Key"]
+            hash_key, range_key = backend.get_keys_value(table, key)
+        except Exception:  # malformed: moto rejects it before writing anything for it
+            continue
+        before.append((table, hash_key, range_key, copy.deepcopy(table.get_item(hash_key, range_key))))
+    return before
+
+
+def _put_back(backend: Any, before: list[tuple[Any, Any, Any, Any]]) -> None:
+    for table, hash_key, range_key, item in reversed(before):
+        if item is None:
+            table.delete_item(hash_key, range_key)
+        elif range_key is not None:
+            table.items[hash_key][range_key] = item
+        else:
+            table.items[hash_key] = item

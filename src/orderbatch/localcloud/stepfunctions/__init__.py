@@ -1,0 +1,56 @@
+"""moto in server mode, as the local Step Functions, DynamoDB, S3, CloudWatch, SNS and Logs.
+
+moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud
+changes in it, without forking it, lives beside this module, one concern each: ``task_clients`` (how
+Tasks reach services), ``map_state`` (the Map state's limits, memory and results) and ``histories``
+(what a finished execution keeps).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from orderbatch.localcloud.stepfunctions import histories, map_state, task_clients
+from orderbatch.localcloud.stepfunctions.histories import (
+    DEFAULT_MAX_EVENTS_IN_MEMORY,
+    HistoryStore,
+    keep_histories_in,
+)
+from orderbatch.localcloud.stepfunctions.map_state import INLINE_MAP_CONCURRENCY_LIMIT, RESULTS_PER_FILE
+from orderbatch.localcloud.stepfunctions.task_clients import route_lambda_tasks_to
+
+__all__ = [
+    "DEFAULT_MAX_EVENTS_IN_MEMORY",
+    "INLINE_MAP_CONCURRENCY_LIMIT",
+    "RESULTS_PER_FILE",
+    "HistoryStore",
+    "apply_interpreter_patches",
+    "create_moto_app",
+    "keep_histories_in",
+    "route_lambda_tasks_to",
+]
+
+_patch_lock = threading.Lock()
+_patched = False
+
+
+def create_moto_app() -> Any:
+    """The WSGI application moto's own server runs (`moto_server`), with state machine execution on."""
+    from moto.core.config import default_user_config
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    default_user_config["stepfunctions"] = {"execute_state_machine": True}
+    apply_interpreter_patches()
+    return DomainDispatcherApplication(create_backend_app)
+
+
+def apply_interpreter_patches() -> None:
+    global _patched
+    with _patch_lock:
+        if _patched:
+            return
+        task_clients.patch()
+        map_state.patch()
+        histories.patch()
+        _patched = True

@@ -1,0 +1,120 @@
+"""What a finished execution keeps: its description and its history, within a memory budget.
+
+moto keeps a finished execution's whole evaluation environment: its event history (every state's input
+and output), its frames, stack and state data. Here, when an execution ends, its history moves to a
+``HistoryStore`` and the environment lets go of everything else but what later API calls read (Map Run
+records for DescribeMapRun/ListMapRuns, the callback registry for SendTask* calls). The store keeps the
+newest histories in memory up to ``max_events_in_memory`` events in all and writes older ones to disk
+(gzipped JSON, one file per execution), from where GetExecutionHistory reads them back.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MAX_EVENTS_IN_MEMORY = 200_000
+
+_store: HistoryStore | None = None
+
+
+class HistoryStore:
+    def __init__(self, spill_dir: Path, max_events_in_memory: int = DEFAULT_MAX_EVENTS_IN_MEMORY) -> None:
+        self.spill_dir = spill_dir
+        self.max_events_in_memory = max_events_in_memory
+        self._in_memory: OrderedDict[str, list[Any]] = OrderedDict()
+        self._events_in_memory = 0
+        self._on_disk: dict[str, Path] = {}
+        self._lock = threading.Lock()
+
+    def keep(self, execution_arn: str, events: list[Any]) -> None:
+        with self._lock:
+            self._in_memory[execution_arn] = events
+            self._events_in_memory += len(events)
+            while self._events_in_memory > self.max_events_in_memory and len(self._in_memory) > 1:
+                oldest_arn, oldest = self._in_memory.popitem(last=False)
+                self._events_in_memory -= len(oldest)
+                self._on_disk[oldest_arn] = self._write(oldest_arn, oldest)
+
+    def events(self, execution_arn: str) -> list[Any] | None:
+        """The history, or None for an execution this store never kept (still running, or not here)."""
+        with self._lock:
+            if execution_arn in self._in_memory:
+                return list(self._in_memory[execution_arn])
+            path = self._on_disk.get(execution_arn)
+        if path is None:
+            return None
+        with gzip.open(path, "rt", encoding="utf-8") as spilled:
+            events: list[Any] = json.load(spilled)
+        return events
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "histories_in_memory": len(self._in_memory),
+                "events_in_memory": self._events_in_memory,
+                "histories_on_disk": len(self._on_disk),
+            }
+
+    def _write(self, execution_arn: str, events: list[Any]) -> Path:
+        self.spill_dir.mkdir(parents=True, exist_ok=True)
+        path = self.spill_dir / (hashlib.sha1(execution_arn.encode()).hexdigest() + ".json.gz")
+        with gzip.open(path, "wt", encoding="utf-8") as spilled:
+            json.dump(events, spilled, default=str)
+        return path
+
+
+def keep_histories_in(store: HistoryStore | None) -> None:
+    """Where finished executions' histories go from now on (None: moto keeps everything, as it does)."""
+    global _store
+    _store = store
+
+
+def current_store() -> HistoryStore | None:
+    return _store
+
+
+def patch() -> None:
+    from moto.stepfunctions.parser.backend import execution
+
+    communication = execution.BaseExecutionWorkerCommunication
+    original_terminated = communication.terminated
+
+    def terminated_and_retired(self: Any) -> None:
+        original_terminated(self)
+        store = _store
+        if store is not None:
+            _retire(self.execution, store)
+
+    communication.terminated = terminated_and_retired  # type: ignore[method-assign]
+    original_history = execution.Execution.to_history_output
+
+    def history_output(self: Any) -> Any:
+        store = _store
+        events = store.events(self.exec_arn) if store is not None else None
+        if events is None:
+            return original_history(self)
+        return {"events": events}
+
+    execution.Execution.to_history_output = history_output  # type: ignore[method-assign]
+
+
+def _retire(finished: Any, store: HistoryStore) -> None:
+    environment = finished.exec_worker.env
+    if environment is None:
+        return
+    manager = environment.event_manager
+    with manager._mutex:
+        events = manager._history_event_list
+        manager._history_event_list = []
+    store.keep(finished.exec_arn, events)
+    # Nothing reads these once the execution has ended; the final output is already on the execution.
+    environment.stack.clear()
+    environment.heap.clear()
+    environment._frames.clear()
+    environment.states.reset(input_value=None)

@@ -1,0 +1,190 @@
+"""The Map state as the local cloud runs it: AWS's limits, memory flat in the number of items, real results.
+
+Adjustments to moto's interpreter, each for a reason a user would meet:
+- an inline Map without MaxConcurrency starts one thread per item; AWS runs about 40 iterations of an
+  inline Map at once, so the local cloud holds it to that;
+- a Map worker evaluates its next item by calling itself, so every item it ran stays on its stack with
+  its whole frame (state data, context, variables) until the Map ends: memory grew with the number of
+  items, and a worker past ~1,000 items would hit Python's recursion limit. Here it loops;
+- a Distributed Map collects every child execution's events into one list that is dropped when the Map
+  ends: all of them held at once, payloads included. On AWS they are separate child executions' histories,
+  which moto does not expose; here they are counted, not kept;
+- a Distributed Map's ResultWriter writes an empty manifest and drops the child results; here it writes
+  the result files and the manifest in the format AWS documents.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+INLINE_MAP_CONCURRENCY_LIMIT = 40
+RESULTS_PER_FILE = 1000
+
+
+def patch() -> None:
+    _cap_inline_map_concurrency()
+    _loop_map_workers()
+    _count_child_events_without_keeping_them()
+    _write_distributed_map_results()
+
+
+def _cap_inline_map_concurrency() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
+        inline_iteration_component,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.max_concurrency import (
+        DEFAULT_MAX_CONCURRENCY_VALUE,
+    )
+
+    component = inline_iteration_component.InlineIterationComponent
+    original_eval_body = component._eval_body
+
+    def eval_body_within_aws_limit(self: Any, env: Any) -> None:
+        eval_input = env.stack[-1]
+        requested = eval_input.max_concurrency
+        if requested == DEFAULT_MAX_CONCURRENCY_VALUE or requested > INLINE_MAP_CONCURRENCY_LIMIT:
+            eval_input.max_concurrency = INLINE_MAP_CONCURRENCY_LIMIT
+        original_eval_body(self, env)
+
+    component._eval_body = eval_body_within_aws_limit  # type: ignore[method-assign]
+
+
+def _loop_map_workers() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor import (
+        distributed_item_processor_worker,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iterator import (
+        distributed_iterator_worker,
+    )
+
+    iteration_worker.IterationWorker._eval_pool = _inline_eval_pool  # type: ignore[method-assign]
+    distributed_item_processor_worker.DistributedItemProcessorWorker._eval_pool = (  # type: ignore[method-assign]
+        _distributed_eval_pool("open_inner_frame")
+    )
+    distributed_iterator_worker.DistributedIteratorWorker._eval_pool = (  # type: ignore[method-assign]
+        _distributed_eval_pool("open_frame")
+    )
+
+
+def _inline_eval_pool(self: Any, job: Any, worker_frame: Any) -> None:
+    """moto's ``IterationWorker._eval_pool``, step for step, as a loop instead of a recursion."""
+    while job is not None:
+        job_frame = worker_frame.open_inner_frame()
+        self._eval_job(env=job_frame, job=job)
+        worker_frame.close_frame(job_frame)
+        if isinstance(job.job_output, Exception) or self.stopped():
+            self._env.close_frame(worker_frame)
+            self._job_pool.close_job(job)
+            return
+        next_job = self._job_pool.next_job()
+        if next_job is None:
+            # Non-faulty terminal iteration events are the source of the following states' events.
+            worker_frame.event_history_context.source_event_id = (
+                job_frame.event_history_context.last_published_event_id
+            )
+            # Closed before the job: the Map waits for its jobs, and the owner must be updated by then.
+            self._env.close_frame(worker_frame)
+            self._job_pool.close_job(job)
+            return
+        self._job_pool.close_job(job)
+        job = next_job
+    self._env.close_frame(worker_frame)
+
+
+def _distributed_eval_pool(open_job_frame: str) -> Any:
+    """moto's distributed workers' ``_eval_pool`` (the two differ in how a job frame opens), as a loop."""
+
+    def eval_pool(self: Any, job: Any, worker_frame: Any) -> None:
+        while job is not None:
+            job_frame = getattr(worker_frame, open_job_frame)()
+            self._eval_job(env=job_frame, job=job)
+            worker_frame.delete_frame(job_frame)
+            if isinstance(job.job_output, Exception) or self.stopped():
+                self._env.delete_frame(worker_frame)
+                self._job_pool.close_job(job)
+                return
+            next_job = self._job_pool.next_job()
+            if next_job is None:
+                self._env.delete_frame(worker_frame)
+                self._job_pool.close_job(job)
+                return
+            self._job_pool.close_job(job)
+            job = next_job
+        self._env.delete_frame(worker_frame)
+
+    return eval_pool
+
+
+def _count_child_events_without_keeping_them() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
+        distributed_iteration_component,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+
+    class ChildExecutionEvents(EventManager):
+        """The events of a Distributed Map's children: numbered and counted, then let go."""
+
+        published = 0
+
+        def _publish_history_event(self, *args: Any, **kwargs: Any) -> None:
+            self.published += 1
+
+    # The module creates the Map run's event manager by this name.
+    distributed_iteration_component.EventManager = ChildExecutionEvents  # type: ignore[misc]
+
+
+def _write_distributed_map_results() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval import (
+        resource_eval_s3,
+    )
+
+    def handle_put_object(env: Any, resource_runtime_part: Any, state_credentials: Any) -> None:
+        parameters = env.stack.pop()
+        results = env.stack.pop()
+        s3 = resource_eval_s3.ResourceEvalS3._get_s3_client(
+            resource_runtime_part=resource_runtime_part, state_credentials=state_credentials
+        )
+        map_run_arn = env.map_run_record_pool_manager.get_all().pop().map_run_arn
+        prefix = parameters.get("Prefix", "")
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"
+        folder = prefix + map_run_arn.split(":")[-1] + "/"
+        now = datetime.now(UTC).isoformat()
+        entries = [
+            {
+                "ExecutionArn": f"{map_run_arn}:{index}",
+                "Name": str(index),
+                "Input": None,
+                "InputDetails": {"Included": False},
+                "Output": json.dumps(result),
+                "OutputDetails": {"Included": True},
+                "Status": "SUCCEEDED",
+                "StartDate": now,
+                "StopDate": now,
+            }
+            for index, result in enumerate(results if isinstance(results, list) else [])
+        ]
+        files = []
+        for number, start in enumerate(range(0, len(entries), RESULTS_PER_FILE)):
+            body = json.dumps(entries[start : start + RESULTS_PER_FILE]).encode()
+            key = f"{folder}SUCCEEDED_{number}.json"
+            s3.put_object(Bucket=parameters["Bucket"], Key=key, Body=body)
+            files.append({"Key": key, "Size": len(body)})
+        manifest = {
+            "DestinationBucket": parameters["Bucket"],
+            "MapRunArn": map_run_arn,
+            "ResultFiles": {"FAILED": [], "PENDING": [], "SUCCEEDED": files},
+        }
+        manifest_key = folder + "manifest.json"
+        s3.put_object(Bucket=parameters["Bucket"], Key=manifest_key, Body=json.dumps(manifest).encode())
+        env.stack.append(
+            {
+                "MapRunArn": map_run_arn,
+                "ResultWriterDetails": {"Bucket": parameters["Bucket"], "Key": manifest_key},
+            }
+        )
+
+    resource_eval_s3.ResourceEvalS3._handle_put_object = staticmethod(handle_put_object)  # type: ignore[method-assign]
