@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 from orderbatch.project import default_endpoint, default_template
 
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
+EXECUTION_INPUT_LIMIT_BYTES = 256 * 1024
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,6 +24,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     source.add_argument("--generate", type=int, metavar="N", help="generate a batch of N valid orders")
     submit.add_argument("--batch-id", default=None, help="batch ID for --generate (default: a timestamp)")
+    submit.add_argument(
+        "--bucket",
+        default=None,
+        help="where a batch too large to send inline is uploaded (default: the local stack's "
+        "BatchBucketName; required with --api)",
+    )
     submit.add_argument("--wait", action="store_true", help="wait until the batch finishes")
     submit.add_argument("--timeout", type=float, default=900.0, help="seconds to wait with --wait")
     _add_target_arguments(submit)
@@ -84,7 +93,16 @@ def run_submit(args: argparse.Namespace) -> int:
     else:
         batch = json.loads(args.file.read_text())
     client = _client(args)
-    response = client.submit(batch)
+    response = None if _too_large_for_inline(batch) else client.submit(batch)
+    if response is None or (response.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE and "orders" in batch):
+        # Past what a batch may carry inline, the orders go through S3 and the Distributed Map.
+        try:
+            source = _upload_orders(args, batch)
+        except ValueError as error:
+            print(f"orderbatch: {error}", file=sys.stderr)
+            return 2
+        print(f"uploaded {len(batch['orders'])} orders to s3://{source['bucket']}/{source['key']}")
+        response = client.submit({"batch_id": batch["batch_id"], "source": source})
     if response.status >= 400 or not args.wait:
         return _report(args, response.status, response.body)
     batch_id = response.body.get("batch_id") or batch.get("batch_id")
@@ -96,6 +114,37 @@ def run_submit(args: argparse.Namespace) -> int:
         time.sleep(2.0)
     print(f"orderbatch: batch {batch_id} still running after {args.timeout:.0f} s")
     return 2
+
+
+def _too_large_for_inline(batch: dict[str, Any]) -> bool:
+    """Step Functions refuses execution input over 256 KiB: such a batch can only go through S3."""
+    return "orders" in batch and len(json.dumps(batch).encode()) > EXECUTION_INPUT_LIMIT_BYTES
+
+
+def _upload_orders(args: argparse.Namespace, batch: dict[str, Any]) -> dict[str, str]:
+    import boto3
+
+    local = args.api is None
+    bucket = args.bucket
+    if bucket is None:
+        if not local:
+            raise ValueError(
+                "a batch this large goes through S3: give --bucket (the stack's BatchBucketName)"
+            )
+        from orderbatch.localcloud.stack import load_stack
+
+        bucket = load_stack(default_template()).outputs["BatchBucketName"]
+    session = boto3.Session(region_name=args.region)
+    if local and session.get_credentials() is None:
+        session = boto3.Session(
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name=args.region or "us-east-1",
+        )
+    s3 = session.client("s3", endpoint_url=(args.endpoint or default_endpoint()) if local else None)
+    key = f"incoming/{batch['batch_id']}.json"
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(batch["orders"]).encode())
+    return {"bucket": bucket, "key": key}
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -65,6 +65,10 @@ class LocalCloudConfig:
     # Runtimes forked from one warm Python (shared pages, fast cold starts) or each started afresh (init
     # as slow as a fresh interpreter's, as on AWS).
     fork_runtimes: bool = True
+    # Live execution environments of all functions together, as a multiple of the account quota: at the
+    # bound, a cold start first stops the least recently used idle environment. AWS keeps every function's
+    # idle environments warm for minutes; here memory is the machine's. 0 = no bound.
+    environments_per_quota_slot: float = 2.0
     # Finished executions' history events kept in memory, all executions together; older histories are
     # written to <state_dir>/histories and read back from there.
     history_events_in_memory: int = DEFAULT_MAX_EVENTS_IN_MEMORY
@@ -131,9 +135,11 @@ class LocalCloud:
             fault_plan=self.config.fault_plan,
             latency=dict(self.config.latency),
             fork_runtimes=self.config.fork_runtimes,
+            max_environments=self.max_environments(),
         )
         route_lambda_tasks_to(self.lambda_service.in_process_client())
-        keep_histories_in(HistoryStore(self.state_dir / "histories", self.config.history_events_in_memory))
+        self.history_store = HistoryStore(self.state_dir / "histories", self.config.history_events_in_memory)
+        keep_histories_in(self.history_store)
         self.http_api = HttpApiGateway(
             self.stack.routes,
             self._invoke_for_api,
@@ -146,6 +152,12 @@ class LocalCloud:
         self._metrics = MetricsPublisher(self.lambda_service, self.client("cloudwatch"))
         self._metrics.start()
         return self
+
+    def max_environments(self) -> int | None:
+        factor = self.config.environments_per_quota_slot
+        if factor <= 0:
+            return None
+        return max(len(self.stack.functions), round(factor * self.config.account_concurrency))
 
     def stop(self) -> None:
         route_lambda_tasks_to(None)

@@ -80,8 +80,13 @@ class RieBackend:
 
     supports_runtime_faults = True
 
-    def __init__(self, settings: LaunchSettings, *, fork_runtimes: bool = True) -> None:
+    def __init__(
+        self, settings: LaunchSettings, *, fork_runtimes: bool = True, max_environments: int | None = None
+    ) -> None:
         self.settings = settings
+        # Live environments of all functions together; None for no bound. Busy ones never exceed the
+        # concurrency quota, so with a bound at or above it there is always an idle one to stop.
+        self.max_environments = max_environments
         self.fork_server = (
             RuntimeForkServer(settings.python_executable, settings.log_dir) if fork_runtimes else None
         )
@@ -104,6 +109,8 @@ class RieBackend:
         self, spec: FunctionSpec, payload: bytes, *, tail_log: bool = False, hold_after_seconds: float = 0.0
     ) -> BackendResult:
         pool = self.pool(spec)
+        if self.max_environments is not None and not pool.has_idle():
+            self._make_room()
         try:
             environment, cold_start_seconds = pool.checkout()
         except EnvironmentStartError as error:
@@ -130,6 +137,16 @@ class RieBackend:
         else:
             pool.discard(environment)
         return BackendResult(body, function_error, timed_out, cold_start_seconds, log_tail)
+
+    def _make_room(self) -> None:
+        """At the bound, a cold start first stops the least recently used idle environment of any function."""
+        with self._lock:
+            pools = list(self._pools.values())
+            if sum(pool.size() for pool in pools) < (self.max_environments or 0):
+                return
+            candidates = [(since, pool) for pool in pools if (since := pool.oldest_idle_since()) is not None]
+            if candidates:
+                min(candidates, key=lambda candidate: candidate[0])[1].evict_oldest_idle()
 
     def reap(self, idle_timeout_seconds: float) -> None:
         for pool in list(self._pools.values()):

@@ -89,12 +89,17 @@ class PortAllocator:
     def take(self) -> int:
         with self._lock:
             while True:
-                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-                    probe.bind(("127.0.0.1", 0))
-                    port: int = probe.getsockname()[1]
+                port = self._probe()
                 if port not in self._taken:
                     self._taken.add(port)
                     return port
+
+    @staticmethod
+    def _probe() -> int:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port: int = probe.getsockname()[1]
+            return port
 
     def give_back(self, *ports: int) -> None:
         with self._lock:
@@ -217,6 +222,7 @@ class EnvironmentPool:
         self._closed = False
         self.started = 0
         self.reaped = 0
+        self.evicted = 0
         self.discarded = 0
 
     def checkout(self) -> tuple[Environment, float | None]:
@@ -262,6 +268,30 @@ class EnvironmentPool:
             environment.kill()
         return len(expired)
 
+    def size(self) -> int:
+        with self._lock:
+            return len(self._all)
+
+    def has_idle(self) -> bool:
+        with self._lock:
+            return bool(self._idle)
+
+    def oldest_idle_since(self) -> float | None:
+        """When the least recently used idle environment was last used (None: none idle)."""
+        with self._lock:
+            return self._idle[0].last_used if self._idle else None
+
+    def evict_oldest_idle(self) -> bool:
+        """Stop the least recently used idle environment to make room for another function's."""
+        with self._lock:
+            if not self._idle:
+                return False
+            environment = self._idle.pop(0)
+            self._all.discard(environment)
+            self.evicted += 1
+        environment.kill()
+        return True
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -278,6 +308,7 @@ class EnvironmentPool:
                 "busy": len(self._all) - len(self._idle),
                 "started": self.started,
                 "reaped": self.reaped,
+                "evicted": self.evicted,
                 "discarded": self.discarded,
             }
 

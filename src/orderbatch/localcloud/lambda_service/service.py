@@ -104,6 +104,7 @@ class LambdaService:
         max_timeseries_samples: int = 36_000,
         async_retry_seconds: float = 60.0,
         fork_runtimes: bool = True,
+        max_environments: int | None = None,
     ) -> None:
         self.region = region
         self.account_id = account_id
@@ -119,6 +120,7 @@ class LambdaService:
             self.backend = RieBackend(
                 LaunchSettings(find_rie_binary(), python_executable, endpoint_url, region, Path(log_dir)),
                 fork_runtimes=fork_runtimes,
+                max_environments=max_environments,
             )
         self.faults = FaultInjector()
         self._neighbour = NoisyNeighbourRunner(

@@ -2,8 +2,8 @@
 
 moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud
 changes in it, without forking it, lives beside this module, one concern each: ``task_clients`` (how
-Tasks reach services), ``map_state`` (the Map state's limits, memory and results) and ``histories``
-(what a finished execution keeps).
+Tasks reach services), ``map_state`` (the Map state's limits, memory and results), ``histories`` (what a
+finished execution keeps) and ``executions`` (StartExecution where moto answers unlike AWS).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from orderbatch.localcloud.stepfunctions import histories, map_state, task_clients
+from orderbatch.localcloud.stepfunctions import executions, histories, map_state, task_clients
 from orderbatch.localcloud.stepfunctions.histories import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
     HistoryStore,
@@ -53,4 +53,5 @@ def apply_interpreter_patches() -> None:
         task_clients.patch()
         map_state.patch()
         histories.patch()
+        executions.patch()
         _patched = True

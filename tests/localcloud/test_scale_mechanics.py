@@ -1,0 +1,366 @@
+"""What keeps the local cloud's cost per order small and flat, each checked by what a user would see.
+
+Environments never share an emulator, forked runtimes live and die with their emulator, the number of
+live environments is bounded, Lambda Tasks called in-process get boto3's own answers, cancelled
+transactions put back exactly what they touched, finished histories survive being spilled to disk, Map
+workers run any number of items, and a batch too large to send inline goes through S3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from orderbatch.cli import main
+from orderbatch.executions import wait_for_execution
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.dynamodb import CATALOGUE, patch_transactions, tables_named
+from orderbatch.localcloud.lambda_service.environments import PortAllocator, listens_on
+from orderbatch.localcloud.stepfunctions import HistoryStore
+from orderbatch.project import PROJECT_ROOT, inventory_fixture
+
+pytestmark = pytest.mark.e2e
+
+Serve = Callable[..., Any]
+Probe = Callable[..., Any]
+TEMPLATE = PROJECT_ROOT / "template.yaml"
+
+
+# -- emulator ports ----------------------------------------------------------------------------------
+
+
+class ScriptedPorts(PortAllocator):
+    """The kernel's answers to a port probe, scripted: the same free port offered twice in a row."""
+
+    def __init__(self, offers: list[int]) -> None:
+        super().__init__()
+        self.offers = offers
+
+    def _probe(self) -> int:
+        return self.offers.pop(0)
+
+
+def test_a_port_offered_again_is_not_given_to_a_second_live_environment() -> None:
+    ports = ScriptedPorts([41000, 41000, 41001, 41000])
+
+    first, second = ports.take(), ports.take()
+    ports.give_back(first)
+    third = ports.take()
+
+    assert (first, second, third) == (41000, 41001, 41000)
+
+
+def test_a_connection_counts_only_when_the_emulator_itself_listens_on_the_port() -> None:
+    with socket.socket() as ours:
+        ours.bind(("127.0.0.1", 0))
+        ours.listen()
+        port = ours.getsockname()[1]
+        other_process = subprocess.Popen(["sleep", "30"])
+        try:
+            assert listens_on(os.getpid(), port)
+            assert not listens_on(other_process.pid, port)
+        finally:
+            other_process.kill()
+            other_process.wait()
+
+
+def test_concurrent_cold_starts_each_answer_their_own_invocation(
+    serve_lambda: Serve, probe_function: Probe
+) -> None:
+    served = serve_lambda([probe_function("Probe")], account_concurrency=24)
+
+    def invoke(number: int) -> dict[str, Any]:
+        result = served.service.invoke("Probe", json.dumps({"number": number, "sleep": 0.2}).encode())
+        answer: dict[str, Any] = json.loads(result.payload)
+        return answer
+
+    with ThreadPoolExecutor(max_workers=24) as pool:
+        answers = list(pool.map(invoke, range(24)))
+
+    assert [answer["event"]["number"] for answer in answers] == list(range(24))
+    assert len({answer["pid"] for answer in answers}) == 24  # 24 environments, one runtime each
+
+
+# -- forked runtimes and the bound on environments ----------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_a_forked_runtime_runs_the_handler_as_lambda_would_and_dies_with_its_environment(
+    serve_lambda: Serve, probe_function: Probe
+) -> None:
+    served = serve_lambda([probe_function("Probe", environment={"GREETING": "hello"})])
+
+    answer = json.loads(served.service.invoke("Probe", b'{"x": 1}').payload)
+    forked_from = int(Path(f"/proc/{answer['pid']}/stat").read_text().split()[3])
+    fork_server_pid = served.service.backend.fork_server.pid()
+    served.service.close()
+
+    assert answer["module"] == "probe"
+    assert answer["environment"]["GREETING"] == "hello"
+    assert answer["environment"]["AWS_LAMBDA_FUNCTION_NAME"] == "Probe"
+    assert forked_from == fork_server_pid
+    deadline = time.monotonic() + 5
+    while _alive(answer["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(answer["pid"])
+
+
+def test_past_the_bound_a_cold_start_stops_the_least_recently_used_idle_environment(
+    serve_lambda: Serve, probe_function: Probe
+) -> None:
+    functions = [probe_function(name) for name in ("A", "B", "C")]
+    served = serve_lambda(functions, account_concurrency=2, max_environments=2)
+
+    for name in ("A", "B", "C", "B"):
+        served.service.invoke(name, b"{}")
+    counts = served.service.backend.environments()
+    functions_stats = served.service.stats(include_timeseries=False)["functions"]
+
+    assert sum(count["idle"] + count["busy"] for count in counts.values()) == 2
+    assert counts["A"]["evicted"] == 1
+    assert {name: functions_stats[name]["cold_starts"] for name in ("A", "B", "C")} == {
+        "A": 1,
+        "B": 1,
+        "C": 1,
+    }
+
+
+# -- Lambda Tasks in-process --------------------------------------------------------------------------
+
+
+def _error_fields(error: ClientError) -> dict[str, Any]:
+    response = error.response
+    return {
+        "Error": response["Error"],
+        "status": response["ResponseMetadata"]["HTTPStatusCode"],
+        "Type": response.get("Type"),
+        "Reason": response.get("Reason"),
+    }
+
+
+def test_the_in_process_client_answers_as_boto3_does_over_http(
+    serve_lambda: Serve, probe_function: Probe
+) -> None:
+    served = serve_lambda([probe_function("Probe"), probe_function("Reserved", reserved_concurrency=0)])
+    in_process, over_http = served.service.in_process_client(), served.client()
+
+    answers = [
+        client.invoke(FunctionName="Probe", Payload=b'{"raise": "boom"}')
+        for client in (in_process, over_http)
+    ]
+    errors = []
+    for function in ("Reserved", "Missing"):
+        for client in (in_process, over_http):
+            with pytest.raises(ClientError) as raised:
+                client.invoke(FunctionName=function, Payload=b"{}")
+            errors.append(_error_fields(raised.value))
+
+    payloads = [json.loads(answer["Payload"].read()) for answer in answers]
+    assert [answer["FunctionError"] for answer in answers] == ["Unhandled", "Unhandled"]
+    assert [payload["errorType"] for payload in payloads] == ["LookupError", "LookupError"]
+    assert errors[0] == errors[1]
+    assert errors[0]["Error"]["Code"] == "TooManyRequestsException"
+    assert errors[0]["Reason"] == "ReservedFunctionConcurrentInvocationLimitExceeded"
+    assert errors[0]["status"] == 429
+    assert errors[2] == errors[3]
+    assert errors[2]["Error"]["Code"] == "ResourceNotFoundException"
+
+
+# -- DynamoDB ------------------------------------------------------------------------------------------
+
+
+def test_each_call_locks_exactly_the_tables_it_names() -> None:
+    transaction = {
+        "TransactItems": [
+            {"Update": {"TableName": "Inventory", "Key": {}}},
+            {"Put": {"TableName": "Reservations", "Item": {}}},
+            {"ConditionCheck": {"TableName": "Inventory", "Key": {}}},
+        ]
+    }
+
+    assert tables_named("TransactWriteItems", json.dumps(transaction).encode()) == [
+        "Inventory",
+        "Reservations",
+    ]
+    assert tables_named("BatchWriteItem", b'{"RequestItems": {"B": [], "A": []}}') == ["A", "B"]
+    assert tables_named("PutItem", b'{"TableName": "Orders"}') == ["Orders"]
+    assert tables_named("ListTables", b"{}") == [CATALOGUE]
+    assert tables_named("CreateTable", b'{"TableName": "New"}') == [CATALOGUE, "New"]
+
+
+@mock_aws
+def test_a_cancelled_transaction_puts_back_exactly_what_it_touched() -> None:
+    patch_transactions()
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    dynamodb.create_table(
+        TableName="Stock",
+        KeySchema=[{"AttributeName": "sku", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "sku", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for sku in ("A", "B"):
+        dynamodb.put_item(TableName="Stock", Item={"sku": {"S": sku}, "stock": {"N": "1"}})
+    take_both = {
+        "TransactItems": [
+            {
+                "Update": {
+                    "TableName": "Stock",
+                    "Key": {"sku": {"S": sku}},
+                    "UpdateExpression": "SET stock = stock - :one",
+                    "ConditionExpression": "stock >= :one",
+                    "ExpressionAttributeValues": {":one": {"N": "1"}},
+                }
+            }
+            for sku in ("A", "B")
+        ]
+        + [{"Put": {"TableName": "Stock", "Item": {"sku": {"S": "receipt"}, "stock": {"N": "0"}}}}]
+    }
+
+    dynamodb.transact_write_items(**take_both)
+    take_both["TransactItems"][2]["Put"]["Item"]["sku"]["S"] = "second-receipt"
+    with pytest.raises(ClientError) as cancelled:
+        dynamodb.transact_write_items(**take_both)
+    items = {item["sku"]["S"]: item["stock"]["N"] for item in dynamodb.scan(TableName="Stock")["Items"]}
+
+    assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"
+    assert items == {"A": "0", "B": "0", "receipt": "0"}
+
+
+# -- the local cloud as a whole --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[LocalCloud]:
+    config = LocalCloudConfig(
+        template=TEMPLATE,
+        account_concurrency=10,
+        seed_files={"InventoryTable": inventory_fixture(TEMPLATE)},
+        # A small inline cap for the API function, so a batch past it is quick to make.
+        function_environment={"MAX_INLINE_ORDERS": "20"},
+        history_events_in_memory=40,
+    )
+    with LocalCloud(config) as running:
+        yield running
+
+
+def test_concurrent_conditional_writes_to_one_item_let_exactly_one_through(cloud: LocalCloud) -> None:
+    dynamodb = cloud.client("dynamodb", max_pool_connections=20)
+    table = cloud.stack.table_name("OrdersTable")
+
+    def claim(number: int) -> str:
+        try:
+            dynamodb.put_item(
+                TableName=table,
+                Item={"order_id": {"S": "contended"}, "claimed_by": {"N": str(number)}},
+                ConditionExpression="attribute_not_exists(order_id)",
+            )
+        except ClientError as error:
+            return str(error.response["Error"]["Code"])
+        return "claimed"
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        claims = list(pool.map(claim, range(20)))
+
+    assert sorted(set(claims)) == ["ConditionalCheckFailedException", "claimed"]
+    assert claims.count("claimed") == 1
+
+
+MANY_PASSES = {
+    "StartAt": "Each",
+    "States": {
+        "Each": {
+            "Type": "Map",
+            "ItemsPath": "$.items",
+            "MaxConcurrency": 1,
+            "ItemProcessor": {
+                "ProcessorConfig": {"Mode": "INLINE"},
+                "StartAt": "Pass it on",
+                "States": {"Pass it on": {"Type": "Pass", "End": True}},
+            },
+            "End": True,
+        }
+    },
+}
+
+
+def test_one_map_worker_runs_more_items_than_the_recursion_limit_and_old_histories_come_back(
+    cloud: LocalCloud,
+) -> None:
+    sfn = cloud.client("stepfunctions")
+    machine = sfn.create_state_machine(
+        name="many-passes", definition=json.dumps(MANY_PASSES), roleArn="arn:aws:iam::123456789012:role/x"
+    )["stateMachineArn"]
+    items = list(range(1200))
+
+    first = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"items": items}))["executionArn"]
+    status = wait_for_execution(sfn, first, timeout=60)
+    finished = sfn.describe_execution(executionArn=first)
+    events_then = sfn.get_execution_history(executionArn=first, maxResults=1000)["events"]
+    second = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"items": [1]}))["executionArn"]
+    wait_for_execution(sfn, second, timeout=60)
+    counts = cloud.history_store.counts()
+    events_now = sfn.get_execution_history(executionArn=first, maxResults=1000)["events"]
+
+    assert status == "SUCCEEDED"
+    assert json.loads(finished["output"]) == items
+    assert counts["histories_on_disk"] >= 1  # the first history no longer fits the budget of 40 events
+    assert [event["type"] for event in events_now] == [event["type"] for event in events_then]
+    assert sum(event["type"] == "MapIterationSucceeded" for event in events_now) >= 999
+
+
+def test_a_batch_past_the_inline_cap_is_uploaded_and_runs_through_the_distributed_map(
+    cloud: LocalCloud, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in cloud.environment().items():  # what `eval "$(orderbatch local env)"` sets
+        monkeypatch.setenv(name, value)
+    code = main(
+        [
+            *("submit", "--generate", "30", "--batch-id", "past-the-cap", "--endpoint", cloud.endpoint),
+            *("--wait", "--timeout", "240", "--json"),
+        ]
+    )
+    printed = capsys.readouterr().out
+    document = json.loads(printed[printed.index("{") :])
+    report = cloud.audit("past-the-cap")
+
+    assert code == 0
+    assert "uploaded 30 orders to s3://" in printed
+    assert document["status"] == "SUCCEEDED"
+    assert document["succeeded"] == 30
+    assert document["response"]["summary"]["orders_location"].startswith("s3://")
+    assert report.orders_in_input == 30
+    assert report.lost == []
+    assert report.doubled == []
+
+
+def test_the_history_store_spills_the_oldest_histories_and_reads_them_back(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "histories", max_events_in_memory=5)
+    histories = {
+        f"arn:{n}": [{"id": i, "type": "PassStateEntered", "n": n} for i in range(3)] for n in range(3)
+    }
+
+    for arn, events in histories.items():
+        store.keep(arn, events)
+
+    assert store.counts() == {"histories_in_memory": 1, "events_in_memory": 3, "histories_on_disk": 2}
+    assert all(store.events(arn) == events for arn, events in histories.items())
+    assert store.events("arn:unknown") is None
