@@ -23,6 +23,9 @@ COLUMNS = (
     ("WRU/ord", 7),
     ("$/M std", 8),
     ("$/M expr", 8),
+    ("tasks/s", 7),
+    ("cpu ms/task", 11),
+    ("peak PSS", 8),
     ("target", 9),
 )
 
@@ -49,6 +52,11 @@ def _row(figures: dict[str, Any]) -> list[str]:
         f"{figures['dynamodb']['write_units_per_order']:.1f}",
         f"{cost['total_standard']:.0f}",
         f"{cost['total_express_children']:.0f}",
+        f"{figures['lambda']['invocations'] / figures['makespan_seconds']:.0f}"
+        if figures["makespan_seconds"]
+        else "-",
+        "{local_cloud:.1f}+{environments:.1f}".format(**figures["resources"]["cpu_ms_per_task"]),
+        f"{figures['resources']['peak_tree_pss_mib']:.0f}",
         verdict,
     ]
 
@@ -84,6 +92,9 @@ def format_details(document: dict[str, Any]) -> str:
         "state transitions per order (retries included); WRU/ord = DynamoDB write request units per order.",
         "$/M = modelled dollars per million orders (Lambda + DynamoDB writes + Step Functions), "
         "std = Standard workflow, expr = Distributed Map with Express children.",
+        "tasks/s = Lambda invocations / makespan; cpu ms/task = CPU of the local cloud's process + CPU "
+        "of the emulators and runtimes, per Lambda invocation; peak PSS = MiB of the whole process tree "
+        "(shared pages once), sampled each second during the batch.",
         f"Unit prices ({prices['as_of']}): "
         f"Standard ${prices['standard_per_transition'] * 1000:.3f}/1000 transitions; "
         f"Express ${prices['express_per_request'] * 1e6:.2f}/M requests + "
@@ -101,6 +112,22 @@ def format_details(document: dict[str, Any]) -> str:
             f"({accounting['step_overhead_ms_beyond_work']} ms beyond d); "
             f"median order {accounting['median_order_seconds']} s"
         )
+        used = figures["resources"]
+        lines.append(
+            f"  resources: CPU {used['cpu_seconds']['local_cloud']} s local cloud + "
+            f"{used['cpu_seconds']['environments']} s environments; PSS {used['tree_pss_mib_before']} MiB "
+            f"before the batch, peak {used['peak_tree_pss_mib']} MiB ({used['peak_processes']} processes), "
+            f"+{used['pss_growth_mib_per_1000_orders']} MiB per 1,000 orders; local cloud process peak RSS "
+            f"{used['peak_process_rss_mib']} MiB"
+        )
+        forecast = figures.get("simulated")
+        if forecast:
+            lines.append(
+                f"  simulated (orderbatch plan, same parameters): makespan {forecast['makespan_seconds']} s "
+                f"({_difference(figures['makespan_seconds'], forecast['makespan_seconds'])}), 429s per order "
+                f"{forecast['throttles_per_order']} (measured {figures['lambda']['throttles_per_order']}), "
+                f"failed orders {forecast['failed_orders']}"
+            )
         if figures["orders"]["failure_codes"]:
             lines.append(
                 f"  not succeeded, by code: {figures['orders']['failure_codes']}; by error recorded: "
@@ -122,7 +149,16 @@ def format_details(document: dict[str, Any]) -> str:
             f"moto's interpreter alone {engine['moto_alone']['tasks_per_second']} tasks/s, "
             f"ratio {engine['ratio']} ({engine['what']})"
         )
+        app = engine.get("app_handlers")
+        if app:
+            lines.append(
+                f"engine, the app's real handlers: {app['tasks_per_second']} Lambda tasks/s ({app['what']})"
+            )
     return "\n".join(lines)
+
+
+def _difference(measured: float, simulated: float) -> str:
+    return f"{(simulated - measured) / measured * 100:+.0f}% against measured" if measured else "-"
 
 
 def compare(figures: dict[str, Any], baseline: dict[str, Any]) -> str:

@@ -113,14 +113,21 @@ class PeakMemory:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
 
-    def __enter__(self) -> PeakMemory:
+    def start(self) -> PeakMemory:
+        self._take()
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
         self._take()
+
+    def __enter__(self) -> PeakMemory:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def _take(self) -> None:
         sample = memory(self.root)

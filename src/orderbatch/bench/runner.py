@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import statistics
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orderbatch.bench import resources
 from orderbatch.bench.counters import DynamoDBWriteCounter
 from orderbatch.bench.history import analyse_history, read_history
 from orderbatch.bench.model import (
@@ -38,6 +40,8 @@ BATCH_FUNCTIONS = (*STEP_FUNCTIONS, COMPENSATION_FUNCTION, SUMMARY_FUNCTION)
 # The neighbour holds its share for this fraction of the run it would force if it never left.
 NEIGHBOUR_RUN_FRACTION = 0.75
 POLL_SECONDS = 0.5
+# What one order costs the local cloud itself at worst on 2 cores (about 0.05 s measured; 5x margin).
+MACHINE_SECONDS_PER_ORDER = 0.25
 
 
 @dataclass(frozen=True)
@@ -71,9 +75,10 @@ def neighbour_for(scenario: Scenario, settings: BenchSettings) -> Neighbour | No
 
 
 def scenario_deadline(bound: float, settings: BenchSettings) -> float:
+    """Six times the bound, plus the local cloud's own time per order (generous for a 2-core machine)."""
     if settings.timeout_seconds is not None:
         return settings.timeout_seconds
-    return 6 * bound + 120
+    return 6 * bound + 120 + MACHINE_SECONDS_PER_ORDER * settings.orders
 
 
 def run_scenario(
@@ -83,6 +88,8 @@ def run_scenario(
     from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
     from orderbatch.project import inventory_fixture
 
+    if scenario.work_seconds is not None:
+        settings = dataclasses.replace(settings, work_seconds=scenario.work_seconds)
     max_concurrency = scenario.max_concurrency(settings.quota)
     neighbour = neighbour_for(scenario, settings)
     bound = lower_bound_seconds(
@@ -102,6 +109,8 @@ def run_scenario(
         definition_transform=scenario.definition_transform,
         state_dir=state_dir,
     )
+    if scenario.keep_every_environment:
+        config.environments_per_quota_slot = 0
     batch_id = f"bench-{scenario.name}"
     orders = generate_orders(
         settings.orders, fixture_skus(settings.template), prefix=batch_id, seed=settings.seed
@@ -182,6 +191,15 @@ class _BatchRun:
             }
         return plan
 
+    def _input(self) -> dict[str, Any]:
+        """The execution's input: the orders inline, or where in S3 they were put (Distributed Map)."""
+        if self.scenario.source == "inline":
+            return {"batch_id": self.batch_id, "orders": self.orders}
+        bucket = self.cloud.stack.outputs["BatchBucketName"]
+        key = f"incoming/{self.batch_id}.json"
+        self.cloud.client("s3").put_object(Bucket=bucket, Key=key, Body=json.dumps(self.orders).encode())
+        return {"batch_id": self.batch_id, "source": {"bucket": bucket, "key": key}}
+
     def execute(self, deadline_seconds: float) -> dict[str, Any]:
         from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
 
@@ -196,10 +214,11 @@ class _BatchRun:
         # Samples carry seconds since the service started; the last sample can be seconds stale on a busy
         # machine, so the origin is taken from the service's own clock (no public accessor exists yet).
         series_origin = time.monotonic() - service.started_monotonic
+        memory_before = resources.memory()
+        cpu_before = resources.cpu_seconds()
+        peak = resources.PeakMemory().start()
         execution_arn = sfn.start_execution(
-            stateMachineArn=locations.state_machine_arn,
-            name=self.batch_id,
-            input=json.dumps({"batch_id": self.batch_id, "orders": self.orders}),
+            stateMachineArn=locations.state_machine_arn, name=self.batch_id, input=json.dumps(self._input())
         )["executionArn"]
         started = time.monotonic()
         status = "RUNNING"
@@ -222,6 +241,8 @@ class _BatchRun:
             time.sleep(POLL_SECONDS)
             status = sfn.describe_execution(executionArn=execution_arn)["status"]
         wall_seconds = time.monotonic() - started
+        peak.stop()
+        cpu = resources.cpu_seconds() - cpu_before
         stats = service.stats(include_timeseries=True)
         service.set_fault_plan(None)
         writes_after = self.writes.snapshot()
@@ -255,6 +276,16 @@ class _BatchRun:
             "failure_errors": failure_errors,
             "functions": _function_deltas(before, stats["functions"]),
             "memory_mb": memory,
+            "resources": {
+                "cpu_seconds": {
+                    "local_cloud": round(cpu.local_cloud, 2),
+                    "environments": round(cpu.environments, 2),
+                },
+                "tree_pss_mib_before": round(memory_before.tree_pss_mib, 1),
+                "peak_tree_pss_mib": round(peak.peak_tree_pss_mib, 1),
+                "peak_process_rss_mib": round(peak.peak_process_rss_mib, 1),
+                "peak_processes": peak.peak_processes,
+            },
             "writes": {
                 "requests": dict(writes_after[0] - writes_before[0]),
                 "units": dict(writes_after[1] - writes_before[1]),
@@ -387,6 +418,7 @@ def _figures(
             "throttles": throttles,
             "attempts_per_order": round((invocations + throttles) / n, 3),
             "throttles_per_order": round(throttles / n, 3),
+            "tasks_per_second": round(invocations / makespan, 1) if makespan else 0.0,
             "throttled_task_events": history.throttle_failures,
             "gb_seconds": round(gb_seconds, 3),
             "by_function": functions,
@@ -416,6 +448,7 @@ def _figures(
             if history.iteration_seconds()
             else None,
         },
+        "resources": _resource_figures(measured["resources"], invocations, n),
         "warmup": warmup,
         "series": {
             "concurrency": [
@@ -433,6 +466,20 @@ def _figures(
     }
     figures["targets"] = evaluate_targets(scenario, figures)
     return figures
+
+
+def _resource_figures(measured: dict[str, Any], invocations: int, orders: int) -> dict[str, Any]:
+    """CPU per Lambda task (the local cloud's process, and the emulators and runtimes below it) and memory."""
+    cpu = measured["cpu_seconds"]
+    growth = measured["peak_tree_pss_mib"] - measured["tree_pss_mib_before"]
+    return {
+        **measured,
+        "cpu_ms_per_task": {
+            part: round(seconds * 1000 / invocations, 2) if invocations else None
+            for part, seconds in cpu.items()
+        },
+        "pss_growth_mib_per_1000_orders": round(growth * 1000 / orders, 1),
+    }
 
 
 def evaluate_targets(scenario: Scenario, figures: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -10,7 +11,24 @@ from typing import Any
 from orderbatch.bench.engine import compare_engines
 from orderbatch.bench.model import UnitPrices
 from orderbatch.bench.runner import BenchSettings, Progress, run_scenario
-from orderbatch.bench.scenarios import select
+from orderbatch.bench.scenarios import Scenario, select
+
+
+def simulated(scenario: Scenario, settings: BenchSettings) -> dict[str, Any] | None:
+    """The planner's forecast of the same scenario (same N, C, d, MaxConcurrency, retrier, neighbour)."""
+    if scenario.source != "inline":
+        return None  # the planner's bench mirror models the inline Map the policy scenarios use
+    from orderbatch.plan.scenarios import plan_scenario
+
+    if scenario.work_seconds is not None:
+        settings = dataclasses.replace(settings, work_seconds=scenario.work_seconds)
+    plan = plan_scenario(scenario, settings)
+    return {
+        "makespan_seconds": round(plan.makespan_seconds, 2),
+        "throttles_per_order": round(plan.throttles_per_order, 3),
+        "failed_orders": plan.failed_orders,
+        "transitions_per_order": round(plan.transitions_per_order, 2),
+    }
 
 
 def run_bench(
@@ -27,7 +45,9 @@ def run_bench(
     results = []
     for scenario in select(scenario_names):
         announce(f"scenario {scenario.name}: {scenario.description}")
-        results.append(run_scenario(scenario, settings, prices, progress))
+        figures = run_scenario(scenario, settings, prices, progress)
+        figures["simulated"] = simulated(scenario, settings)
+        results.append(figures)
         announce("")
     engine = None
     if engine_items > 0:

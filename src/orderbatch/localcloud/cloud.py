@@ -90,6 +90,7 @@ class LocalCloud:
         self.http_api: HttpApiGateway | None = None
         self._metrics: MetricsPublisher | None = None
         self._table_locks = TableLocks()
+        self._apps_by_target: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LocalCloud:
@@ -241,6 +242,9 @@ class LocalCloud:
         if self.http_api.handles(path):
             return self.http_api(environ, start_response)
         target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target:
+            return self._moto_app(environ, start_response)
+        app = self._service_app(target, environ)
         if target.startswith("DynamoDB_"):
             operation = target.rpartition(".")[2]
             body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
@@ -248,8 +252,17 @@ class LocalCloud:
             if self.config.dynamodb_observer is not None:
                 self.config.dynamodb_observer(operation, body)
             with self._table_locks.holding(operation, body):
-                return self._moto_app(environ, start_response)
-        return self._moto_app(environ, start_response)
+                return app(environ, start_response)
+        return app(environ, start_response)
+
+    def _service_app(self, target: str, environ: dict[str, Any]) -> Any:
+        """moto's app for an X-Amz-Target service, found once: moto infers it for every request, under
+        one global lock, which serialised every DynamoDB call of every handler."""
+        service = target.partition(".")[0]
+        app = self._apps_by_target.get(service)
+        if app is None:
+            app = self._apps_by_target.setdefault(service, self._moto_app.get_application(environ))
+        return app
 
     def _invoke_for_api(self, function_name: str, payload: bytes) -> InvokeOutcome:
         assert self.lambda_service is not None
