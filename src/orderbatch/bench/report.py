@@ -120,6 +120,17 @@ def format_details(document: dict[str, Any]) -> str:
             f"+{used['pss_growth_mib_per_1000_orders']} MiB per 1,000 orders; local cloud process peak RSS "
             f"{used['peak_process_rss_mib']} MiB"
         )
+        if len(figures.get("batches", [])) > 1:
+            first = figures["batches"][0]["tree_pss_mib_after"]
+            lines.append(
+                "  batches back to back: "
+                + "; ".join(
+                    f"#{b['batch']} {b['status']} {b['wall_seconds']} s, lost {b['lost']}, doubled "
+                    f"{b['doubled']}, PSS after {b['tree_pss_mib_after']} MiB "
+                    f"({(b['tree_pss_mib_after'] - first) / first * 100:+.0f}%)"
+                    for b in figures["batches"]
+                )
+            )
         forecast = figures.get("simulated")
         if forecast:
             lines.append(

@@ -53,6 +53,9 @@ class BenchSettings:
     warm: bool = True
     timeout_seconds: float | None = None
     seed: int = 7
+    # Batches run back to back on the same local cloud; the figures are the first's, and every batch's
+    # makespan, audit and memory afterwards are listed (is memory flat from batch to batch?).
+    batches: int = 1
 
     @property
     def steps(self) -> int:
@@ -122,9 +125,32 @@ def run_scenario(
             warmup = _warm_up(cloud, settings) if settings.warm else {"seconds": 0.0, "environments": 0}
             run = _BatchRun(cloud, scenario, settings, batch_id, orders, neighbour, writes, progress)
             measured = run.execute(scenario_deadline(bound, settings))
+            batches = [_batch_line(1, measured)]
+            for number in range(2, settings.batches + 1):
+                again = f"{batch_id}-{number}"
+                orders = generate_orders(settings.orders, fixture_skus(settings.template), prefix=again)
+                rerun = _BatchRun(cloud, scenario, settings, again, orders, neighbour, writes, progress)
+                batches.append(_batch_line(number, rerun.execute(scenario_deadline(bound, settings))))
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
-    return _figures(scenario, settings, prices, max_concurrency, neighbour, bound, warmup, measured)
+    figures = _figures(scenario, settings, prices, max_concurrency, neighbour, bound, warmup, measured)
+    figures["batches"] = batches
+    return figures
+
+
+def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
+    """One batch of a repeated run: how long, whether it audited clean, memory once it had finished."""
+    audit = measured["audit"]
+    return {
+        "batch": number,
+        "status": measured["status"],
+        "wall_seconds": round(measured["wall_seconds"], 1),
+        "lost": len(audit.lost),
+        "doubled": len(audit.doubled),
+        "violations": len(audit.violations),
+        "tree_pss_mib_after": measured["resources"]["tree_pss_mib_after"],
+        "peak_tree_pss_mib": measured["resources"]["peak_tree_pss_mib"],
+    }
 
 
 def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
@@ -285,6 +311,7 @@ class _BatchRun:
                 "peak_tree_pss_mib": round(peak.peak_tree_pss_mib, 1),
                 "peak_process_rss_mib": round(peak.peak_process_rss_mib, 1),
                 "peak_processes": peak.peak_processes,
+                "tree_pss_mib_after": round(resources.memory().tree_pss_mib, 1),
             },
             "writes": {
                 "requests": dict(writes_after[0] - writes_before[0]),

@@ -64,6 +64,7 @@ def run_bench(
             "work_seconds": settings.work_seconds,
             "steps": settings.steps,
             "warm": settings.warm,
+            "batches": settings.batches,
             "local_cloud": "a fresh LocalCloud (same code, fresh tables) per scenario, one after another",
         },
         "unit_prices": prices.to_dict(),

@@ -42,6 +42,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="start each batch on cold execution environments (init time counts in the makespan)",
     )
     bench.add_argument("--timeout", type=float, default=None, help="seconds allowed per batch")
+    bench.add_argument(
+        "--batches",
+        type=int,
+        default=1,
+        help="batches per scenario, back to back on one local cloud; memory after each is reported",
+    )
     bench.add_argument("--template", type=Path, default=None)
     bench.add_argument("--json", type=Path, default=DEFAULT_OUTPUT_DIR / "bench.json", dest="json_path")
     bench.add_argument("--html", type=Path, default=DEFAULT_OUTPUT_DIR / "report.html", dest="html_path")
@@ -63,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         work_seconds=args.work,
         warm=args.warm,
         timeout_seconds=args.timeout,
+        batches=args.batches,
     )
     interactive = sys.stderr.isatty()
 

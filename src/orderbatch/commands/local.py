@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from orderbatch.localcloud.stepfunctions.histories import DEFAULT_MAX_EVENTS_IN_MEMORY
 from orderbatch.project import DEFAULT_LOCAL_PORT, default_endpoint, default_template, inventory_fixture
 
 # Where `local up` keeps its state (the environments' logs); `orderbatch audit` reads the logs from here.
@@ -88,6 +89,28 @@ def add_cloud_arguments(parser: argparse.ArgumentParser, *, default_port: int) -
         help="hand Lambda invocations to this endpoint (e.g. sam local start-lambda)",
     )
     parser.add_argument("--no-seed", action="store_true", help="do not seed tables from fixtures/")
+    parser.add_argument(
+        "--environments-per-slot",
+        type=float,
+        default=2.0,
+        metavar="FACTOR",
+        help="live execution environments, all functions together, as a multiple of the account "
+        "concurrency; past it a cold start stops the least recently used idle one (default 2; 0: no bound)",
+    )
+    parser.add_argument(
+        "--spawn-runtimes",
+        action="store_true",
+        help="start every runtime as a fresh Python instead of forking it from a warm one (init as slow "
+        "as on AWS, about 50 MB more per environment)",
+    )
+    parser.add_argument(
+        "--history-events",
+        type=int,
+        default=DEFAULT_MAX_EVENTS_IN_MEMORY,
+        metavar="N",
+        help="finished executions' history events kept in memory; older histories go to the state folder "
+        f"(default {DEFAULT_MAX_EVENTS_IN_MEMORY})",
+    )
 
 
 def parse_pairs(pairs: list[str], what: str) -> dict[str, str]:
@@ -187,6 +210,9 @@ def cloud_config_from_args(args: argparse.Namespace, **overrides: object):
         lambda_endpoint=args.lambda_endpoint,
         fault_plan=fault_plan_from_args(args),
         seed_files={name: path for name, path in seeds.items() if path.exists()},
+        environments_per_quota_slot=args.environments_per_slot,
+        fork_runtimes=not args.spawn_runtimes,
+        history_events_in_memory=args.history_events,
     )
     for key, value in overrides.items():
         setattr(config, key, value)
