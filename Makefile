@@ -23,8 +23,9 @@ lint: setup
 	$(BIN)/ruff format --check src functions tests
 	$(BIN)/mypy
 
+# Two workers, a test file each at a time: most of the suite waits on timeouts and backoffs, not the CPU.
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 
 # Large batches and `sam build`: minutes, not seconds. CI runs them after `make test`.
 test-slow: setup

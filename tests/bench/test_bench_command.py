@@ -26,6 +26,9 @@ SCENARIO_FIGURES = {
     "targets",
     "series",
     "time_accounting",
+    "resources",
+    "simulated",
+    "batches",
 }
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -82,6 +85,12 @@ def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
         cost = scenario["cost_per_million_orders"]
         assert cost["total_standard"] > 0
         assert cost["total_express_children"] > 0
+        used = scenario["resources"]
+        assert used["cpu_ms_per_task"]["local_cloud"] > 0
+        assert used["cpu_ms_per_task"]["environments"] > 0  # the runtimes' own CPU is counted too
+        assert used["peak_tree_pss_mib"] >= used["tree_pss_mib_before"] > 0
+        assert used["peak_processes"] > 2 * 4  # an emulator and a runtime per warm environment, at least
+        assert scenario["simulated"]["makespan_seconds"] >= scenario["lower_bound_seconds"]
     oversubscribed = document["scenarios"][1]
     assert oversubscribed["max_concurrency"] == 6
     assert oversubscribed["lambda"]["throttles"] > 0, "a Map of 3x the quota was never throttled"
@@ -89,6 +98,7 @@ def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
     engine = document["engine"]
     assert engine["local_cloud"]["tasks_per_second"] > 0
     assert engine["moto_alone"]["tasks_per_second"] > 0
+    assert engine["app_handlers"]["tasks"] >= 4 * engine["app_handlers"]["orders"]
 
     page = html_path.read_text()
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
@@ -98,3 +108,35 @@ def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
     assert "http://" not in page
     assert "https://" not in page
     assert (tmp_path / "report-plots" / "tuned.png").read_bytes().startswith(PNG_SIGNATURE)
+
+
+@pytest.mark.timeout(240)
+def test_the_scale_scenario_runs_batches_back_to_back_through_the_distributed_map(tmp_path: Path) -> None:
+    json_path = tmp_path / "bench.json"
+
+    exit_code = main(
+        [
+            "bench",
+            "--orders", "12",
+            "--account-concurrency", "3",
+            "--scenarios", "scale",
+            "--batches", "2",
+            "--engine-items", "0",
+            "--json", str(json_path),
+            "--html", str(tmp_path / "report.html"),
+        ]
+    )  # fmt: skip
+
+    scale = json.loads(json_path.read_text())["scenarios"][0]
+    assert exit_code == 0
+    assert scale["name"] == "scale"
+    assert scale["orders"]["succeeded"] == 12
+    assert scale["lower_bound_seconds"] == 0  # d = 0: the makespan is the local cloud's own time
+    assert scale["lambda"]["invocations"] >= 12 * 4
+    assert scale["lambda"]["tasks_per_second"] > 0
+    assert scale["simulated"] is None
+    assert [(b["batch"], b["status"], b["lost"], b["doubled"]) for b in scale["batches"]] == [
+        (1, "SUCCEEDED", 0, 0),
+        (2, "SUCCEEDED", 0, 0),
+    ]
+    assert all(b["tree_pss_mib_after"] > 0 for b in scale["batches"])

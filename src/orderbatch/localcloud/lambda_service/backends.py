@@ -87,6 +87,7 @@ class RieBackend:
         # Live environments of all functions together; None for no bound. Busy ones never exceed the
         # concurrency quota, so with a bound at or above it there is always an idle one to stop.
         self.max_environments = max_environments
+        self._starting = 0
         self.fork_server = (
             RuntimeForkServer(settings.python_executable, settings.log_dir) if fork_runtimes else None
         )
@@ -109,12 +110,17 @@ class RieBackend:
         self, spec: FunctionSpec, payload: bytes, *, tail_log: bool = False, hold_after_seconds: float = 0.0
     ) -> BackendResult:
         pool = self.pool(spec)
-        if self.max_environments is not None and not pool.has_idle():
+        starting = self.max_environments is not None and not pool.has_idle()
+        if starting:
             self._make_room()
         try:
             environment, cold_start_seconds = pool.checkout()
         except EnvironmentStartError as error:
             return BackendResult(_runtime_exit_payload(str(error)), function_error=True)
+        finally:
+            if starting:
+                with self._lock:
+                    self._starting -= 1
         log_offset = _file_size(environment) if tail_log else 0
         keep = True
         try:
@@ -139,14 +145,18 @@ class RieBackend:
         return BackendResult(body, function_error, timed_out, cold_start_seconds, log_tail)
 
     def _make_room(self) -> None:
-        """At the bound, a cold start first stops the least recently used idle environment of any function."""
+        """At the bound, a cold start first stops least recently used idle environments of any function.
+
+        Environments still starting count too, so concurrent cold starts cannot overshoot the bound together.
+        """
         with self._lock:
             pools = list(self._pools.values())
-            if sum(pool.size() for pool in pools) < (self.max_environments or 0):
-                return
-            candidates = [(since, pool) for pool in pools if (since := pool.oldest_idle_since()) is not None]
-            if candidates:
-                min(candidates, key=lambda candidate: candidate[0])[1].evict_oldest_idle()
+            while sum(pool.size() for pool in pools) + self._starting >= (self.max_environments or 0):
+                idle = [(since, pool) for pool in pools if (since := pool.oldest_idle_since()) is not None]
+                if not idle:
+                    break
+                min(idle, key=lambda candidate: candidate[0])[1].evict_oldest_idle()
+            self._starting += 1
 
     def reap(self, idle_timeout_seconds: float) -> None:
         for pool in list(self._pools.values()):

@@ -6,6 +6,10 @@ and output), its frames, stack and state data. Here, when an execution ends, its
 records for DescribeMapRun/ListMapRuns, the callback registry for SendTask* calls). The store keeps the
 newest histories in memory up to ``max_events_in_memory`` events in all and writes older ones to disk
 (gzipped JSON, one file per execution), from where GetExecutionHistory reads them back.
+
+moto also appends every thread the interpreter starts (one per Task evaluation, Map worker, branch) to a
+module-level list that nothing ever reads or empties: about five finished threads per order, kept for
+the life of the process. The local cloud gives the interpreter a list that keeps none.
 """
 
 from __future__ import annotations
@@ -75,13 +79,29 @@ def keep_histories_in(store: HistoryStore | None) -> None:
     _store = store
 
 
-def current_store() -> HistoryStore | None:
-    return _store
+class _KeepsNoThreads(list[object]):
+    def append(self, thread: object) -> None:
+        """LocalStack joins these at shutdown; moto never reads them, so keeping them only leaks."""
+
+
+def _forget_finished_threads() -> None:
+    import sys
+
+    from moto.stepfunctions.parser import utils
+
+    replacement = _KeepsNoThreads()
+    original = utils.TMP_THREADS
+    utils.TMP_THREADS = replacement
+    for name, module in list(sys.modules.items()):
+        if name.startswith("moto.stepfunctions.parser") and getattr(module, "TMP_THREADS", None) is original:
+            setattr(module, "TMP_THREADS", replacement)  # noqa: B010 - a module, not a known type
+    original.clear()
 
 
 def patch() -> None:
     from moto.stepfunctions.parser.backend import execution
 
+    _forget_finished_threads()
     communication = execution.BaseExecutionWorkerCommunication
     original_terminated = communication.terminated
 
