@@ -27,6 +27,7 @@ from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.localcloud.dynamodb import CATALOGUE, patch_transactions, tables_named
+from orderbatch.localcloud.lambda_service import backends
 from orderbatch.localcloud.lambda_service.environments import PortAllocator, listens_on
 from orderbatch.localcloud.stepfunctions import HistoryStore
 from orderbatch.project import PROJECT_ROOT, inventory_fixture
@@ -124,9 +125,10 @@ def test_a_forked_runtime_runs_the_handler_as_lambda_would_and_dies_with_its_env
     assert not _alive(answer["pid"])
 
 
-def test_past_the_bound_a_cold_start_stops_the_least_recently_used_idle_environment(
-    serve_lambda: Serve, probe_function: Probe
+def test_past_the_bound_a_cold_start_stops_the_least_recently_used_rested_environment(
+    serve_lambda: Serve, probe_function: Probe, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(backends, "EVICTION_MIN_IDLE_SECONDS", 0.0)
     functions = [probe_function(name) for name in ("A", "B", "C")]
     served = serve_lambda(functions, account_concurrency=2, max_environments=2)
 
@@ -137,11 +139,31 @@ def test_past_the_bound_a_cold_start_stops_the_least_recently_used_idle_environm
 
     assert sum(count["idle"] + count["busy"] for count in counts.values()) == 2
     assert counts["A"]["evicted"] == 1
-    assert {name: functions_stats[name]["cold_starts"] for name in ("A", "B", "C")} == {
-        "A": 1,
-        "B": 1,
-        "C": 1,
-    }
+    cold_starts = {name: functions_stats[name]["cold_starts"] for name in ("A", "B", "C")}
+    assert cold_starts == {"A": 1, "B": 1, "C": 1}
+
+
+def test_an_environment_used_moments_ago_is_not_stopped_and_the_bound_returns_once_it_rests(
+    serve_lambda: Serve, probe_function: Probe, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(backends, "EVICTION_MIN_IDLE_SECONDS", 1.0)
+    functions = [probe_function(name) for name in ("A", "B", "C")]
+    served = serve_lambda(functions, account_concurrency=2, max_environments=2)
+
+    for name in ("A", "B", "C"):
+        served.service.invoke(name, b"{}")
+    right_after = served.service.backend.environments()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        rested = served.service.backend.environments()
+        if sum(count["idle"] + count["busy"] for count in rested.values()) == 2:
+            break
+        time.sleep(0.2)
+
+    assert sum(count["idle"] + count["busy"] for count in right_after.values()) == 3
+    assert sum(count["evicted"] for count in right_after.values()) == 0
+    assert sum(count["idle"] + count["busy"] for count in rested.values()) == 2
+    assert rested["A"]["evicted"] == 1  # the least recently used
 
 
 # -- Lambda Tasks in-process --------------------------------------------------------------------------
