@@ -312,10 +312,6 @@ class EnvironmentPool:
                 "discarded": self.discarded,
             }
 
-    def idle_environments(self) -> list[Environment]:
-        with self._lock:
-            return list(self._idle)
-
     def _start(self) -> Environment:
         failure = ""
         for _ in range(_STARTUP_ATTEMPTS):
