@@ -42,6 +42,9 @@ from orderbatch.localcloud.stepfunctions import (
 )
 
 DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+# The deployment's own calls carry this key: they are the only ones served before the template is deployed.
+DEPLOYER_CREDENTIALS = {"aws_access_key_id": "orderbatch-deployer", "aws_secret_access_key": "deployer"}
+HEALTH_PATH = "/_orderbatch/health"
 LOCAL_ROLE_ARN = "arn:aws:iam::123456789012:role/orderbatch-local"
 # No X-Ray daemon runs locally; Powertools' Tracer would otherwise try to reach one.
 LOCAL_FUNCTION_ENVIRONMENT = {"POWERTOOLS_TRACE_DISABLED": "true"}
@@ -91,6 +94,9 @@ class LocalCloud:
         self._metrics: MetricsPublisher | None = None
         self._table_locks = TableLocks()
         self._apps_by_target: dict[str, Any] = {}
+        # Until the template is deployed every caller but the deployer gets a 503: a script that waits for
+        # the port must not see a half-deployed stack (no functions or state machines yet).
+        self._deployed = threading.Event()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LocalCloud:
@@ -150,9 +156,14 @@ class LocalCloud:
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-cloud", daemon=True)
         self._thread.start()
         self._deploy()
-        self._metrics = MetricsPublisher(self.lambda_service, self.client("cloudwatch"))
+        self._metrics = MetricsPublisher(self.lambda_service, self._deployer_client("cloudwatch"))
         self._metrics.start()
+        self._deployed.set()
         return self
+
+    @property
+    def deployed(self) -> bool:
+        return self._deployed.is_set()
 
     def max_environments(self) -> int | None:
         factor = self.config.environments_per_quota_slot
@@ -204,6 +215,14 @@ class LocalCloud:
             **DUMMY_CREDENTIALS,
         )
 
+    def _deployer_client(self, service: str) -> Any:
+        return boto3.client(
+            service,  # type: ignore[call-overload]
+            endpoint_url=self.endpoint,
+            region_name=self.stack.region,
+            **DEPLOYER_CREDENTIALS,
+        )
+
     def environment(self) -> dict[str, str]:
         """The exports that point the AWS CLI and boto3 at this local cloud."""
         return {
@@ -235,6 +254,12 @@ class LocalCloud:
     # ------------------------------------------------------------------ requests
     def _dispatch(self, environ: dict[str, Any], start_response: Any) -> Any:
         path = environ.get("PATH_INFO", "")
+        if path == HEALTH_PATH:
+            return _health(self.deployed, start_response)
+        if not self._deployed.is_set() and not _from_deployer(environ):
+            assert self.lambda_service is not None
+            as_json = bool(environ.get("HTTP_X_AMZ_TARGET")) or self.lambda_service.handles(path)
+            return _still_deploying(as_json, start_response)
         assert self.lambda_service is not None
         assert self.http_api is not None
         if self.lambda_service.handles(path):
@@ -274,7 +299,7 @@ class LocalCloud:
 
     # ------------------------------------------------------------------ deployment
     def _deploy(self) -> None:
-        dynamodb = self.client("dynamodb")
+        dynamodb = self._deployer_client("dynamodb")
         for table in self.stack.tables:
             arguments: dict[str, Any] = {
                 "TableName": table.name,
@@ -290,16 +315,16 @@ class LocalCloud:
                     TableName=table.name,
                     TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
                 )
-        s3 = self.client("s3")
+        s3 = self._deployer_client("s3")
         for bucket in self.stack.buckets.values():
             s3.create_bucket(Bucket=bucket)
-        sns = self.client("sns")
+        sns = self._deployer_client("sns")
         for topic in self.stack.topics.values():
             sns.create_topic(Name=topic)
-        logs = self.client("logs")
+        logs = self._deployer_client("logs")
         for group in self.stack.log_groups.values():
             logs.create_log_group(logGroupName=group)
-        sfn = self.client("stepfunctions")
+        sfn = self._deployer_client("stepfunctions")
         for machine in self.stack.state_machines:
             definition = machine.definition
             if self.config.definition_transform is not None:
@@ -314,7 +339,7 @@ class LocalCloud:
                 self.seed_table(logical_id, path)
 
     def _create_alarms(self) -> None:
-        cloudwatch = self.client("cloudwatch")
+        cloudwatch = self._deployer_client("cloudwatch")
         for logical_id, props in self.stack.alarms.items():
             # CloudFormation coerces the template's strings to the API's numbers; boto3 does not.
             arguments = _numbers_where_expected(
@@ -334,13 +359,48 @@ class LocalCloud:
             "dynamodb",
             endpoint_url=self.endpoint,
             region_name=self.stack.region,
-            aws_access_key_id=DUMMY_CREDENTIALS["aws_access_key_id"],
-            aws_secret_access_key=DUMMY_CREDENTIALS["aws_secret_access_key"],
+            aws_access_key_id=DEPLOYER_CREDENTIALS["aws_access_key_id"],
+            aws_secret_access_key=DEPLOYER_CREDENTIALS["aws_secret_access_key"],
         ).Table(self.stack.table_name(logical_id))
         with table.batch_writer() as writer:
             for item in items:
                 writer.put_item(Item=item)
         return len(items)
+
+
+def _from_deployer(environ: Mapping[str, Any]) -> bool:
+    authorization = environ.get("HTTP_AUTHORIZATION", "")
+    return f"Credential={DEPLOYER_CREDENTIALS['aws_access_key_id']}/" in authorization
+
+
+def _health(deployed: bool, start_response: Any) -> list[bytes]:
+    body = json.dumps({"status": "deployed" if deployed else "deploying"}).encode()
+    start_response(
+        "200 OK" if deployed else "503 Service Unavailable",
+        [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+    )
+    return [body]
+
+
+def _still_deploying(as_json: bool, start_response: Any) -> list[bytes]:
+    """AWS's own 503 shape, so boto3 and the AWS CLI retry it as they retry any ServiceUnavailable."""
+    message = "The local cloud is still deploying its template; retry shortly."
+    headers = [("Retry-After", "1")]
+    if as_json:
+        body = json.dumps({"__type": "ServiceUnavailableException", "message": message}).encode()
+        content_type = "application/x-amz-json-1.0"
+        headers.append(("x-amzn-ErrorType", "ServiceUnavailableException"))
+    else:
+        body = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f"<Error><Code>ServiceUnavailable</Code><Message>{message}</Message></Error>"
+        ).encode()
+        content_type = "application/xml"
+    start_response(
+        "503 Service Unavailable",
+        [("Content-Type", content_type), ("Content-Length", str(len(body))), *headers],
+    )
+    return [body]
 
 
 _NUMERIC_ALARM_FIELDS = {
