@@ -154,10 +154,18 @@ def test_every_name_form_reaches_the_function_and_unknown_names_are_not_found(
         outcome = invoke_outcome(client, name, {"name": name})
         assert (outcome["status"], outcome["function_error"], outcome["version"]) == (200, None, "$LATEST")
 
-    for missing in ["Nope", f"{arn}:7", "arn:aws:lambda:eu-west-1:123456789012:function:Named"]:
+    # Invoke names the version it looked for, as AWS does: an unqualified name asked for $LATEST.
+    not_found = {
+        "Nope": "arn:aws:lambda:us-east-1:123456789012:function:Nope:$LATEST",
+        f"{arn}:7": f"{arn}:7",
+        "arn:aws:lambda:eu-west-1:123456789012:function:Named": (
+            "arn:aws:lambda:eu-west-1:123456789012:function:Named:$LATEST"
+        ),
+    }
+    for missing, described in not_found.items():
         outcome = invoke_outcome(client, missing, {})
         assert (outcome["status"], outcome["code"]) == (404, "ResourceNotFoundException")
-        assert outcome["message"].startswith("Function not found: arn:aws:lambda:")
+        assert outcome["message"] == f"Function not found: {described}"
 
 
 def test_a_handler_exception_is_a_function_error_with_its_type(

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from orderbatch.localcloud import runtime_shim
 from orderbatch.localcloud.lambda_service.accounting import Accounting, MetricsWindow, Slot
@@ -24,6 +25,7 @@ from orderbatch.localcloud.lambda_service.errors import (
     InvalidParameterValueError,
     InvalidRequestContentError,
     RequestTooLargeError,
+    ResourceNotFoundError,
     ServiceError,
     TooManyRequestsError,
 )
@@ -224,7 +226,13 @@ class LambdaService:
         qualifier: str | None = None,
         log_type: str | None = None,
     ) -> InvokeResult:
-        spec = self.registry.resolve(name, qualifier)
+        try:
+            spec = self.registry.resolve(name, qualifier)
+        except ResourceNotFoundError as not_found:
+            # Invoke names the version it looked for: an unqualified call asked for $LATEST.
+            if qualifier is None and ":" not in unquote(name).rsplit(":function:", 1)[-1]:
+                raise ResourceNotFoundError(f"{not_found.message}:{LATEST}") from None
+            raise
         if invocation_type not in INVOCATION_TYPES:
             raise InvalidParameterValueError(f"Unsupported invocation type {invocation_type!r}.")
         request_id = str(uuid.uuid4())

@@ -3,7 +3,8 @@
 moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud
 changes in it, without forking it, lives beside this module, one concern each: ``task_clients`` (how
 Tasks reach services), ``map_state`` (the Map state's limits, memory and results), ``histories`` (what a
-finished execution keeps) and ``executions`` (StartExecution where moto answers unlike AWS).
+finished execution keeps), ``executions`` (StartExecution where moto answers unlike AWS) and
+``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from orderbatch.localcloud.stepfunctions import executions, histories, map_state, task_clients
+from orderbatch.localcloud.stepfunctions import executions, histories, lambda_tasks, map_state, task_clients
 from orderbatch.localcloud.stepfunctions.histories import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
     HistoryStore,
@@ -54,4 +55,5 @@ def apply_interpreter_patches() -> None:
         map_state.patch()
         histories.patch()
         executions.patch()
+        lambda_tasks.patch()
         _patched = True

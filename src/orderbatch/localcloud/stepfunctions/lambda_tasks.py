@@ -1,0 +1,105 @@
+"""Lambda Task results and errors in the shapes AWS records.
+
+moto's interpreter differs from AWS in two places every Lambda Task meets:
+
+- a ``lambda:invoke`` result lacks ``SdkHttpMetadata`` and ``SdkResponseMetadata``, which AWS adds (the
+  Java SDK's response metadata) and which state machines select from or pass on;
+- a function error's ``Cause`` is re-serialised compactly for both kinds of Task. AWS does that for
+  ``lambda:invoke`` only; a bare function ARN Task keeps the runtime's own JSON text (``", "`` and
+  ``": "`` separators, key order as the runtime wrote it).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from email.utils import formatdate
+from typing import Any
+
+from orderbatch.localcloud.lambda_service.functions import LATEST
+
+
+class _RawPayloadError(Exception):
+    """Marks a function error that also carries the payload exactly as the runtime wrote it."""
+
+    raw_payload: str
+
+
+def sdk_http_metadata(request_id: str, payload_text: str, executed_version: str) -> dict[str, Any]:
+    """What AWS adds to a ``lambda:invoke`` result: the Invoke response's headers, as recorded."""
+    trace_id = f"root=1-{secrets.token_hex(4)}-{secrets.token_hex(12)};sampled=0"
+    headers = {
+        "X-Amz-Executed-Version": executed_version,
+        "x-amzn-Remapped-Content-Length": "0",
+        "Connection": "keep-alive",
+        "x-amzn-RequestId": request_id,
+        "Content-Length": str(len(payload_text.encode())),
+        "Date": formatdate(usegmt=True),
+        "X-Amzn-Trace-Id": trace_id,
+        "Content-Type": "application/json",
+    }
+    return {
+        "AllHttpHeaders": {name: [value] for name, value in headers.items()},
+        "HttpHeaders": dict(sorted(headers.items(), key=lambda item: item[0].lower())),
+        "HttpStatusCode": 200,
+    }
+
+
+def _payload_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def patch() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
+        lambda_eval_utils,
+        state_task_lambda,
+    )
+
+    original_integration = lambda_eval_utils.execute_lambda_function_integration
+    function_error_class = lambda_eval_utils.LambdaFunctionErrorException
+    raw_error_class = type("LambdaFunctionRawErrorException", (function_error_class, _RawPayloadError), {})
+
+    def execute_lambda_function_integration(
+        env: Any, parameters: dict[str, Any], region: str, state_credentials: Any
+    ) -> None:
+        if env.is_mocked_mode():
+            original_integration(
+                env=env, parameters=parameters, region=region, state_credentials=state_credentials
+            )
+            return
+        client: Any = lambda_eval_utils.boto_client_for(
+            service="lambda", region=region, state_credentials=state_credentials
+        )
+        response = client.invoke(**parameters)
+        payload_text = response["Payload"].read().decode("utf-8", errors="replace")
+        if response.get("FunctionError"):
+            compact = json.dumps(_payload_value(payload_text), separators=(",", ":"))
+            error = raw_error_class(response["FunctionError"], compact)
+            error.raw_payload = payload_text
+            raise error
+        request_id = response.get("ResponseMetadata", {}).get("RequestId", "")
+        executed_version = response.get("ExecutedVersion", LATEST)
+        env.stack.append(
+            {
+                "ExecutedVersion": executed_version,
+                "Payload": _payload_value(payload_text),
+                "SdkHttpMetadata": sdk_http_metadata(request_id, payload_text, executed_version),
+                "SdkResponseMetadata": {"RequestId": request_id},
+                "StatusCode": response.get("StatusCode", 200),
+            }
+        )
+
+    lambda_eval_utils.execute_lambda_function_integration = execute_lambda_function_integration
+
+    bare_arn_task = state_task_lambda.StateTaskLambda
+    original_from_error = bare_arn_task._from_error
+
+    def from_error_keeping_runtime_text(self: Any, env: Any, ex: Exception) -> Any:
+        if isinstance(ex, _RawPayloadError) and isinstance(ex, function_error_class):
+            ex = function_error_class(ex.function_error, ex.raw_payload)
+        return original_from_error(self, env, ex)
+
+    bare_arn_task._from_error = from_error_keeping_runtime_text  # type: ignore[method-assign]
