@@ -98,6 +98,12 @@ def _forget_finished_threads() -> None:
     original.clear()
 
 
+# The interpreter writes these, and they take an event ID, but AWS's GetExecutionHistory never lists
+# them: a Parallel state's history goes ParallelStateStarted, the branches, then ParallelStateExited, with
+# a gap in the IDs where ParallelStateSucceeded was (AWS-recorded histories show the same gap).
+_UNLISTED_EVENT_TYPES = frozenset({"ParallelStateSucceeded"})
+
+
 def patch() -> None:
     from moto.stepfunctions.parser.backend import execution
 
@@ -118,8 +124,8 @@ def patch() -> None:
         store = _store
         events = store.events(self.exec_arn) if store is not None else None
         if events is None:
-            return original_history(self)
-        return {"events": events}
+            events = original_history(self)["events"]
+        return {"events": [event for event in events if event["type"] not in _UNLISTED_EVENT_TYPES]}
 
     execution.Execution.to_history_output = history_output  # type: ignore[method-assign]
 
