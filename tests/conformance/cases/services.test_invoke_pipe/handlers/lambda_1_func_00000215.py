@@ -1,0 +1,2 @@
+def handler(event, ctx):
+    return {"Return": "HelloWorld"}
