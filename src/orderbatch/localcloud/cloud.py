@@ -26,6 +26,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from orderbatch.localcloud.dynamodb import TableLocks, patch_transactions
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
+from orderbatch.localcloud.iam import IamEnforcer, build_roles
 from orderbatch.localcloud.lambda_service import (
     FaultPlan,
     LambdaService,
@@ -40,6 +41,7 @@ from orderbatch.localcloud.stepfunctions import (
     keep_histories_in,
     route_lambda_tasks_to,
 )
+from orderbatch.localcloud.stepfunctions.task_clients import give_task_roles_credentials
 
 DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 # The deployment's own calls carry this key: they are the only ones served before the template is deployed.
@@ -80,12 +82,21 @@ class LocalCloudConfig:
     definition_transform: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     # Sees every DynamoDB request (operation, body) before moto does: the benchmark counts writes with it.
     dynamodb_observer: Callable[[str, bytes], None] | None = None
+    # Functions and state machines call as their template roles, checked on every call (docs/iam.md).
+    enforce_iam: bool = True
 
 
 class LocalCloud:
     def __init__(self, config: LocalCloudConfig) -> None:
         self.config = config
         self.stack: LocalStack = load_stack(config.template, parameter_overrides=config.parameter_overrides)
+        self.iam: IamEnforcer | None = None
+        if config.enforce_iam:
+            roles = build_roles(config.template, self.stack)
+            self.iam = IamEnforcer(roles, region=self.stack.region, account_id=self.stack.account_id)
+            self.stack.not_honoured.extend(roles.notes)
+        else:
+            self.stack.not_honoured.append("IAM: policies are not enforced (every call is allowed)")
         self.state_dir = config.state_dir or Path(tempfile.mkdtemp(prefix="orderbatch-local-"))
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
@@ -126,7 +137,12 @@ class LocalCloud:
         self._moto_app = moto_app
         functions = [
             spec.with_environment(
-                {**LOCAL_FUNCTION_ENVIRONMENT, **spec.environment, **self.config.function_environment}
+                {
+                    **LOCAL_FUNCTION_ENVIRONMENT,
+                    **spec.environment,
+                    **(self.iam.function_environment(spec.name) if self.iam else {}),
+                    **self.config.function_environment,
+                }
             )
             for spec in self.stack.functions
         ]
@@ -144,7 +160,9 @@ class LocalCloud:
             fork_runtimes=self.config.fork_runtimes,
             max_environments=self.max_environments(),
         )
-        route_lambda_tasks_to(self.lambda_service.in_process_client())
+        in_process = self.lambda_service.in_process_client()
+        route_lambda_tasks_to(self.iam.lambda_tasks_client(in_process) if self.iam else in_process)
+        give_task_roles_credentials(self.iam.task_credentials if self.iam else None)
         self.history_store = HistoryStore(self.state_dir / "histories", self.config.history_events_in_memory)
         keep_histories_in(self.history_store)
         self.http_api = HttpApiGateway(
@@ -173,6 +191,7 @@ class LocalCloud:
 
     def stop(self) -> None:
         route_lambda_tasks_to(None)
+        give_task_roles_credentials(None)
         keep_histories_in(None)
         if self._metrics is not None:
             self._metrics.close()
@@ -260,6 +279,8 @@ class LocalCloud:
             assert self.lambda_service is not None
             as_json = bool(environ.get("HTTP_X_AMZ_TARGET")) or self.lambda_service.handles(path)
             return _still_deploying(as_json, start_response)
+        if self.iam is not None and (refusal := self.iam.refuse(environ, start_response)) is not None:
+            return refusal
         assert self.lambda_service is not None
         assert self.http_api is not None
         if self.lambda_service.handles(path):
@@ -330,8 +351,10 @@ class LocalCloud:
             if self.config.definition_transform is not None:
                 transformed = self.config.definition_transform(machine.logical_id, json.loads(definition))
                 definition = json.dumps(transformed)
+            # The template's role when IAM is enforced: the interpreter hands it to every Task's client.
+            role_arn = (self.iam.state_machine_role_arn(machine.name) if self.iam else None) or LOCAL_ROLE_ARN
             sfn.create_state_machine(
-                name=machine.name, definition=definition, roleArn=LOCAL_ROLE_ARN, type=machine.type
+                name=machine.name, definition=definition, roleArn=role_arn, type=machine.type
             )
         self._create_alarms()
         for logical_id, path in self.config.seed_files.items():

@@ -65,11 +65,9 @@ SILENTLY_LOCAL = {
     },
 }
 NOT_ENFORCED_LOCALLY = {
-    "Policies": "IAM policies are not enforced locally (every call is allowed)",
     "Tracing": "X-Ray tracing is not collected locally",
     "Logging": "state machine logging is not delivered locally",
     "Layers": "layers are not mounted locally",
-    "Role": "execution roles are not assumed locally",
     "PointInTimeRecoverySpecification": "point-in-time recovery has no local effect",
     "BucketEncryption": "bucket encryption has no local effect",
 }

@@ -1,9 +1,11 @@
 """The clients moto's interpreter uses for service Tasks: built once, and Lambda called in-process.
 
-moto builds a new boto3 client for every Task (a third of its time in a profile), whatever the Task's
-role; locally every role has the same dummy credentials, so one client per region, service and endpoint
-serves them all (boto3 clients are thread-safe once built). Lambda Tasks go to the local Lambda service
-in-process when one is routed here (``route_lambda_tasks_to``), with the answers boto3 would give.
+moto builds a new boto3 client for every Task (a third of its time in a profile) with the same dummy
+credentials whatever the Task's role. Here one client per region, service, endpoint and role credentials
+serves them all (boto3 clients are thread-safe once built), and a Task calls with the credentials of its
+state machine's role when some are given (``give_task_roles_credentials``), so the local IAM checks it as
+that role. Lambda Tasks go to the local Lambda service in-process when one is routed here
+(``route_lambda_tasks_to``), with the answers boto3 would give; the caller's key goes along.
 """
 
 from __future__ import annotations
@@ -12,11 +14,17 @@ import functools
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
+
+import boto3
+from botocore.config import Config
 
 _INTERPRETER_PACKAGE = "moto.stepfunctions.parser"
 
 _lambda_client: Any | None = None
+# Role ARN -> (access key ID, secret access key) that the role's Tasks sign with; None: moto's own keys.
+_role_credentials: Callable[[str], tuple[str, str] | None] | None = None
 
 
 def route_lambda_tasks_to(client: Any | None) -> None:
@@ -25,22 +33,61 @@ def route_lambda_tasks_to(client: Any | None) -> None:
     _lambda_client = client
 
 
+def give_task_roles_credentials(credentials_for_role: Callable[[str], tuple[str, str] | None] | None) -> None:
+    """Have Tasks call as their state machine's role (looked up by role ARN), or as moto does with None."""
+    global _role_credentials
+    _role_credentials = credentials_for_role
+
+
+class _LambdaClientForCaller:
+    """The routed in-process Lambda client, told which key the Task signs with."""
+
+    def __init__(self, client: Any, access_key_id: str) -> None:
+        self._client = client
+        self._access_key_id = access_key_id
+
+    def invoke(self, **parameters: Any) -> Any:
+        return self._client.invoke(caller_access_key_id=self._access_key_id, **parameters)
+
+
 def patch() -> None:
+    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
     from moto.stepfunctions.parser.asl.utils import boto_client
 
     original = boto_client.boto_client_for
     lock = threading.Lock()
 
     @functools.cache
-    def cached(region: str, service: str, port: str | None) -> Any:
+    def cached(region: str, service: str, port: str | None, credentials: tuple[str, str] | None) -> Any:
         with lock:  # boto3's default session is not safe to build clients from concurrently
-            return original(region=region, service=service)
+            if credentials is None:
+                return original(region=region, service=service)
+            # moto's client, as its boto_client_for builds it, with the role's keys instead of its own.
+            return boto3.client(
+                service,  # type: ignore[call-overload]
+                region_name=region,
+                endpoint_url=f"http://localhost:{port}",
+                aws_access_key_id=credentials[0],
+                aws_secret_access_key=credentials[1],
+                config=Config(
+                    parameter_validation=False,
+                    retries={"max_attempts": 0, "total_max_attempts": 1},
+                    connect_timeout=TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS,
+                    read_timeout=TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS,
+                ),
+            )
 
     def task_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        role_arn = getattr(state_credentials, "role_arn", None)
+        credentials = _role_credentials(role_arn) if _role_credentials and role_arn else None
         if service == "lambda" and _lambda_client is not None:
-            return _lambda_client
+            return (
+                _lambda_client
+                if credentials is None
+                else _LambdaClientForCaller(_lambda_client, credentials[0])
+            )
         # Keyed by port too: each local cloud started in this process has its own endpoint.
-        return cached(region, service, os.environ.get("MOTO_PORT"))
+        return cached(region, service, os.environ.get("MOTO_PORT"), credentials)
 
     # Interpreter modules import the function by name: those imported later get the replacement from
     # here, those already imported are given it.
@@ -48,3 +95,29 @@ def patch() -> None:
     for name, module in list(sys.modules.items()):
         if name.startswith(_INTERPRETER_PACKAGE) and getattr(module, "boto_client_for", None) is original:
             setattr(module, "boto_client_for", task_client_for)  # noqa: B010 - a module, not a known type
+    _name_unmodelled_lambda_errors_as_aws_does()
+
+
+def _name_unmodelled_lambda_errors_as_aws_does() -> None:
+    """A ``lambda:invoke`` Task fails with ``Lambda.<ErrorCode>`` only for errors Lambda's API models
+    (``TooManyRequestsException``, ``ResourceNotFoundException``, ...); any other, such as the
+    ``AccessDeniedException`` of a role that may not invoke the function, arrives as
+    ``Lambda.AWSLambdaException``, the cause still naming the real code. moto names them all by code."""
+    import botocore.session
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_lambda,
+    )
+
+    task = state_task_service_lambda.StateTaskServiceLambda
+    original = task._error_cause_from_client_error
+    modelled = {
+        shape.name for shape in botocore.session.get_session().get_service_model("lambda").error_shapes
+    }
+
+    def error_cause(client_error: Any) -> tuple[str, str]:
+        error, cause = original(client_error)
+        if client_error.response["Error"]["Code"] not in modelled:
+            error = "Lambda.AWSLambdaException"
+        return error, cause
+
+    task._error_cause_from_client_error = staticmethod(error_cause)  # type: ignore[method-assign]

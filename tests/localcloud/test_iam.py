@@ -1,0 +1,316 @@
+"""IAM in the local cloud: roles built from the template's policies, checked on every call they sign.
+
+The app's own template must run its whole flow with IAM on; a copy missing one permission must fail with
+exactly the AccessDeniedException AWS gives. A small template of its own (iam_fixture/) covers a function
+with no policy, one that may only read, and a state machine whose role may not invoke its function.
+Every cloud here runs alone (moto's state is per process), so each test starts its own.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from samcli.yamlhelper import yaml_dump, yaml_parse
+
+from orderbatch.api_client import BatchesApiClient
+from orderbatch.audit import BatchLocations
+from orderbatch.commands.demo import fixture_skus, generate_orders
+from orderbatch.executions import wait_for_execution
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.iam import Access, IamEnforcer, build_roles, requested_access
+from orderbatch.localcloud.stack import load_stack
+from orderbatch.project import PROJECT_ROOT, inventory_fixture
+
+TEMPLATE = PROJECT_ROOT / "template.yaml"
+PROBE_TEMPLATE = Path(__file__).resolve().parent / "iam_fixture" / "template.yaml"
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+TABLE_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/orderbatch-{{}}"
+
+
+def not_authorized(role: str, session: str, action: str, resource: str) -> str:
+    return (
+        f"User: arn:aws:sts::{ACCOUNT}:assumed-role/orderbatch-{role}/{session} "
+        f"is not authorized to perform: {action} on resource: {resource} "
+        f"because no identity-based policy allows the {action} action"
+    )
+
+
+def started(template: Path, **options: Any) -> LocalCloud:
+    return LocalCloud(LocalCloudConfig(template=template, **options)).start()
+
+
+@pytest.fixture
+def enforcer() -> IamEnforcer:
+    stack = load_stack(TEMPLATE)
+    return IamEnforcer(build_roles(TEMPLATE, stack), region=stack.region, account_id=stack.account_id)
+
+
+# ---------------------------------------------------------------------------------------------- roles
+
+
+def test_the_app_roles_are_its_policy_templates_expanded_as_sam_expands_them(enforcer: IamEnforcer) -> None:
+    reserve = enforcer.identity(
+        enforcer.function_environment("ReserveInventoryFunction")["AWS_ACCESS_KEY_ID"]
+    )
+    assert reserve is not None
+    assert reserve.arn == (
+        f"arn:aws:sts::{ACCOUNT}:assumed-role/orderbatch-ReserveInventoryFunctionRole/ReserveInventoryFunction"
+    )
+    # DynamoDB authorises a transaction item by item: PutItem, UpdateItem, ConditionCheckItem on each table.
+    for table in ("InventoryTable", "ReservationsTable", "IdempotencyTable"):
+        for action in ("PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem", "GetItem", "Query"):
+            assert (
+                enforcer.first_denied(reserve, [Access(f"dynamodb:{action}", TABLE_ARN.format(table))])
+                is None
+            )
+    for table in ("PaymentsTable", "OrdersTable"):
+        denial = enforcer.first_denied(reserve, [Access("dynamodb:PutItem", TABLE_ARN.format(table))])
+        assert denial is not None
+    # DynamoDBCrudPolicy grants neither table-level administration nor streams.
+    assert enforcer.first_denied(
+        reserve, [Access("dynamodb:DeleteTable", TABLE_ARN.format("InventoryTable"))]
+    )
+    # The managed AWSLambdaBasicExecutionRole SAM attaches: logs anywhere.
+    assert (
+        enforcer.first_denied(reserve, [Access("logs:PutLogEvents", "arn:aws:logs:x:y:log-group:g")]) is None
+    )
+
+
+def test_the_state_machine_role_may_invoke_its_task_functions_and_nothing_else(enforcer: IamEnforcer) -> None:
+    role_arn = enforcer.state_machine_role_arn("orderbatch-order-batch")
+    assert role_arn == f"arn:aws:iam::{ACCOUNT}:role/orderbatch-OrderBatchStateMachineRole"
+    credentials = enforcer.task_credentials(role_arn)
+    assert credentials is not None
+    machine = enforcer.identity(credentials[0])
+    assert machine is not None
+    function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{{}}"
+    for task in ("ValidateOrder", "ReserveInventory", "ChargePayment", "ConfirmOrder", "CancelOrder"):
+        invoke = Access("lambda:InvokeFunction", function_arn.format(f"{task}Function"))
+        assert enforcer.first_denied(machine, [invoke]) is None
+    api = Access("lambda:InvokeFunction", function_arn.format("BatchesApiFunction"))
+    assert enforcer.first_denied(machine, [api]) is not None
+    bucket_object = "arn:aws:s3:::orderbatch-batchbucket/results/manifest.json"
+    assert enforcer.first_denied(machine, [Access("s3:PutObject", bucket_object)]) is None
+    assert enforcer.first_denied(machine, [Access("s3:DeleteObject", bucket_object)]) is not None
+
+
+def test_a_transaction_needs_each_item_action_on_each_table_and_the_first_missing_is_named(
+    enforcer: IamEnforcer,
+) -> None:
+    body = json.dumps(
+        {
+            "TransactItems": [
+                {"Put": {"TableName": "orderbatch-ReservationsTable", "Item": {}}},
+                {"Update": {"TableName": "orderbatch-InventoryTable", "Key": {}}},
+                {"ConditionCheck": {"TableName": "orderbatch-PaymentsTable", "Key": {}}},
+            ]
+        }
+    ).encode()
+    environ = {
+        "wsgi.input": io.BytesIO(body),
+        "CONTENT_LENGTH": str(len(body)),
+        "HTTP_X_AMZ_TARGET": "DynamoDB_20120810.TransactWriteItems",
+    }
+    accesses = requested_access("dynamodb", environ, REGION, ACCOUNT)
+    assert accesses == [
+        Access("dynamodb:PutItem", TABLE_ARN.format("ReservationsTable")),
+        Access("dynamodb:UpdateItem", TABLE_ARN.format("InventoryTable")),
+        Access("dynamodb:ConditionCheckItem", TABLE_ARN.format("PaymentsTable")),
+    ]
+    assert environ["wsgi.input"].read() == body  # put back for the service
+    reserve = enforcer.identity(
+        enforcer.function_environment("ReserveInventoryFunction")["AWS_ACCESS_KEY_ID"]
+    )
+    assert reserve is not None
+    denial = enforcer.first_denied(reserve, accesses)
+    assert denial is not None
+    assert denial.access == accesses[2]
+
+
+# ---------------------------------------------------------------------------------------------- the app
+
+
+def test_the_app_template_runs_inline_and_s3_batches_with_iam_enforced(tmp_path: Path) -> None:
+    cloud = started(TEMPLATE, seed_files={"InventoryTable": inventory_fixture(TEMPLATE)})
+    try:
+        assert not [line for line in cloud.stack.not_honoured if "IAM" in line or "role" in line]
+        locations = BatchLocations.from_outputs(cloud.stack.outputs)
+        session = boto3.Session(
+            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+        )
+        api = BatchesApiClient(cloud.api_url, session=session)
+        skus = fixture_skus(TEMPLATE)
+        inline = generate_orders(4, skus, prefix="iam-inline")
+        from_s3 = generate_orders(4, skus, prefix="iam-s3")
+        bucket = cloud.stack.outputs["BatchBucketName"]
+        cloud.client("s3").put_object(Bucket=bucket, Key="incoming/iam-s3.json", Body=json.dumps(from_s3))
+
+        # Through the HTTP API: the API function starts and describes executions as its own role.
+        assert api.submit({"batch_id": "iam-inline", "orders": inline}).status == 202
+        source = {"bucket": bucket, "key": "incoming/iam-s3.json"}
+        assert api.submit({"batch_id": "iam-s3", "source": source}).status == 202
+        for batch_id in ("iam-inline", "iam-s3"):
+            wait_for_execution(cloud.client("stepfunctions"), locations.execution_arn(batch_id), timeout=240)
+            status = api.status(batch_id)
+            assert status.status == 200, status.body
+            assert status.body["status"] == "SUCCEEDED", status.body
+            assert status.body["summary"]["succeeded"] == 4, status.body
+            report = cloud.audit(batch_id)
+            assert report.violations == []
+            assert report.lost == []
+    finally:
+        cloud.stop()
+
+
+def test_a_charge_function_without_the_payments_table_is_denied_exactly_that_write(tmp_path: Path) -> None:
+    template = yaml_parse(TEMPLATE.read_text())
+    charge = template["Resources"]["ChargePaymentFunction"]["Properties"]
+    charge["Policies"] = [
+        policy for policy in charge["Policies"] if "PaymentsTable" not in json.dumps(policy)
+    ]
+    copy = tmp_path / "template.yaml"
+    copy.write_text(yaml_dump(template))
+    for folder in ("functions", "statemachine", "fixtures"):
+        (tmp_path / folder).symlink_to(PROJECT_ROOT / folder)
+
+    cloud = started(copy, seed_files={"InventoryTable": inventory_fixture(TEMPLATE)})
+    try:
+        sfn = cloud.client("stepfunctions")
+        orders = generate_orders(1, fixture_skus(TEMPLATE), prefix="iam-denied")
+        arn = sfn.start_execution(
+            stateMachineArn=cloud.stack.state_machine().arn,
+            name="iam-denied",
+            input=json.dumps({"batch_id": "iam-denied", "orders": orders}),
+        )["executionArn"]
+        assert wait_for_execution(sfn, arn, timeout=240) == "SUCCEEDED"
+        summary = json.loads(sfn.describe_execution(executionArn=arn)["output"])
+        events = sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+    finally:
+        cloud.stop()
+
+    assert summary["failed"] == 1
+    causes = [
+        json.loads(event["taskFailedEventDetails"]["cause"])
+        for event in events
+        if event["type"] == "TaskFailed" and event["taskFailedEventDetails"]["error"] == "ClientError"
+    ]
+    expected = (
+        "An error occurred (AccessDeniedException) when calling the PutItem operation: "
+        + not_authorized(
+            "ChargePaymentFunctionRole",
+            "ChargePaymentFunction",
+            "dynamodb:PutItem",
+            TABLE_ARN.format("PaymentsTable"),
+        )
+    )
+    # The first attempt and the three States.TaskFailed retries, each denied the same write.
+    assert [cause["errorMessage"] for cause in causes] == [expected] * 4
+
+
+# ---------------------------------------------------------------------------------------------- probes
+
+
+@pytest.fixture
+def probe_cloud(request: pytest.FixtureRequest) -> Iterator[LocalCloud]:
+    cloud = started(PROBE_TEMPLATE, enforce_iam=request.param)
+    try:
+        yield cloud
+    finally:
+        cloud.stop()
+
+
+def probe(cloud: LocalCloud, function: str) -> dict[str, Any]:
+    response = cloud.client("lambda").invoke(FunctionName=function, Payload=b"{}")
+    assert "FunctionError" not in response
+    outcome: dict[str, Any] = json.loads(response["Payload"].read())
+    return outcome
+
+
+def run_invoker(cloud: LocalCloud) -> dict[str, Any]:
+    sfn = cloud.client("stepfunctions")
+    arn = sfn.start_execution(stateMachineArn=cloud.stack.state_machine().arn)["executionArn"]
+    wait_for_execution(sfn, arn, timeout=60, poll_seconds=0.2)
+    description: dict[str, Any] = sfn.describe_execution(executionArn=arn)
+    return description
+
+
+@pytest.mark.parametrize("probe_cloud", [True], indirect=True)
+def test_calls_a_role_does_not_allow_are_denied_in_each_service_own_shape(probe_cloud: LocalCloud) -> None:
+    table_arn = TABLE_ARN.format("ProbeTable")
+    bucket_arn = "arn:aws:s3:::orderbatch-probebucket"
+
+    def denied(
+        role: str, function: str, action: str, resource: str, code: str, status: int
+    ) -> dict[str, Any]:
+        return {"code": code, "status": status, "message": not_authorized(role, function, action, resource)}
+
+    role = "UnprivilegedFunctionRole"
+    assert probe(probe_cloud, "UnprivilegedFunction") == {
+        "dynamodb:GetItem": denied(
+            role, "UnprivilegedFunction", "dynamodb:GetItem", table_arn, "AccessDeniedException", 400
+        ),
+        "dynamodb:PutItem": denied(
+            role, "UnprivilegedFunction", "dynamodb:PutItem", table_arn, "AccessDeniedException", 400
+        ),
+        "s3:ListBucket": denied(
+            role, "UnprivilegedFunction", "s3:ListBucket", f'"{bucket_arn}"', "AccessDenied", 403
+        ),
+        "s3:PutObject": denied(
+            role, "UnprivilegedFunction", "s3:PutObject", f'"{bucket_arn}/probe.txt"', "AccessDenied", 403
+        ),
+    }
+    reader = probe(probe_cloud, "ReaderFunction")
+    assert reader["dynamodb:GetItem"] == {"code": None}
+    assert reader["s3:ListBucket"] == {"code": None}
+    assert reader["dynamodb:PutItem"]["code"] == "AccessDeniedException"
+    assert reader["s3:PutObject"]["code"] == "AccessDenied"
+
+    # The operator's credentials are an administrator's.
+    probe_cloud.client("dynamodb").put_item(TableName="orderbatch-ProbeTable", Item={"id": {"S": "op"}})
+    probe_cloud.client("s3").put_object(Bucket="orderbatch-probebucket", Key="op.txt", Body=b"x")
+    assert probe_cloud.client("s3").list_objects_v2(Bucket="orderbatch-probebucket")["KeyCount"] == 1
+
+
+@pytest.mark.parametrize("probe_cloud", [True], indirect=True)
+def test_a_lambda_task_its_role_may_not_invoke_fails_as_step_functions_reports_it(
+    probe_cloud: LocalCloud,
+) -> None:
+    execution = run_invoker(probe_cloud)
+
+    assert execution["status"] == "FAILED"
+    assert execution["error"] == "Lambda.AWSLambdaException"
+    role_arn = probe_cloud.client("stepfunctions").describe_state_machine(
+        stateMachineArn=probe_cloud.stack.state_machine().arn
+    )["roleArn"]
+    assert role_arn == f"arn:aws:iam::{ACCOUNT}:role/orderbatch-InvokerStateMachineRole"
+    message, _, details = execution["cause"].partition(" (Service: ")
+    session = message.split("/")[2].split(" ")[0]
+    assert session.isalpha()
+    assert len(session) == 32
+    function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:UnprivilegedFunction"
+    assert message == not_authorized(
+        "InvokerStateMachineRole", session, "lambda:InvokeFunction", function_arn
+    )
+    assert details.startswith("AWSLambda; Status Code: 403; Error Code: AccessDeniedException; Request ID: ")
+    assert details.endswith("; Proxy: null)")
+    assert probe_cloud.lambda_service is not None
+    assert (
+        probe_cloud.lambda_service.stats(include_timeseries=False)["functions"]["UnprivilegedFunction"][
+            "invocations"
+        ]
+        == 0
+    )
+
+
+@pytest.mark.parametrize("probe_cloud", [False], indirect=True)
+def test_without_iam_every_call_goes_through(probe_cloud: LocalCloud) -> None:
+    assert any("IAM" in line for line in probe_cloud.stack.not_honoured)
+    assert all(outcome == {"code": None} for outcome in probe(probe_cloud, "UnprivilegedFunction").values())
+    assert run_invoker(probe_cloud)["status"] == "SUCCEEDED"
