@@ -8,6 +8,7 @@ Every cloud here runs alone (moto's state is per process), so each test starts i
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from samcli.yamlhelper import yaml_dump, yaml_parse
 from orderbatch.api_client import BatchesApiClient
 from orderbatch.audit import BatchLocations
 from orderbatch.commands.demo import fixture_skus, generate_orders
+from orderbatch.commands.local import register
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.localcloud.iam import Access, IamEnforcer, build_roles, requested_access
@@ -314,3 +316,27 @@ def test_without_iam_every_call_goes_through(probe_cloud: LocalCloud) -> None:
     assert any("IAM" in line for line in probe_cloud.stack.not_honoured)
     assert all(outcome == {"code": None} for outcome in probe(probe_cloud, "UnprivilegedFunction").values())
     assert run_invoker(probe_cloud)["status"] == "SUCCEEDED"
+
+
+def test_local_up_enforces_iam_unless_told_no_iam(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    configs: list[LocalCloudConfig] = []
+
+    class ConfigSeenError(Exception):
+        """Stops `local up` once it has built its configuration, before anything is served."""
+
+    class CloudThatOnlyRecords:
+        def __init__(self, config: LocalCloudConfig) -> None:
+            configs.append(config)
+
+        def start(self) -> None:
+            raise ConfigSeenError
+
+    monkeypatch.setattr("orderbatch.localcloud.cloud.LocalCloud", CloudThatOnlyRecords)
+    for flags in (["--no-iam"], []):
+        args = parser.parse_args(["local", "up", "--state-dir", str(tmp_path / "state"), *flags])
+        with pytest.raises(ConfigSeenError):
+            args.func(args)
+
+    assert [config.enforce_iam for config in configs] == [False, True]

@@ -30,6 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_STATE_DIR,
         help=f"folder for the cloud's state and logs, cleared at start (default ./{DEFAULT_STATE_DIR})",
     )
+    up.add_argument(
+        "--no-iam",
+        action="store_true",
+        help="do not enforce the template's IAM roles: every call is allowed (see docs/iam.md)",
+    )
     up.set_defaults(func=run_up)
 
     env = actions.add_parser(
@@ -223,7 +228,7 @@ def run_up(args: argparse.Namespace) -> int:
     from orderbatch.localcloud.cloud import LocalCloud
 
     state_dir = prepare_state_dir(args.state_dir)
-    cloud = LocalCloud(cloud_config_from_args(args, state_dir=state_dir)).start()
+    cloud = LocalCloud(cloud_config_from_args(args, state_dir=state_dir, enforce_iam=not args.no_iam)).start()
     stopped = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stopped.set())
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
