@@ -12,7 +12,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from orderbatch.localcloud.stepfunctions import executions, histories, lambda_tasks, map_state, task_clients
+from orderbatch.localcloud.stepfunctions import (
+    executions,
+    histories,
+    jsonata,
+    lambda_tasks,
+    map_state,
+    task_clients,
+)
 from orderbatch.localcloud.stepfunctions.histories import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
     HistoryStore,
@@ -56,4 +63,5 @@ def apply_interpreter_patches() -> None:
         histories.patch()
         executions.patch()
         lambda_tasks.patch()
+        jsonata.patch()
         _patched = True

@@ -1,0 +1,505 @@
+"""JSONata states (``"QueryLanguage": "JSONata"``) evaluated as AWS Step Functions evaluates them.
+
+moto's interpreter (ported from LocalStack) parses every JSONata field, but ships its evaluator stubbed
+out: LocalStack runs JSONata on a JVM that moto does not bundle. This module installs the pure-Python
+``jsonata-python`` evaluator in its place and makes what surrounds it answer as AWS does:
+
+* an expression sees ``$states`` and the workflow's variables as bound values, not as JSON text spliced
+  into its source (moto's splicing quoted strings without escaping them, so a quote or a backslash in any
+  input or variable broke every expression of the state);
+* the functions Step Functions adds (``$partition``, ``$range``, ``$hash``, ``$random`` with a seed,
+  ``$uuid``, ``$parse``) replace moto's JSONata stand-ins, and ``$eval`` is not available;
+* a failure is ``States.QueryEvaluationError`` with AWS's cause and location: the expression, the field it
+  sits in (``Output/result``, ``Arguments/FunctionName``, ...), and either "returned nothing (undefined)",
+  "returned an unsupported result type" or "threw an error during evaluation. <code>: <message>";
+* results are plain JSON values: JSONata's sequences become lists, its null becomes None, and a whole
+  number is an int, as JSONata's own (JavaScript) number model prints it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import math
+import random
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn
+
+from jsonata import Jsonata
+from jsonata.jexception import JException
+from jsonata.utils import Utils
+
+# The largest integer a JSONata (IEEE double) number holds exactly; past it a whole float stays a float.
+_LARGEST_EXACT_INTEGER = 2**53
+# Step Functions' names for the algorithms, exactly as spelled (lowercase names are rejected).
+_HASH_ALGORITHMS: dict[str, Callable[[bytes], Any]] = {
+    "MD5": hashlib.md5,
+    "SHA-1": hashlib.sha1,
+    "SHA-256": hashlib.sha256,
+    "SHA-384": hashlib.sha384,
+    "SHA-512": hashlib.sha512,
+}
+_QUERY_EVALUATION_ERROR = "States.QueryEvaluationError"
+# How AWS opens the cause of a failure inside a state (States.Runtime and States.QueryEvaluationError).
+_CAUSE_PREFIX = "An error occurred while executing the state "
+
+
+class StepFunctionsFunctionError(JException):
+    """A Step Functions function refused its arguments.
+
+    AWS documents no error codes for its own functions (JSONata's own errors carry one, as ``T0410``), so
+    these carry only their message.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__("")
+        self.args = (message,)
+
+
+class UnsupportedResultError(ValueError):
+    """The expression produced something JSON cannot hold (a function, a regex)."""
+
+
+# ---------------------------------------------------------------------------------------------- functions
+def _whole_number(value: Any, function: str, argument: str) -> int:
+    """A number argument rounded down, as AWS treats every integer argument of its functions."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StepFunctionsFunctionError(f"{function}: the {argument} must be a number")
+    return math.floor(value)
+
+
+def _text(value: Any, function: str, argument: str) -> str:
+    if not isinstance(value, str):
+        raise StepFunctionsFunctionError(f"{function}: the {argument} must be a string")
+    return value
+
+
+def partition(array: Any, chunk_size: Any = None) -> Any:
+    """``$partition(array, chunkSize)``: consecutive chunks; the last one may be shorter."""
+    if not isinstance(array, list):
+        raise StepFunctionsFunctionError("$partition: the array to partition must be an array")
+    items = list(array)
+    if chunk_size is None:
+        # Without a chunk size every item lands in one chunk.
+        return _array([_array(items)])
+    size = _whole_number(chunk_size, "$partition", "chunk size")
+    if size <= 0:
+        raise StepFunctionsFunctionError("$partition: the chunk size must be a positive integer")
+    return _array([_array(items[start : start + size]) for start in range(0, len(items), size)])
+
+
+def value_range(start: Any, end: Any, step: Any) -> Any:
+    """``$range(start, end, step)``: start, start+step, ... up to end inclusive, never past it.
+
+    A JSONata sequence, as on AWS: a range of one value is that value (``$range(1, 9, 9)`` is ``1``).
+    """
+    first = _whole_number(start, "$range", "start")
+    last = _whole_number(end, "$range", "end")
+    delta = _whole_number(step, "$range", "step")
+    if delta == 0:
+        raise StepFunctionsFunctionError("$range: the step must not be zero")
+    stop = last + 1 if delta > 0 else last - 1
+    return Utils.create_sequence_from_iter(range(first, stop, delta))
+
+
+def hash_value(data: Any, algorithm: Any) -> str:
+    """``$hash(data, algorithm)``: the hex digest of the string's UTF-8 bytes."""
+    text = _text(data, "$hash", "data to hash")
+    digest = _HASH_ALGORITHMS.get(_text(algorithm, "$hash", "algorithm"))
+    if digest is None:
+        raise StepFunctionsFunctionError(
+            f"$hash: unsupported algorithm {json.dumps(algorithm)}; "
+            f"expected one of {', '.join(_HASH_ALGORITHMS)}"
+        )
+    return str(digest(text.encode("utf-8")).hexdigest())
+
+
+def random_number(seed: Any = None) -> float:
+    """``$random([seed])``: 0 <= n < 1; the same (whole) seed always gives the same number."""
+    if seed is None:
+        return random.random()
+    return random.Random(_whole_number(seed, "$random", "seed")).random()
+
+
+def new_uuid() -> str:
+    """``$uuid()``: a version 4 UUID."""
+    return str(uuid.uuid4())
+
+
+def parse(text: Any) -> Any:
+    """``$parse(jsonString)``: the JSON value the string holds (JSONata's ``$eval`` is not available)."""
+    try:
+        value = json.loads(_text(text, "$parse", "argument"), parse_constant=_reject_constant)
+    except ValueError as error:
+        raise StepFunctionsFunctionError(f"$parse: the argument is not valid JSON ({error})") from None
+    return Utils.NULL_VALUE if value is None else value
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _array(items: list[Any]) -> Any:
+    """A JSONata array that stays an array even with one element (unlike a sequence)."""
+    array = Utils.JList(items)
+    array.keep_singleton = True
+    return array
+
+
+class _Native(Jsonata.JFunctionCallable):
+    """A Python function callable from JSONata, refusing a wrong number of arguments."""
+
+    def __init__(self, name: str, implementation: Callable[..., Any]) -> None:
+        self._name = name
+        self._implementation = implementation
+        self._parameters = inspect.signature(implementation)
+
+    def call(self, focus: Any, args: Any) -> Any:
+        arguments = list(args or [])
+        try:
+            self._parameters.bind(*arguments)
+        except TypeError:
+            raise StepFunctionsFunctionError(
+                f"${self._name}: wrong number of arguments ({len(arguments)})"
+            ) from None
+        return self._implementation(*arguments)
+
+
+_STEP_FUNCTIONS_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "partition": partition,
+    "range": value_range,
+    "hash": hash_value,
+    "random": random_number,
+    "uuid": new_uuid,
+    "parse": parse,
+}
+
+
+def compile_expression(expression: str) -> Jsonata:
+    """The expression parsed, with Step Functions' functions in scope and ``$eval`` out of it."""
+    compiled = Jsonata(expression)
+    compiled.set_output_convert_nulls(False)
+    for name, implementation in _STEP_FUNCTIONS_FUNCTIONS.items():
+        compiled.register_function(name, Jsonata.JFunction(_Native(name, implementation), None))
+    compiled.assign("eval", None)
+    return compiled
+
+
+# ------------------------------------------------------------------------------------------------ values
+def evaluate(expression: str, bindings: Mapping[str, Any] | None = None) -> Any:
+    """The expression's raw JSONata result: ``None`` when undefined, ``Utils.NULL_VALUE`` for null."""
+    variables = {
+        name: Utils.NULL_VALUE if value is None else value for name, value in (bindings or {}).items()
+    }
+    return compile_expression(expression).evaluate(None, variables)
+
+
+def to_json_value(value: Any) -> Any:
+    """A JSONata result as plain JSON data (fresh containers, never the input's own)."""
+    if value is Utils.NULL_VALUE or value is None:
+        return None
+    if isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) <= _LARGEST_EXACT_INTEGER:
+            return int(value)
+        return value
+    if isinstance(value, list):
+        return [to_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_json_value(item) for key, item in value.items()}
+    raise UnsupportedResultError(type(value).__name__)
+
+
+def evaluate_composed_expression(expression: str) -> Any:
+    """moto's entry point for expressions it builds as text (variable references in JSONPath states)."""
+    from moto.stepfunctions.parser.asl.jsonata.jsonata import JSONataException
+
+    try:
+        return to_json_value(evaluate(expression))
+    except JException as error:
+        raise JSONataException(error.error, str(error)) from error
+
+
+def encode_variable_declarations(bindings: Mapping[str, Any]) -> str:
+    """moto's ``$name:=value;`` declarations, with every value (strings too) as an escaped JSON literal."""
+    return "".join(
+        f"{reference}:={json.dumps(value, separators=(',', ':'), ensure_ascii=False, default=str)};"
+        for reference, value in bindings.items()
+    )
+
+
+# ------------------------------------------------------------------------------------------ field paths
+_fields = threading.local()
+
+
+def _field_path() -> list[str]:
+    path: list[str] | None = getattr(_fields, "path", None)
+    if path is None:
+        path = _fields.path = []
+    return path
+
+
+def current_field() -> str:
+    """Where the expression being evaluated sits in its state, as AWS names it (``Output/result``)."""
+    return "/".join(_field_path())
+
+
+def _enter_field(component_class: Any, field_of: Callable[[Any], str]) -> None:
+    """Evaluating a ``component_class`` component adds its field name to the current path for its span."""
+    evaluate_component = component_class.eval
+
+    def eval_in_field(self: Any, env: Any) -> None:
+        path = _field_path()
+        path.append(field_of(self))
+        try:
+            evaluate_component(self, env)
+        finally:
+            path.pop()
+
+    component_class.eval = eval_in_field
+
+
+def _always(name: str) -> Callable[[Any], str]:
+    return lambda _component: name
+
+
+def _track_fields() -> None:
+    from moto.stepfunctions.parser.asl.component.common.assign.assign_decl import AssignDecl
+    from moto.stepfunctions.parser.asl.component.common.assign.assign_template_binding import (
+        AssignTemplateBinding,
+    )
+    from moto.stepfunctions.parser.asl.component.common.jsonata.jsonata_template_binding import (
+        JSONataTemplateBinding,
+    )
+    from moto.stepfunctions.parser.asl.component.common.outputdecl import Output
+    from moto.stepfunctions.parser.asl.component.common.parargs import Arguments
+    from moto.stepfunctions.parser.asl.component.common.timeouts.heartbeat import HeartbeatSecondsJSONata
+    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSecondsJSONata
+    from moto.stepfunctions.parser.asl.component.state.choice.comparison.comparison import (
+        ConditionStringJSONata,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_selector import ItemSelector
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.items.items import Items
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.max_concurrency import (
+        MaxConcurrencyJSONata,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.tolerated_failure import (
+        ToleratedFailureCountStringJSONata,
+        ToleratedFailurePercentageStringJSONata,
+    )
+    from moto.stepfunctions.parser.asl.component.state.fail.cause_decl import Cause
+    from moto.stepfunctions.parser.asl.component.state.fail.error_decl import Error
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.seconds import SecondsJSONata
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import Timestamp
+
+    fixed_names: dict[Any, str] = {
+        Output: "Output",
+        Arguments: "Arguments",
+        AssignDecl: "Assign",
+        ItemSelector: "ItemSelector",
+        Items: "Items",
+        ConditionStringJSONata: "Condition",
+        TimeoutSecondsJSONata: "TimeoutSeconds",
+        HeartbeatSecondsJSONata: "HeartbeatSeconds",
+        MaxConcurrencyJSONata: "MaxConcurrency",
+        ToleratedFailureCountStringJSONata: "ToleratedFailureCount",
+        ToleratedFailurePercentageStringJSONata: "ToleratedFailurePercentage",
+        SecondsJSONata: "Seconds",
+        Timestamp: "Timestamp",
+        Error: "Error",
+        Cause: "Cause",
+    }
+    for component_class, name in fixed_names.items():
+        _enter_field(component_class, _always(name))
+    for binding_class in (JSONataTemplateBinding, AssignTemplateBinding):
+        _enter_field(binding_class, lambda binding: str(binding.identifier))
+
+
+# ----------------------------------------------------------------------------------- state evaluation
+def _bindings(env: Any) -> dict[str, Any]:
+    """``$states`` and every variable in scope (an inner scope's value wins), as JSONata sees them."""
+    store = env.variable_store
+    variables: dict[str, Any] = {**store._outer_scope, **store._inner_scope}
+    variables["states"] = env.states._states_data
+    return variables
+
+
+def _fail(env: Any, expression: str, field: str, outcome: str) -> NoReturn:
+    """Fail the state with States.QueryEvaluationError, its cause already in AWS's words.
+
+    The cause names the state and the event that entered it from the start, because moto records a Task's
+    failure event with the details as raised (its Map and the execution's failure add the same prefix,
+    which ``_decorated_once`` keeps from doubling).
+    """
+    from moto.stepfunctions.parser.api import EvaluationFailedEventDetails, HistoryEventType
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
+
+    state = env.next_state_name
+    entered_at = env.event_history_context.source_event_id
+    details = EvaluationFailedEventDetails(
+        error=_QUERY_EVALUATION_ERROR,
+        cause=(
+            f"{_CAUSE_PREFIX}'{state}' (entered at the event id #{entered_at}). "
+            f"The JSONata expression '{expression}' specified for the field '{field}' {outcome}"
+        ),
+        location=field,
+        state=state,
+    )
+    raise FailureEventException(
+        failure_event=FailureEvent(
+            env=env,
+            error_name=StatesErrorName(typ=StatesErrorNameType.StatesQueryEvaluationError),
+            event_type=HistoryEventType.EvaluationFailed,
+            event_details=_event_details(details),
+        )
+    )
+
+
+def evaluate_in_state(self: Any, env: Any) -> None:
+    """``StringJSONata._eval_body``: the expression's value on the stack, or a QueryEvaluationError."""
+    expression: str = self.expression
+    field = current_field()
+    try:
+        result = evaluate(expression, _bindings(env))
+    except JException as error:
+        _fail(env, expression, field, f"threw an error during evaluation. {_error_text(error)}")
+    if result is None:
+        _fail(env, expression, field, "returned nothing (undefined).")
+    try:
+        value = to_json_value(result)
+    except UnsupportedResultError:
+        _fail(env, expression, field, "returned an unsupported result type.")
+    env.stack.append(value)
+
+
+def _error_text(error: JException) -> str:
+    return f"{error.error}: {error}" if error.error else str(error)
+
+
+# ----------------------------------------------------------------------------------------- variables
+def _pending_assignments(store: Any) -> dict[str, Any]:
+    pending: dict[str, Any] | None = store.__dict__.get("_assigned_on_exit")
+    if pending is None:
+        pending = store.__dict__["_assigned_on_exit"] = {}
+    return pending
+
+
+def _assign_on_exit(self: Any, env: Any) -> None:
+    """``AssignDecl._eval_body``: evaluate every binding now, set the variables when the state exits.
+
+    On AWS a state's Assign and its Output (or OutputPath) both see the variables as the state found
+    them; the new values are for the states after it. moto set them at once, so the Output saw them.
+    """
+    assignments: dict[str, Any] = {}
+    for binding in self.declaration_bindings:
+        binding.eval(env=env)
+        assignments.update(env.stack.pop())
+    _pending_assignments(env.variable_store).update(assignments)
+
+
+def _assigned_variables(self: Any) -> dict[str, str]:
+    """Called as the state exits: set its assignments, then list them for the history as JSON text."""
+    from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
+
+    pending = _pending_assignments(self)
+    for identifier, value in pending.items():
+        self.set(variable_identifier=identifier, variable_value=value)
+    pending.clear()
+    # Strings too are JSON text (moto quoted them without escaping).
+    return {
+        identifier: to_json_str(self.get(identifier), separators=(",", ":"))
+        for identifier in self._declaration_tracing
+    }
+
+
+# ------------------------------------------------------------------------------------------- history
+def _event_details(evaluation_failed: Any) -> Any:
+    """moto's EventDetails for an EvaluationFailed event (a TypedDict mypy would want complete)."""
+    return {"evaluationFailedEventDetails": evaluation_failed}
+
+
+def _decorated_once(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A FailureEventException details method that leaves an already decorated cause as it is."""
+
+    def details_decorated_once(self: Any) -> Any:
+        details = method(self)
+        raised = next(iter((self.failure_event.event_details or {}).values()), None)
+        raised_cause = raised.get("cause") if isinstance(raised, dict) else None
+        if details and isinstance(raised_cause, str) and raised_cause.startswith(_CAUSE_PREFIX):
+            details["cause"] = raised_cause
+        return details
+
+    return details_decorated_once
+
+
+def _recording_evaluation_failures(method: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    """A state method that records an EvaluationFailed event for the failure it raises, as AWS does.
+
+    For the fields moto evaluates where nobody records the failure: every field of Pass, Choice, Wait,
+    Succeed and Fail, and the Output of Task, Map and Parallel (their other fields are recorded by their
+    own error handling).
+    """
+    from moto.stepfunctions.parser.api import HistoryEventType
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEventException
+
+    def recording(self: Any, env: Any) -> None:
+        try:
+            method(self, env)
+        except FailureEventException as failure:
+            if failure.failure_event.event_type == HistoryEventType.EvaluationFailed:
+                env.event_manager.add_event(
+                    context=env.event_history_context,
+                    event_type=HistoryEventType.EvaluationFailed,
+                    event_details=_event_details(failure.get_evaluation_failed_event_details()),
+                )
+            raise
+
+    return recording
+
+
+def _record_failures_in_history() -> None:
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEventException
+    from moto.stepfunctions.parser.asl.component.state.choice.state_choice import StateChoice
+    from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+    from moto.stepfunctions.parser.asl.component.state.fail.state_fail import StateFail
+    from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
+    from moto.stepfunctions.parser.asl.component.state.state_pass.state_pass import StatePass
+    from moto.stepfunctions.parser.asl.component.state.state_succeed.state_succeed import StateSucceed
+    from moto.stepfunctions.parser.asl.component.state.wait.state_wait import StateWait
+
+    for name in ("get_evaluation_failed_event_details", "get_execution_failed_event_details"):
+        setattr(FailureEventException, name, _decorated_once(getattr(FailureEventException, name)))
+    unrecorded: list[tuple[type, str, Callable[[Any, Any], None]]] = [
+        (state_class, "_eval_body", CommonStateField._eval_body)
+        for state_class in (StatePass, StateChoice, StateWait, StateSucceed, StateFail)
+    ]
+    unrecorded.append((ExecutionState, "_eval_state_output", ExecutionState._eval_state_output))
+    for owner, method_name, method in unrecorded:
+        setattr(owner, method_name, _recording_evaluation_failures(method))
+
+
+def patch() -> None:
+    from moto.stepfunctions.parser.asl.component.common.assign import assign_decl
+    from moto.stepfunctions.parser.asl.component.common.string import string_expression
+    from moto.stepfunctions.parser.asl.eval import states, variable_store
+    from moto.stepfunctions.parser.asl.jsonata import jsonata as moto_jsonata
+
+    moto_jsonata._eval_jsonata = evaluate_composed_expression
+    for module in (moto_jsonata, states, variable_store):
+        module.encode_jsonata_variable_declarations = encode_variable_declarations  # type: ignore[attr-defined]
+    string_expression.StringJSONata._eval_body = evaluate_in_state  # type: ignore[method-assign]
+    variable_store.VariableStore.get_assigned_variables = _assigned_variables  # type: ignore[method-assign]
+    assign_decl.AssignDecl._eval_body = _assign_on_exit  # type: ignore[method-assign]
+    _track_fields()
+    _record_failures_in_history()
