@@ -136,6 +136,42 @@ def test_a_transaction_needs_each_item_action_on_each_table_and_the_first_missin
     assert denial.access == accesses[2]
 
 
+def test_roles_of_the_template_its_policies_and_managed_policy_names_are_read_and_the_rest_reported() -> None:
+    template = PROBE_TEMPLATE.with_name("roles_template.yaml")
+    stack = load_stack(template)
+    roles = build_roles(template, stack)
+    enforcer = IamEnforcer(roles, region=REGION, account_id=ACCOUNT)
+    table = TABLE_ARN.format("ProbeTable")
+
+    def decision(function: str, action: str) -> str:
+        identity = enforcer.identity(enforcer.function_environment(function)["AWS_ACCESS_KEY_ID"])
+        assert identity is not None
+        denial = enforcer.first_denied(identity, [Access(action, table)])
+        return "allowed" if denial is None else "explicit deny" if denial.explicit else "implicit deny"
+
+    # AmazonDynamoDBReadOnlyAccess, named without its ARN, is read from the AWS managed policies.
+    assert [decision("NamedPolicyFunction", f"dynamodb:{a}") for a in ("GetItem", "PutItem")] == [
+        "allowed",
+        "implicit deny",
+    ]
+    # Role: !GetAtt MyRole.Arn with the template's ManagedPolicy and Policy; Deny wins over dynamodb:*.
+    assert [
+        decision("TemplateRoleFunction", f"dynamodb:{a}") for a in ("PutItem", "GetItem", "DeleteItem")
+    ] == [
+        "allowed",
+        "allowed",
+        "explicit deny",
+    ]
+    assert roles.functions["TemplateRoleFunction"].name == "orderbatch-MyRole"
+    assert enforcer.function_environment("OutsideRoleFunction") == {}
+    assert roles.notes == [
+        "NamedPolicyFunctionRole: managed policy arn:aws:iam::123456789012:policy/elsewhere "
+        "is unknown locally; it grants nothing",
+        "OutsideRoleFunction: role arn:aws:iam::123456789012:role/outside is not defined in the template; "
+        "its calls are not checked",
+    ]
+
+
 # ---------------------------------------------------------------------------------------------- the app
 
 
