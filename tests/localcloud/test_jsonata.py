@@ -801,6 +801,7 @@ def test_query_evaluation_error_as_aws_records_it(
         ("$parse(null)", "$parse: the argument must be a string"),
         ("$random('seed')", "$random: the seed must be a number"),
         ("$uuid('x')", "$uuid: wrong number of arguments (1)"),
+        ("$uppercase(1)", "T0410: Argument 1 of function uppercase does not match function signature"),
     ],
 )
 def test_a_failing_expression_fails_the_state_with_its_message(
@@ -816,6 +817,44 @@ def test_a_failing_expression_fails_the_state_with_its_message(
     assert execution.cause is not None
     assert execution.cause.startswith(opening + message)
     assert execution.details("EvaluationFailed")[0]["location"] == "Output/value"
+
+
+def test_a_query_evaluation_error_in_a_map_iteration_fails_the_map_under_its_own_name(sfn: Any) -> None:
+    definition = {
+        "QueryLanguage": "JSONata",
+        "StartAt": "Each",
+        "States": {
+            "Each": {
+                "Type": "Map",
+                "Items": [1, 2, 3],
+                "MaxConcurrency": 1,
+                "ItemProcessor": {
+                    "StartAt": "Item",
+                    "States": {
+                        "Item": {
+                            "Type": "Pass",
+                            "Output": "{% $states.input = 2 ? $nothing : $states.input %}",
+                            "End": True,
+                        }
+                    },
+                },
+                "End": True,
+            }
+        },
+    }
+
+    execution = run(sfn, definition)
+
+    failure = _evaluation_failure(
+        "Item", 9, "$states.input = 2 ? $nothing : $states.input", "Output", UNDEFINED
+    )
+    assert (execution.status, execution.error, execution.cause) == (
+        "FAILED",
+        "States.QueryEvaluationError",
+        failure["cause"],
+    )
+    assert execution.details("EvaluationFailed") == [failure]
+    assert [d["index"] for d in execution.details("MapIterationFailed")] == [1]
 
 
 # -- The app's own Validate order step, in JSONata ------------------------------------------------------

@@ -11,7 +11,11 @@ out: LocalStack runs JSONata on a JVM that moto does not bundle. This module ins
   ``$uuid``, ``$parse``) replace moto's JSONata stand-ins, and ``$eval`` is not available;
 * a failure is ``States.QueryEvaluationError`` with AWS's cause and location: the expression, the field it
   sits in (``Output/result``, ``Arguments/FunctionName``, ...), and either "returned nothing (undefined)",
-  "returned an unsupported result type" or "threw an error during evaluation. <code>: <message>";
+  "returned an unsupported result type" or "threw an error during evaluation. <code>: <message>"; the
+  history gets its EvaluationFailed event in every kind of state, and the error keeps its name when it
+  fails a Map iteration;
+* a state's Assign takes effect as the state exits, so its Output (or OutputPath) still sees the
+  variables as the state found them, as on AWS;
 * results are plain JSON values: JSONata's sequences become lists, its null becomes None, and a whole
   number is an int, as JSONata's own (JavaScript) number model prints it.
 """
@@ -43,6 +47,8 @@ _HASH_ALGORITHMS: dict[str, Callable[[bytes], Any]] = {
     "SHA-512": hashlib.sha512,
 }
 _QUERY_EVALUATION_ERROR = "States.QueryEvaluationError"
+# JSONata's argument-signature errors, whose jsonata-python wording differs from JSONata's in one word.
+_SIGNATURE_ERRORS = frozenset({"T0410", "T0411", "T0412"})
 # How AWS opens the cause of a failure inside a state (States.Runtime and States.QueryEvaluationError).
 _CAUSE_PREFIX = "An error occurred while executing the state "
 
@@ -384,7 +390,13 @@ def evaluate_in_state(self: Any, env: Any) -> None:
 
 
 def _error_text(error: JException) -> str:
-    return f"{error.error}: {error}" if error.error else str(error)
+    if not error.error:
+        return str(error)
+    message = str(error)
+    if error.error in _SIGNATURE_ERRORS:
+        # jsonata-python's templates say "Object" where JSONata's say "function".
+        message = message.replace("Object", "function")
+    return f"{error.error}: {message}"
 
 
 # ----------------------------------------------------------------------------------------- variables
@@ -468,10 +480,29 @@ def _recording_evaluation_failures(method: Callable[[Any, Any], None]) -> Callab
     return recording
 
 
+def _iteration_error_name(error_name: str) -> Any:
+    """The error a failed Map iteration hands its Map: States.* errors keep their own names.
+
+    moto wrapped every iteration error as a custom error name, which must not start with ``States.``, so
+    a States.QueryEvaluationError (or any States.* error) inside an iteration became a States.Runtime about
+    error names.
+    """
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+
+    if error_name.startswith("States."):
+        try:
+            return StatesErrorName.from_name(error_name)
+        except ValueError:
+            pass
+    return CustomErrorName(error_name=error_name)
+
+
 def _record_failures_in_history() -> None:
     from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEventException
     from moto.stepfunctions.parser.asl.component.state.choice.state_choice import StateChoice
     from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker
     from moto.stepfunctions.parser.asl.component.state.fail.state_fail import StateFail
     from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
     from moto.stepfunctions.parser.asl.component.state.state_pass.state_pass import StatePass
@@ -487,6 +518,7 @@ def _record_failures_in_history() -> None:
     unrecorded.append((ExecutionState, "_eval_state_output", ExecutionState._eval_state_output))
     for owner, method_name, method in unrecorded:
         setattr(owner, method_name, _recording_evaluation_failures(method))
+    setattr(iteration_worker, "CustomErrorName", _iteration_error_name)  # noqa: B010 - a class, replaced by a function
 
 
 def patch() -> None:
