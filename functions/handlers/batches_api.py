@@ -1,31 +1,65 @@
-"""HTTP API (payload format 2.0, IAM auth): POST /batches and GET /batches/{batch_id}."""
+"""HTTP API (payload format 2.0, IAM auth): POST /batches, GET /batches/{batch_id} and, for a batch whose
+execution ended unsuccessfully, POST /batches/{batch_id}/redrive and POST /batches/{batch_id}/reconcile."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import time
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
+import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from handlers.dependencies import inventory, order_records, payment_ledger
 from handlers.settings import get_settings, require
 from order_processing.batches import (
     BatchRequestError,
-    describe_batch,
+    InvalidBatchRequestError,
     parse_submission,
     submit_batch,
 )
+from order_processing.reconcile import (
+    OrderStores,
+    batch_state,
+    ended_batch,
+    reconcile_batch,
+    redrive_unless_reconciled,
+    seconds_left,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3.client import S3Client
+    from mypy_boto3_stepfunctions.client import SFNClient
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
 app = APIGatewayHttpResolver()
+# Reconcile stops this long before the function's timeout and answers with where to continue.
+RECONCILE_RESERVE_SECONDS = 2.5
 
 
 def _state_machine_arn() -> str:
     return require(get_settings().state_machine_arn, "STATE_MACHINE_ARN")
+
+
+@lru_cache(maxsize=1)
+def _sfn() -> SFNClient:
+    return boto3.client("stepfunctions")
+
+
+@lru_cache(maxsize=1)
+def _s3() -> S3Client:
+    return boto3.client("s3")
+
+
+def _json(status_code: int, body: dict[str, Any]) -> Response[dict[str, Any]]:
+    return Response(status_code=status_code, content_type=content_types.APPLICATION_JSON, body=body)
 
 
 @app.post("/batches")
@@ -63,16 +97,75 @@ def post_batch() -> Response[dict[str, Any]]:
 @app.get("/batches/<batch_id>")
 @tracer.capture_method
 def get_batch(batch_id: str) -> Response[dict[str, Any]]:
-    status = describe_batch(batch_id, state_machine_arn=_state_machine_arn())
-    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=status)
+    state = batch_state(
+        batch_id, state_machine_arn=_state_machine_arn(), sfn=_sfn(), orders=order_records, s3=_s3()
+    )
+    return _json(200, state)
+
+
+@app.post("/batches/<batch_id>/redrive")
+@tracer.capture_method
+def post_redrive(batch_id: str) -> Response[dict[str, Any]]:
+    redriven = redrive_unless_reconciled(
+        batch_id, state_machine_arn=_state_machine_arn(), sfn=_sfn(), orders=order_records, s3=_s3()
+    )
+    logger.info("batch redriven", **redriven)
+    metrics.add_metric(name="BatchesRedriven", unit=MetricUnit.Count, value=1)
+    return _json(200, redriven)
+
+
+@app.post("/batches/<batch_id>/reconcile")
+@tracer.capture_method
+def post_reconcile(batch_id: str) -> Response[dict[str, Any]]:
+    start_index = _start_index(app.current_event.decoded_body)
+    batch = ended_batch(
+        batch_id,
+        state_machine_arn=_state_machine_arn(),
+        sfn=_sfn(),
+        settle_seconds=get_settings().task_function_timeout_seconds,
+    )
+    remaining = app.lambda_context.get_remaining_time_in_millis() / 1000 - RECONCILE_RESERVE_SECONDS
+    report = reconcile_batch(
+        batch,
+        OrderStores(order_records(), inventory(), payment_ledger()),
+        _s3(),
+        start_index=start_index,
+        time_left=seconds_left(time.monotonic() + remaining),
+    )
+    logger.info("batch reconciled", batch_id=batch_id, counts=report.counts, next_index=report.next_index)
+    for action, count in report.counts.items():
+        if count and action in ("completed", "compensated"):
+            metrics.add_metric(name=f"OrdersReconciled{action.title()}", unit=MetricUnit.Count, value=count)
+    return _json(200, report.to_dict())
+
+
+def _start_index(body: str | None) -> int:
+    """An optional {"start_index": N}: where a reconcile cut short by the time limit continues."""
+    if not body:
+        return 0
+    try:
+        document = json.loads(body)
+    except json.JSONDecodeError as error:
+        raise InvalidBatchRequestError(f"request body is not valid JSON: {error}") from error
+    value = document.get("start_index", 0) if isinstance(document, dict) else None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidBatchRequestError(
+            'the body of a reconcile is empty or {"start_index": N}, N a whole number from 0',
+            field="start_index",
+        )
+    return value
 
 
 @app.exception_handler(BatchRequestError)
-def refuse_request(error: BatchRequestError) -> Response[dict[str, str]]:
+def refuse_request(error: BatchRequestError) -> Response[dict[str, Any]]:
     logger.info("request refused", status_code=error.status_code, reason=error.message, field=error.field)
     metrics.add_metric(name="RequestsRefused", unit=MetricUnit.Count, value=1)
+    retry_after = getattr(error, "retry_after_seconds", None)
     return Response(
-        status_code=error.status_code, content_type=content_types.APPLICATION_JSON, body=error.to_body()
+        status_code=error.status_code,
+        content_type=content_types.APPLICATION_JSON,
+        body=error.to_body(),
+        headers={"Retry-After": str(retry_after)} if retry_after is not None else None,
     )
 
 

@@ -25,6 +25,11 @@ class Settings(BaseModel):
     results_bucket_name: str = Field(default="", alias="RESULTS_BUCKET_NAME")
     max_inline_batch_bytes: int = Field(default=262_144, gt=0, alias="MAX_INLINE_BATCH_BYTES")
     max_inline_orders: int = Field(default=500, gt=0, alias="MAX_INLINE_ORDERS")
+    # How long a task a stopped batch started may still run: reconcile waits this long after the stop.
+    # Without the template's value, Lambda's longest timeout is the only safe assumption.
+    task_function_timeout_seconds: int = Field(
+        default=900, ge=1, le=900, alias="TASK_FUNCTION_TIMEOUT_SECONDS"
+    )
     # Control for the fault-matrix tests only: makes effects unkeyed to show what the keys prevent.
     effect_keys_disabled: bool = Field(default=False, alias="EFFECT_KEYS_DISABLED")
 

@@ -237,7 +237,7 @@ def submit_batch(
     execution_arn = execution_arn_for(state_machine_arn, submission.batch_id)
     # Asking first is what tells a resubmission apart: StartExecution answers a running execution
     # with the same name and input as if it had just started it.
-    existing = _describe_or_none(sfn, execution_arn)
+    existing = describe_execution_or_none(sfn, execution_arn)
     if existing is None:
         try:
             started = sfn.start_execution(
@@ -247,7 +247,7 @@ def submit_batch(
             )
         except sfn.exceptions.ExecutionAlreadyExists:
             # Another submission of this batch won the race between our describe and start.
-            existing = _describe_or_none(sfn, execution_arn)
+            existing = describe_execution_or_none(sfn, execution_arn)
             if existing is None:
                 raise
         else:
@@ -274,7 +274,7 @@ def _require_source_object(source: dict[str, str], s3: S3Client) -> None:
         raise
 
 
-def _describe_or_none(sfn: SFNClient, execution_arn: str) -> DescribeExecutionOutputTypeDef | None:
+def describe_execution_or_none(sfn: SFNClient, execution_arn: str) -> DescribeExecutionOutputTypeDef | None:
     try:
         return sfn.describe_execution(executionArn=execution_arn)
     except sfn.exceptions.ExecutionDoesNotExist:
@@ -287,13 +287,14 @@ def describe_batch(
     """The batch's execution status, and its summary once the execution has produced one."""
     validate_batch_id(batch_id)
     sfn = sfn_client or boto3.client("stepfunctions")
-    execution = _describe_or_none(sfn, execution_arn_for(state_machine_arn, batch_id))
+    execution = describe_execution_or_none(sfn, execution_arn_for(state_machine_arn, batch_id))
     if execution is None:
         raise BatchNotFoundError(f"batch {batch_id} not found", field="batch_id")
     return batch_status(batch_id, execution)
 
 
 def batch_status(batch_id: str, execution: DescribeExecutionOutputTypeDef) -> dict[str, Any]:
+    """The execution as Step Functions reports it, redrive fields included."""
     return {
         "batch_id": batch_id,
         "execution_arn": execution["executionArn"],
@@ -303,6 +304,33 @@ def batch_status(batch_id: str, execution: DescribeExecutionOutputTypeDef) -> di
         "summary": _summary_of(execution.get("output")),
         "error": execution.get("error"),
         "cause": execution.get("cause"),
+        "redrive_count": execution.get("redriveCount", 0),
+        "redrive_date": _iso(execution.get("redriveDate")),
+        "redrive_status": execution.get("redriveStatus"),
+        "redrive_status_reason": execution.get("redriveStatusReason"),
+    }
+
+
+def redrive_batch(
+    batch_id: str, *, state_machine_arn: str, sfn_client: SFNClient | None = None
+) -> dict[str, Any]:
+    """RedriveExecution on the batch's execution: it reruns only what did not succeed."""
+    validate_batch_id(batch_id)
+    sfn = sfn_client or boto3.client("stepfunctions")
+    execution_arn = execution_arn_for(state_machine_arn, batch_id)
+    try:
+        redriven = sfn.redrive_execution(executionArn=execution_arn)
+    except sfn.exceptions.ExecutionDoesNotExist as error:
+        raise BatchNotFoundError(f"batch {batch_id} not found", field="batch_id") from error
+    except sfn.exceptions.ExecutionNotRedrivable as error:
+        message = error.response.get("Error", {}).get("Message") or str(error)
+        raise BatchConflictError(
+            f"batch {batch_id} cannot be redriven: {message}", field="batch_id"
+        ) from error
+    return {
+        "batch_id": batch_id,
+        "execution_arn": execution_arn,
+        "redrive_date": _iso(redriven["redriveDate"]),
     }
 
 

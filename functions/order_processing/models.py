@@ -58,6 +58,8 @@ class Code(StrEnum):
     PAYMENT_DECLINED = "PAYMENT_DECLINED"
     TASK_FAILED = "TASK_FAILED"
     DUPLICATE_ORDER = "DUPLICATE_ORDER"
+    # The batch's execution ended (stopped, failed, timed out) before the order did; reconcile failed it.
+    RECONCILED = "RECONCILED"
 
 
 def shown(value: object, limit: int = 40) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -21,6 +23,10 @@ if TYPE_CHECKING:
 
 # Failure details are for people; the cap keeps an item far below DynamoDB's 400 KB.
 MAX_DETAIL_LENGTH = 4000
+BATCH_GET_LIMIT = 100
+# BatchGetItem returns what throttling left unread as UnprocessedKeys; AWS asks callers to back off.
+MAX_BATCH_GET_ROUNDS = 5
+BATCH_GET_BACKOFF_SECONDS = 0.05
 
 
 class OrderStatus(StrEnum):
@@ -60,6 +66,7 @@ class OrderRecord:
     order_id: str
     status: OrderStatus
     holder: Claimant
+    code: str | None = None
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> OrderRecord:
@@ -71,6 +78,7 @@ class OrderRecord:
                 item_index=number_value(item, "item_index") or 0,
                 content_hash=string_value(item, "content_hash") or "",
             ),
+            code=string_value(item, "code"),
         )
 
 
@@ -81,6 +89,10 @@ class FinalStatus:
     reason: str
     error: str | None = None
     cause: str | None = None
+
+
+class UnprocessedReadsError(RuntimeError):
+    """DynamoDB kept leaving keys unread (throttled); the caller's retry starts the read over."""
 
 
 class OrderRecordConflictError(RuntimeError):
@@ -94,6 +106,30 @@ class OrderRecordStore(DynamoDBStore):
         )
         item = response.get("Item")
         return OrderRecord.from_item(item) if item else None
+
+    def get_many(self, order_ids: Iterable[str]) -> dict[str, OrderRecord]:
+        """The records of these orders that exist, read in batches of 100 (BatchGetItem's limit)."""
+        wanted = list(dict.fromkeys(order_ids))
+        found: dict[str, OrderRecord] = {}
+        for start in range(0, len(wanted), BATCH_GET_LIMIT):
+            keys: list[dict[str, Any]] = [
+                {"order_id": {"S": order_id}} for order_id in wanted[start : start + BATCH_GET_LIMIT]
+            ]
+            for attempt in range(MAX_BATCH_GET_ROUNDS):
+                response = self.client.batch_get_item(
+                    RequestItems={self.table_name: {"Keys": keys, "ConsistentRead": True}}
+                )
+                for item in response.get("Responses", {}).get(self.table_name, []):
+                    record = OrderRecord.from_item(item)
+                    found[record.order_id] = record
+                unprocessed: dict[str, Any] = dict(response.get("UnprocessedKeys", {}))
+                keys = list(unprocessed.get(self.table_name, {}).get("Keys", []))
+                if not keys:
+                    break
+                time.sleep(BATCH_GET_BACKOFF_SECONDS * 2**attempt)
+            else:
+                raise UnprocessedReadsError(f"{len(keys)} order records stayed unprocessed after retries")
+        return found
 
     def claim(self, order_id: str, claimant: Claimant) -> tuple[ClaimVerdict, OrderRecord | None]:
         """Write the RECEIVED record unless another batch item holds the ID; say who holds it."""
