@@ -469,6 +469,33 @@ def test_map_items_array_with_an_expression_element_and_output_over_the_results(
     assert execution.output == {"results": [10, 21, 32], "sum": 63}
 
 
+def test_wait_map_and_fail_fields_take_expressions(sfn: Any) -> None:
+    definition = {
+        "QueryLanguage": "JSONata",
+        "StartAt": "Wait",
+        "States": {
+            "Wait": {"Type": "Wait", "Seconds": "{% $states.input.seconds %}", "Next": "Each"},
+            "Each": {
+                "Type": "Map",
+                "Items": "{% $states.input.items %}",
+                "MaxConcurrency": "{% $states.input.concurrency %}",
+                "ToleratedFailureCount": "{% 0 %}",
+                "ItemProcessor": {"StartAt": "Item", "States": {"Item": {"Type": "Pass", "End": True}}},
+                "Next": "Fail",
+            },
+            "Fail": {
+                "Type": "Fail",
+                "Error": "{% 'Items.' & $string($count($states.input)) %}",
+                "Cause": "{% 'items ' & $join($states.input.$string(), ',') %}",
+            },
+        },
+    }
+
+    execution = run(sfn, definition, {"seconds": 1, "items": [1, 2], "concurrency": 1})
+
+    assert (execution.status, execution.error, execution.cause) == ("FAILED", "Items.2", "items 1,2")
+
+
 # -- Lambda Tasks, Retry and Catch --------------------------------------------------------------------
 
 
