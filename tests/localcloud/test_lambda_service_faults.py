@@ -120,9 +120,10 @@ def test_response_delay_makes_a_short_timeout_caller_retry_while_the_first_call_
 ) -> None:
     served = serve_lambda([probe_function("Payment")])
     served.service.set_fault_plan(
-        {"functions": {"Payment": [{"kind": "response_delay", "seconds": 2, "attempts": [1]}]}}
+        {"functions": {"Payment": [{"kind": "response_delay", "seconds": 6, "attempts": [1]}]}}
     )
-    impatient = served.client(read_timeout=0.7, retries={"total_max_attempts": 2, "mode": "standard"})
+    # Long enough for the retry's cold start on a loaded machine, far shorter than the delayed answer.
+    impatient = served.client(read_timeout=3, retries={"total_max_attempts": 2, "mode": "standard"})
 
     outcome = invoke(impatient, "Payment", order("o-1"))
 
