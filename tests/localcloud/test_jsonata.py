@@ -59,8 +59,8 @@ def sfn(cloud: LocalCloud) -> Any:
 def run(sfn: Any, machine: str | dict[str, Any], execution_input: Any = None, **start: Any) -> Execution:
     """Start one execution (of a deployed machine's ARN, or of a definition created here) and read it back.
 
-    The output is the one the history's ExecutionSucceeded event records: DescribeExecution returns a
-    string output without its JSON quotes (see the xfail test at the end).
+    The output is the one the history's ExecutionSucceeded event records (the test at the end checks that
+    DescribeExecution gives the same text).
     """
     if isinstance(machine, dict):
         machine = sfn.create_state_machine(
@@ -918,10 +918,6 @@ def test_validate_order_in_jsonata_gives_what_the_jsonpath_step_gives(cloud: Loc
     assert jsonata.output == json.loads(json.dumps(jsonpath.output).replace("jsonpath", "jsonata"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="moto's DescribeExecution returns a string output as the bare string, not as JSON text",
-)
 def test_describe_execution_gives_a_string_output_as_json_text(sfn: Any) -> None:
     machine = sfn.create_state_machine(
         name="string-output", definition=json.dumps(pass_state("{% 'done' %}")), roleArn=LOCAL_ROLE_ARN

@@ -1,13 +1,19 @@
-"""StartExecution as AWS answers it where moto differs.
+"""StartExecution and DescribeExecution as AWS answers them where moto differs.
 
-An execution started without a ``name`` gets a UUID as its name on AWS; moto names it ``None``, so the
-second unnamed execution of a state machine fails with ExecutionAlreadyExists.
+- An execution started without a ``name`` gets a UUID as its name on AWS; moto names it ``None``, so the
+  second unnamed execution of a state machine fails with ExecutionAlreadyExists.
+- DescribeExecution's ``output`` is the output's JSON text, compact as in the history: moto returns a
+  string output bare (``done`` instead of ``"done"``) and other values with ``", "`` separators.
+- A timed-out execution has a ``stopDate`` like any other closed one.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
+
+_CLOSED_WITHOUT_STOP_DATE_IN_MOTO = "TIMED_OUT"
 
 
 def patch() -> None:
@@ -21,3 +27,22 @@ def patch() -> None:
         return original(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
 
     StepFunctionsParserBackend.start_execution = start_execution  # type: ignore[method-assign]
+    _patch_describe_execution()
+
+
+def _patch_describe_execution() -> None:
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    original = StepFunctionResponse.describe_execution
+
+    def describe_execution(self: Any) -> Any:
+        answer = original(self)
+        response: dict[str, Any] = answer.result  # type: ignore[assignment]
+        execution = self.stepfunction_backend.describe_execution(response["executionArn"])
+        if "output" in response:
+            response["output"] = json.dumps(execution.output, separators=(",", ":"))
+        if execution.status == _CLOSED_WITHOUT_STOP_DATE_IN_MOTO and execution.stop_date is not None:
+            response["stopDate"] = execution.stop_date
+        return answer
+
+    StepFunctionResponse.describe_execution = describe_execution  # type: ignore[method-assign]
