@@ -4,7 +4,8 @@ moto's Step Functions interpreter (ported from LocalStack) runs the executions. 
 changes in it, without forking it, lives beside this module, one concern each: ``task_clients`` (how
 Tasks reach services), ``map_state`` (the Map state's limits, memory and results), ``histories`` (what a
 finished execution keeps), ``executions`` (StartExecution where moto answers unlike AWS) and
-``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes).
+``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes) and ``redrive``
+(RedriveExecution, which moto lacks).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from orderbatch.localcloud.stepfunctions import (
     jsonata,
     lambda_tasks,
     map_state,
+    redrive,
     task_clients,
 )
 from orderbatch.localcloud.stepfunctions.histories import (
@@ -64,4 +66,5 @@ def apply_interpreter_patches() -> None:
         executions.patch()
         lambda_tasks.patch()
         jsonata.patch()
+        redrive.patch()
         _patched = True

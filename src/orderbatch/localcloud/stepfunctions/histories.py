@@ -57,6 +57,21 @@ class HistoryStore:
             events: list[Any] = json.load(spilled)
         return events
 
+    def take(self, execution_arn: str) -> list[Any] | None:
+        """Remove and return a kept history: a redriven execution appends to it and keeps it again."""
+        with self._lock:
+            events = self._in_memory.pop(execution_arn, None)
+            if events is not None:
+                self._events_in_memory -= len(events)
+                return events
+            path = self._on_disk.pop(execution_arn, None)
+        if path is None:
+            return None
+        with gzip.open(path, "rt", encoding="utf-8") as spilled:
+            spilled_events: list[Any] = json.load(spilled)
+        path.unlink(missing_ok=True)
+        return spilled_events
+
     def counts(self) -> dict[str, int]:
         with self._lock:
             return {
@@ -71,6 +86,10 @@ class HistoryStore:
         with gzip.open(path, "wt", encoding="utf-8") as spilled:
             json.dump(events, spilled, default=str)
         return path
+
+
+def current_store() -> HistoryStore | None:
+    return _store
 
 
 def keep_histories_in(store: HistoryStore | None) -> None:
