@@ -112,7 +112,7 @@ def test_a_forked_runtime_runs_the_handler_as_lambda_would_and_dies_with_its_env
 
     answer = json.loads(served.service.invoke("Probe", b'{"x": 1}').payload)
     forked_from = int(Path(f"/proc/{answer['pid']}/stat").read_text().split()[3])
-    fork_server_pid = served.service.backend.fork_server.pid()
+    fork_server_pid = served.service.backend.fork_server_for(served.service.resolve("Probe")).pid()
     served.service.close()
 
     assert answer["module"] == "probe"

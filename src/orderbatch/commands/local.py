@@ -109,6 +109,12 @@ def add_cloud_arguments(parser: argparse.ArgumentParser, *, default_port: int) -
         "as on AWS, about 50 MB more per environment)",
     )
     parser.add_argument(
+        "--runtime-fallback",
+        action="store_true",
+        help="run a function whose runtime's Python (e.g. python3.12) is not installed on this Python "
+        "instead of refusing to start (says which functions it substitutes)",
+    )
+    parser.add_argument(
         "--history-events",
         type=int,
         default=DEFAULT_MAX_EVENTS_IN_MEMORY,
@@ -217,6 +223,7 @@ def cloud_config_from_args(args: argparse.Namespace, **overrides: object):
         seed_files={name: path for name, path in seeds.items() if path.exists()},
         environments_per_quota_slot=args.environments_per_slot,
         fork_runtimes=not args.spawn_runtimes,
+        runtime_fallback=args.runtime_fallback,
         history_events_in_memory=args.history_events,
     )
     for key, value in overrides.items():
@@ -228,10 +235,10 @@ def run_up(args: argparse.Namespace) -> int:
     from orderbatch.localcloud.cloud import LocalCloud
 
     state_dir = prepare_state_dir(args.state_dir)
-    cloud = LocalCloud(cloud_config_from_args(args, state_dir=state_dir, enforce_iam=not args.no_iam)).start()
-    stopped = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stopped.set())
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    cloud = LocalCloud(cloud_config_from_args(args, state_dir=state_dir, enforce_iam=not args.no_iam))
+    stopped, started = threading.Event(), threading.Event()
+    stop_on_signals(stopped, started)
+    start_local_cloud(cloud, started)
     try:
         print(f"orderbatch local cloud on {cloud.endpoint} (account concurrency {args.account_concurrency})")
         for machine in cloud.stack.state_machines:
@@ -266,6 +273,43 @@ def run_up(args: argparse.Namespace) -> int:
     finally:
         cloud.stop()
     return 0
+
+
+def stop_on_signals(stopped: threading.Event, started: threading.Event) -> None:
+    """SIGINT (Ctrl-C) and SIGTERM stop the local cloud: every emulator, runtime and runtime server with it.
+
+    Once started, a signal only sets ``stopped`` so the shutdown runs in order and is not interrupted by a
+    second one. While starting (building a runtime environment can take a minute), it abandons the start.
+    """
+
+    def on_signal(signum: int, frame: object) -> None:
+        stopped.set()
+        if not started.is_set():
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+
+def start_local_cloud(cloud: Any, started: threading.Event) -> None:
+    """Start it, or stop what did start and exit: on a signal, or with what is missing to run a function."""
+    from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuildError, RuntimeUnavailableError
+
+    try:
+        cloud.start()
+        started.set()
+    except KeyboardInterrupt:
+        _stop_lambda_processes(cloud)
+        raise SystemExit(130) from None
+    except (RuntimeUnavailableError, RuntimeBuildError) as error:
+        _stop_lambda_processes(cloud)
+        raise SystemExit(f"orderbatch: {error}") from None
+
+
+def _stop_lambda_processes(cloud: Any) -> None:
+    # Not cloud.stop(): its HTTP server may not be serving yet, and its shutdown would wait for that.
+    if cloud.lambda_service is not None:
+        cloud.lambda_service.close()
 
 
 def group_not_honoured(lines: list[str]) -> dict[str, list[str]]:

@@ -70,6 +70,9 @@ class LocalCloudConfig:
     # Runtimes forked from one warm Python (shared pages, fast cold starts) or each started afresh (init
     # as slow as a fresh interpreter's, as on AWS).
     fork_runtimes: bool = True
+    # A function whose runtime's Python (python3.12 ...) is not installed runs on the local cloud's own
+    # Python instead of failing the start-up.
+    runtime_fallback: bool = False
     # Live execution environments of all functions together, as a multiple of the account quota: at the
     # bound, a cold start first stops the least recently used idle environment. AWS keeps every function's
     # idle environments warm for minutes; here memory is the machine's. 0 = no bound.
@@ -159,6 +162,7 @@ class LocalCloud:
             latency=dict(self.config.latency),
             fork_runtimes=self.config.fork_runtimes,
             max_environments=self.max_environments(),
+            runtime_fallback=self.config.runtime_fallback,
         )
         in_process = self.lambda_service.in_process_client()
         route_lambda_tasks_to(self.iam.lambda_tasks_client(in_process) if self.iam else in_process)

@@ -1,19 +1,28 @@
-"""A warm Python that forks function runtimes, so environments share its imported pages.
+"""Starts function runtimes for one runtime environment: forked from a warm Python, or spawned afresh.
 
 Every execution environment runs its own Python runtime, and each one importing boto3 and Powertools
-costs about 50 MB and most of a second of CPU. This server imports those once; the Runtime Interface
-Emulator starts ``runtime_stub.py`` as the function's runtime, the stub hands its environment, working
-directory and standard streams to this server over a Unix socket, and the server forks a child that
-becomes the runtime (``python -m awslambdaric HANDLER``) with exactly that environment. The child's pages
-stay shared with this server until written (``gc.freeze`` keeps the collector from writing them).
+costs about 50 MB and most of a second of CPU. This server runs on the environment's own interpreter,
+imports those once (``--preload``, whatever of them the environment has) and forks each runtime from
+itself, so runtimes share its pages (``gc.freeze`` keeps the collector from writing them). With
+``--spawn`` it imports nothing and each runtime is a fresh ``exec`` of the interpreter, as slow as on AWS.
 
-The stub and the child live and die together, as one runtime process would: when the emulator kills the
-stub (a timeout, a reset, the environment reaped), the server kills the child; when the child exits, the
-server tells the stub its exit status and the stub exits with it. Children also die with the server.
+A runtime is ``runtime_shim.py`` (``--shim``) with the function's handler. Two requests make one:
 
-Run by path (``python -u runtime_forkserver.py --socket PATH --preload a,b``) and standard library only,
-so nothing of the local cloud's own code is imported into the runtimes. The socket is bound only once
-the preloaded modules are imported: its appearance means ready.
+``prepare`` (from the local Lambda service, at a cold start): start a runtime with the function's
+    environment whose output goes to the environment's log. It runs the init phase (imports the handler's
+    module) on its own clock and writes ``ready`` on the request's connection, then waits to be adopted.
+    Closing that connection before then stops it; if it exits first, the connection gets ``exit:N``.
+``run`` (from ``runtime_stub.py``, which the Runtime Interface Emulator starts as the function's runtime):
+    hand the stub's environment, directory and standard streams to the prepared runtime named by its
+    token, or, when there is none (its init failed or took too long, or the emulator is restarting a
+    runtime that crashed), start a runtime that inits inside the invocation, as AWS retries an init.
+
+The stub and its runtime live and die together, as one runtime process would: when the emulator kills
+the stub (a timeout, a reset, the environment reaped), the server kills the runtime; when the runtime
+exits, the server sends the stub ``exit:N`` and the stub exits with it. Runtimes die with the server.
+
+Run by path and standard library only, so nothing of the local cloud's own code is imported into the
+runtimes. The socket is bound only once the preloaded modules are imported: its appearance means ready.
 """
 
 from __future__ import annotations
@@ -31,12 +40,16 @@ import socket
 import struct
 import sys
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
-# Length-prefixed JSON request; the stub's stdin, stdout and stderr ride along as SCM_RIGHTS.
+# Length-prefixed JSON request; file descriptors ride along as SCM_RIGHTS.
 HEADER = struct.Struct("!I")
-STREAMS = 3
+MAX_FDS = 3
 EXIT_PREFIX = b"exit:"
+PREPARE = "prepare"
+RUN = "run"
+PREPARED_FLAG = "--prepared"  # runtime_shim.PREPARED_FLAG; the shim is not importable from here
 _PR_SET_PDEATHSIG = 1
 
 
@@ -45,14 +58,15 @@ def _preload(modules: list[str]) -> list[str]:
     for name in modules:
         try:
             importlib.import_module(name)
-        except Exception:  # a module the functions do not have installed is simply not shared
+        except Exception:  # a module this environment does not have is simply not shared
             continue
         loaded.append(name)
     return loaded
 
 
 def _die_with_parent() -> None:
-    """Linux: the kernel kills this child when the server dies, so no runtime outlives the local cloud."""
+    """Linux: the kernel kills this child when the server dies (kept across exec), so no runtime outlives
+    the local cloud."""
     try:
         import ctypes
 
@@ -63,61 +77,54 @@ def _die_with_parent() -> None:
 
 
 def _receive_request(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    data, fds, _flags, _address = socket.recv_fds(connection, 65536, STREAMS)
+    data, fds, _flags, _address = socket.recv_fds(connection, 65536, MAX_FDS)
     while len(data) < HEADER.size:
         chunk = connection.recv(65536)
         if not chunk:
-            raise ConnectionError("the stub closed before sending its request")
+            raise ConnectionError("the client closed before sending its request")
         data += chunk
     (length,) = HEADER.unpack_from(data)
     body = bytearray(data[HEADER.size :])
     while len(body) < length:
         chunk = connection.recv(65536)
         if not chunk:
-            raise ConnectionError("the stub closed in the middle of its request")
+            raise ConnectionError("the client closed in the middle of its request")
         body += chunk
     return json.loads(bytes(body)), list(fds)
 
 
-def _become_runtime(request: dict[str, Any], fds: list[int], base_path: list[str]) -> None:
-    """In the forked child: take the stub's streams, environment and directory, then run awslambdaric."""
-    exit_code = 1
+def _peer_closed(connection: socket.socket) -> bool:
+    """Whether the other end hung up (the local Lambda service never writes after its request)."""
     try:
-        _die_with_parent()
-        for number, fd in enumerate(fds[:STREAMS]):
-            os.dup2(fd, number)
-            os.close(fd)
-        environment: dict[str, str] = request["env"]
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(environment)
-        # What `python -m awslambdaric` started in this directory with this PYTHONPATH would search.
-        python_path = [entry for entry in environment.get("PYTHONPATH", "").split(os.pathsep) if entry]
-        sys.path[:] = [request["cwd"], *python_path, *base_path]
-        importlib.invalidate_caches()
-        sys.argv = ["awslambdaric", *request["argv"]]
-        runpy.run_module("awslambdaric", run_name="__main__", alter_sys=True)
-        exit_code = 0
-    except SystemExit as stop:
-        exit_code = stop.code if isinstance(stop.code, int) else 1
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(exit_code)
+        return connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+@dataclass
+class Runtime:
+    pid: int
+    token: str | None = None
+    # The prepare request's connection until the runtime is adopted, then the stub's.
+    prepare_connection: socket.socket | None = None
+    stub_connection: socket.socket | None = None
+    channel: socket.socket | None = None
 
 
 class ForkServer:
-    def __init__(self, socket_path: str) -> None:
+    def __init__(self, socket_path: str, shim: str, *, spawn: bool) -> None:
+        self.shim = shim
+        self.spawn = spawn
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(socket_path)
         self.listener.listen(128)
         self.selector = selectors.DefaultSelector()
-        self.children: dict[int, socket.socket] = {}
-        self.child_of: dict[socket.socket, int] = {}
-        self.base_path = [entry for entry in sys.path[1:]]  # without this script's own folder
+        self.runtimes: dict[int, Runtime] = {}
+        self.prepared: dict[str, Runtime] = {}
+        self.owner: dict[socket.socket, Runtime] = {}
+        self.base_path = list(sys.path)  # run with -I: without this script's own folder
         wakeup_reader, self.wakeup_writer = socket.socketpair()
         wakeup_reader.setblocking(False)
         self.wakeup_writer.setblocking(False)
@@ -138,7 +145,7 @@ class ForkServer:
                             pass
                     self._reap()
                 else:
-                    self._stub_closed(key.fileobj)  # type: ignore[arg-type]
+                    self._client_closed(key.fileobj)  # type: ignore[arg-type]
 
     def _accept(self) -> None:
         connection, _ = self.listener.accept()
@@ -147,37 +154,159 @@ class ForkServer:
         except (OSError, ValueError):
             connection.close()
             return
+        try:
+            if request.get("op") == PREPARE:
+                self._prepare(connection, request, fds)
+            else:
+                self._run(connection, request, fds)
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    # -- requests -----------------------------------------------------------------------------------
+
+    def _prepare(self, connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+        """A runtime that inits now, with its output in the environment's log (the one fd sent)."""
+        channel, child_channel = socket.socketpair()
+        arguments = [PREPARED_FLAG, str(child_channel.fileno()), str(connection.fileno()), request["handler"]]
+        streams = [os.open(os.devnull, os.O_RDONLY), fds[0], fds[0]]
+        pid = self._start(request, streams, arguments, keep=[child_channel, connection], close=[channel])
+        os.close(streams[0])
+        child_channel.close()
+        runtime = Runtime(pid, token=request["token"], prepare_connection=connection, channel=channel)
+        self._track(runtime, connection)
+        self.prepared[request["token"]] = runtime
+
+    def _run(self, connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+        """The stub's runtime: the prepared one its token names if it is still wanted, else a new one."""
+        runtime = self._adoptable(request.get("token"))
+        if runtime is not None and runtime.channel is not None:
+            adoption = json.dumps({"env": request["env"], "cwd": request["cwd"]}).encode()
+            try:
+                socket.send_fds(runtime.channel, [adoption], fds[:MAX_FDS])
+            except OSError:
+                self._kill(runtime)  # it died meanwhile; its reap answers the stub
+            runtime.channel.close()
+            runtime.channel = None
+        else:
+            pid = self._start(request, fds[:MAX_FDS], [request["argv"][-1]], keep=[], close=[connection])
+            runtime = self.runtimes[pid] = Runtime(pid)
+        runtime.stub_connection = connection
+        self._track(runtime, connection)
+
+    def _adoptable(self, token: str | None) -> Runtime | None:
+        """The prepared runtime of ``token``, unless the local Lambda service has given up on it."""
+        runtime = self.prepared.pop(token or "", None)
+        if runtime is None or runtime.prepare_connection is None:
+            return runtime
+        prepare_connection = runtime.prepare_connection
+        if _peer_closed(prepare_connection):
+            self._kill(runtime)  # given up on (init failed or too slow): its reap tells nobody
+            return None
+        self._untrack(prepare_connection)
+        runtime.prepare_connection = None
+        return runtime
+
+    # -- processes ----------------------------------------------------------------------------------
+
+    def _start(
+        self,
+        request: dict[str, Any],
+        streams: list[int],
+        arguments: list[str],
+        *,
+        keep: list[socket.socket],
+        close: list[socket.socket],
+    ) -> int:
+        """Fork a runtime; ``keep`` are the sockets it inherits, ``close`` the server's it must not hold."""
         pid = os.fork()
         if pid == 0:
-            self._close_in_child(connection)
-            _become_runtime(request, fds, self.base_path)
-        for fd in fds:
-            os.close(fd)
-        self.children[pid] = connection
-        self.child_of[connection] = pid
-        self.selector.register(connection, selectors.EVENT_READ, "stub")
+            self._become_runtime(request, streams, arguments, keep, close)
+        return pid
 
-    def _close_in_child(self, own_connection: socket.socket) -> None:
+    def _become_runtime(
+        self,
+        request: dict[str, Any],
+        streams: list[int],
+        arguments: list[str],
+        keep: list[socket.socket],
+        close: list[socket.socket],
+    ) -> None:
+        """In the forked child: the function's streams, environment and directory, then the shim."""
+        exit_code = 1
+        try:
+            _die_with_parent()
+            self._close_in_child(keep, close)
+            for number, fd in enumerate(streams):
+                os.dup2(fd, number)
+            environment: dict[str, str] = request["env"]
+            os.chdir(request["cwd"])
+            for kept in keep:
+                os.set_inheritable(kept.fileno(), True)
+            if self.spawn:
+                os.execve(sys.executable, [sys.executable, self.shim, *arguments], environment)
+            os.environ.clear()
+            os.environ.update(environment)
+            # What a fresh interpreter started in this directory with this PYTHONPATH would search.
+            python_path = [entry for entry in environment.get("PYTHONPATH", "").split(os.pathsep) if entry]
+            sys.path[:] = list(dict.fromkeys([*python_path, *self.base_path]))
+            importlib.invalidate_caches()
+            sys.argv = [self.shim, *arguments]
+            runpy.run_path(self.shim, run_name="__main__")
+            exit_code = 0
+        except SystemExit as stop:
+            exit_code = stop.code if isinstance(stop.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(exit_code)
+
+    def _close_in_child(self, keep: list[socket.socket], close: list[socket.socket]) -> None:
         signal.set_wakeup_fd(-1)
         for signal_number in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
             signal.signal(signal_number, signal.SIG_DFL)
         self.selector.close()
-        for resource in (
-            self.listener,
-            self.wakeup_reader,
-            self.wakeup_writer,
-            own_connection,
-            *self.child_of,
-        ):
-            resource.close()
+        kept = {id(resource) for resource in keep}
+        resources = [self.listener, self.wakeup_reader, self.wakeup_writer, *self.owner, *close]
+        resources += [runtime.channel for runtime in self.runtimes.values() if runtime.channel is not None]
+        for resource in resources:
+            if id(resource) not in kept:
+                resource.close()
 
-    def _stub_closed(self, connection: socket.socket) -> None:
-        """The stub sends nothing after its request: readable now means it is gone, so its runtime goes."""
-        self.selector.unregister(connection)
-        pid = self.child_of.get(connection)
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    def _kill(self, runtime: Runtime) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(runtime.pid, signal.SIGKILL)
+
+    # -- connections --------------------------------------------------------------------------------
+
+    def _track(self, runtime: Runtime, connection: socket.socket) -> None:
+        self.runtimes[runtime.pid] = runtime
+        self.owner[connection] = runtime
+        self.selector.register(connection, selectors.EVENT_READ, "client")
+
+    def _untrack(self, connection: socket.socket) -> None:
+        self.owner.pop(connection, None)
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(connection)
+        connection.close()
+
+    def _client_closed(self, connection: socket.socket) -> None:
+        """Clients send nothing after their request: readable means gone, so their runtime goes too."""
+        runtime = self.owner.get(connection)
+        self._untrack(connection)
+        if runtime is None:
+            return
+        if connection is runtime.prepare_connection:
+            runtime.prepare_connection = None
+            if runtime.token is not None:
+                self.prepared.pop(runtime.token, None)
+        elif connection is runtime.stub_connection:
+            runtime.stub_connection = None
+        self._kill(runtime)
 
     def _reap(self) -> None:
         while True:
@@ -187,28 +316,37 @@ class ForkServer:
                 return
             if pid == 0:
                 return
-            connection = self.children.pop(pid, None)
-            if connection is None:
+            runtime = self.runtimes.pop(pid, None)
+            if runtime is None:
                 continue
-            self.child_of.pop(connection, None)
+            if runtime.token is not None and self.prepared.get(runtime.token) is runtime:
+                del self.prepared[runtime.token]
             code = os.waitstatus_to_exitcode(status)
-            with contextlib.suppress(OSError):
-                connection.sendall(EXIT_PREFIX + str(code if code >= 0 else 128 - code).encode())
-            with contextlib.suppress(KeyError, ValueError):
-                self.selector.unregister(connection)
-            connection.close()
+            answer = EXIT_PREFIX + str(code if code >= 0 else 128 - code).encode()
+            for connection in (runtime.prepare_connection, runtime.stub_connection):
+                if connection is not None:
+                    with contextlib.suppress(OSError):
+                        connection.sendall(answer)
+                    self._untrack(connection)
+            if runtime.channel is not None:
+                runtime.channel.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--socket", required=True)
+    parser.add_argument("--shim", required=True, help="runtime_shim.py, run by every runtime")
     parser.add_argument("--preload", default="", help="comma-separated modules to import once")
+    parser.add_argument("--path", action="append", default=[], help="folders to import from, first")
+    parser.add_argument("--spawn", action="store_true", help="exec each runtime afresh instead of forking")
     args = parser.parse_args()
-    _preload([name for name in args.preload.split(",") if name])
-    gc.collect()
-    gc.freeze()
+    sys.path[0:0] = args.path
+    if not args.spawn:
+        _preload([name for name in args.preload.split(",") if name])
+        gc.collect()
+        gc.freeze()
     # The socket appears only now, when everything is imported: the local cloud waits for it.
-    ForkServer(args.socket).serve_forever()
+    ForkServer(args.socket, args.shim, spawn=args.spawn).serve_forever()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""What the Runtime Interface Emulator starts as a function's runtime when runtimes are forked.
+"""What the Runtime Interface Emulator starts as a function's runtime.
 
-It asks the fork server (``runtime_forkserver.py``, at ``ORDERBATCH_FORKSERVER_SOCKET``) for a runtime
-with this process's arguments, environment, working directory and standard streams, then waits: it exits
-when that runtime exits, with its status, and when the emulator kills it, the server kills the runtime.
-Run by path with ``python -I -S``: standard library only, a few milliseconds and megabytes.
+It asks the runtime server (``runtime_forkserver.py``, at ``ORDERBATCH_FORKSERVER_SOCKET``) for the
+runtime prepared for this environment (``ORDERBATCH_PREPARED_RUNTIME``, whose init already ran) or, if
+there is none, a new one, and hands it this process's arguments, environment, working directory and
+standard streams. Then it waits: it exits when that runtime exits, with its status, and when the emulator
+kills it, the server kills the runtime. Run by path with ``python -I -S``: standard library only, a few
+milliseconds and megabytes.
 """
 
 from __future__ import annotations
@@ -15,14 +17,19 @@ import struct
 import sys
 
 SOCKET_VARIABLE = "ORDERBATCH_FORKSERVER_SOCKET"
+TOKEN_VARIABLE = "ORDERBATCH_PREPARED_RUNTIME"
 HEADER = struct.Struct("!I")
 EXIT_PREFIX = b"exit:"
 
 
 def main() -> int:
     environment = dict(os.environ)
-    socket_path = environment.pop(SOCKET_VARIABLE)  # the function's environment does not have it
-    request = json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "env": environment}).encode()
+    # The function's environment has neither: they are for this stub only.
+    socket_path = environment.pop(SOCKET_VARIABLE)
+    token = environment.pop(TOKEN_VARIABLE, None)
+    request = json.dumps(
+        {"op": "run", "token": token, "argv": sys.argv[1:], "cwd": os.getcwd(), "env": environment}
+    ).encode()
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.connect(socket_path)
     message = HEADER.pack(len(request)) + request

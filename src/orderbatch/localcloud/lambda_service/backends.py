@@ -7,9 +7,10 @@ import http.client
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
@@ -22,6 +23,7 @@ from orderbatch.localcloud.lambda_service.environments import (
 from orderbatch.localcloud.lambda_service.errors import ServiceError
 from orderbatch.localcloud.lambda_service.forkserver import RuntimeForkServer
 from orderbatch.localcloud.lambda_service.functions import FunctionSpec
+from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuild, RuntimeCache, RuntimeResolver
 
 TIMED_OUT_PREFIX = b"Task timed out after"
 _ERROR_KEYS = frozenset({"errorType", "errorMessage", "requestId", "stackTrace", "cause"})
@@ -77,23 +79,58 @@ def _runtime_exit_payload(reason: str) -> bytes:
 
 
 class RieBackend:
-    """Each execution environment is a Runtime Interface Emulator process (see ``environments``)."""
+    """Each execution environment is a Runtime Interface Emulator process (see ``environments``).
+
+    Every function runs on the environment ``sam build`` would give it (``runtimes``): its runtime's
+    Python with its requirements and the runtime's own packages, built and resolved for all ``functions``
+    at construction, so a missing interpreter fails the start-up. Each runtime environment has its own
+    runtime server, which forks runtimes from a warm interpreter (or spawns them, ``fork_runtimes=False``).
+    """
 
     supports_runtime_faults = True
 
     def __init__(
-        self, settings: LaunchSettings, *, fork_runtimes: bool = True, max_environments: int | None = None
+        self,
+        settings: LaunchSettings,
+        *,
+        fork_runtimes: bool = True,
+        max_environments: int | None = None,
+        functions: Iterable[FunctionSpec] = (),
     ) -> None:
         self.settings = settings
         # Live environments of all functions together; None for no bound. Busy ones never exceed the
         # concurrency quota, so with a bound at or above it there is always an idle one to stop.
         self.max_environments = max_environments
         self._starting = 0
-        self.fork_server = (
-            RuntimeForkServer(settings.python_executable, settings.log_dir) if fork_runtimes else None
+        self.fork_runtimes = fork_runtimes
+        self.runtimes = RuntimeResolver(
+            RuntimeCache(settings.runtime_cache_dir), fallback=settings.runtime_fallback
         )
+        # By (runtime, code folder): the requirements.txt there and the runtime decide the environment.
+        self._builds: dict[tuple[str, Path], RuntimeBuild] = {}
+        self._fork_servers: dict[str, RuntimeForkServer] = {}
         self._pools: dict[str, EnvironmentPool] = {}
         self._lock = threading.Lock()
+        functions = list(functions)
+        resolved = self.runtimes.resolve(functions)
+        self._builds.update({(spec.runtime, spec.code_dir): resolved[spec.name] for spec in functions})
+
+    def build_for(self, spec: FunctionSpec) -> RuntimeBuild:
+        """The runtime environment ``spec`` runs on (resolved, and built if need be, on first use)."""
+        build = self._builds.get((spec.runtime, spec.code_dir))
+        if build is None:
+            build = self._builds[(spec.runtime, spec.code_dir)] = self.runtimes.resolve([spec])[spec.name]
+        return build
+
+    def fork_server_for(self, spec: FunctionSpec) -> RuntimeForkServer:
+        """The runtime server of ``spec``'s runtime environment, shared by all functions on it."""
+        build = self.build_for(spec)
+        server = self._fork_servers.get(build.key)
+        if server is None:
+            server = self._fork_servers.setdefault(
+                build.key, RuntimeForkServer(build, self.settings.log_dir, spawn=not self.fork_runtimes)
+            )
+        return server
 
     def pool(self, spec: FunctionSpec) -> EnvironmentPool:
         pool = self._pools.get(spec.name)
@@ -104,7 +141,8 @@ class RieBackend:
             if pool is None or pool.spec is not spec:
                 if pool is not None:  # the function was redefined: its old environments are stale
                     pool.close()
-                pool = self._pools[spec.name] = EnvironmentPool(spec, self.settings, self.fork_server)
+                server = self.fork_server_for(spec)
+                pool = self._pools[spec.name] = EnvironmentPool(spec, self.settings, server.build, server)
             return pool
 
     def invoke(
@@ -183,10 +221,11 @@ class RieBackend:
     def close(self) -> None:
         with self._lock:
             pools = list(self._pools.values())
+            servers = list(self._fork_servers.values())
         for pool in pools:
             pool.close()
-        if self.fork_server is not None:
-            self.fork_server.close()
+        for server in servers:
+            server.close()
 
 
 def _file_size(environment: Environment) -> int:

@@ -24,17 +24,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from orderbatch.localcloud import runtime_shim
 from orderbatch.localcloud.lambda_service.forkserver import (
     SOCKET_VARIABLE,
+    TOKEN_VARIABLE,
     ForkServerError,
+    PreparedRuntime,
     RuntimeForkServer,
 )
 from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionSpec
+from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuild
 
-SHIM_HANDLER = f"{runtime_shim.__name__}.handler"
 INVOCATION_PATH = "/2015-03-31/functions/function/invocations"
 _STARTUP_ATTEMPTS = 3
+# AWS gives a cold start's init phase (importing the handler's module) 10 s of its own, before and apart
+# from the function timeout. An init that fails or takes longer is stopped, and the first invocation
+# starts the runtime again, its init then counting against the function timeout ("Lambda execution
+# environment lifecycle", Init phase).
+INIT_PHASE_SECONDS = 10.0
 # The emulator enforces the function timeout itself; this margin only guards against a hung emulator.
 _READ_TIMEOUT_MARGIN_SECONDS = 10.0
 _POLL_INTERVAL_SECONDS = 0.005
@@ -66,11 +72,16 @@ class LaunchSettings:
     """What every environment of this service shares."""
 
     rie_binary: Path
+    # The local cloud's own Python: what a function runs on when its runtime's Python is not installed
+    # and ``runtime_fallback`` allows the substitution (see ``runtimes.RuntimeResolver``).
     python_executable: str
     endpoint_url: str
     region: str
     log_dir: Path
     startup_timeout_seconds: float = 10.0
+    runtime_fallback: bool = False
+    # Where built runtime environments are cached; None for ~/.cache/orderbatch/runtimes.
+    runtime_cache_dir: Path | None = None
 
 
 class PortAllocator:
@@ -144,25 +155,37 @@ class Environment:
         connection: http.client.HTTPConnection,
         log_path: Path,
         ports: tuple[int, ...] = (),
+        prepared: PreparedRuntime | None = None,
     ) -> None:
         self.env_id = env_id
         self.process = process
         self.connection = connection
         self.log_path = log_path
         self.ports = ports
+        # The runtime whose init already ran, until the emulator adopts it in the first invocation.
+        self.prepared = prepared
         self.last_used = time.monotonic()
         self.invocations = 0
 
     def invoke(self, payload: bytes) -> tuple[int, bytes]:
         """POST one event; raises OSError/HTTPException when the emulator is gone or hangs."""
         self.invocations += 1
-        self.connection.request(
-            "POST", INVOCATION_PATH, body=payload, headers={"Content-Type": "application/json"}
-        )
-        response = self.connection.getresponse()
-        return response.status, response.read()
+        try:
+            self.connection.request(
+                "POST", INVOCATION_PATH, body=payload, headers={"Content-Type": "application/json"}
+            )
+            response = self.connection.getresponse()
+            return response.status, response.read()
+        finally:
+            self._release_prepared()
+
+    def _release_prepared(self) -> None:
+        if self.prepared is not None:
+            self.prepared.close()
+            self.prepared = None
 
     def kill(self) -> None:
+        self._release_prepared()
         self.connection.close()
         if self.process.poll() is None:
             # The emulator and its runtime share the session (process group) we created for them.
@@ -175,9 +198,16 @@ class Environment:
         PORTS.give_back(*self.ports)
 
 
-def environment_variables(spec: FunctionSpec, settings: LaunchSettings, log_stream: str) -> dict[str, str]:
-    """The process environment Lambda gives a function: its own variables plus the reserved ones."""
+def environment_variables(
+    spec: FunctionSpec, settings: LaunchSettings, log_stream: str, build: RuntimeBuild
+) -> dict[str, str]:
+    """The process environment Lambda gives a function: its own variables plus the reserved ones.
+
+    Its imports come from its code first, then its requirements' packages, then what the runtime ships
+    (the environment's interpreter adds those), as /var/task comes first on AWS.
+    """
     code_dir = str(spec.code_dir.resolve())
+    python_path = os.pathsep.join([code_dir, *map(str, build.package_dirs)])
     reserved: Mapping[str, str] = {
         "AWS_LAMBDA_FUNCTION_NAME": spec.name,
         "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_seconds),
@@ -192,7 +222,7 @@ def environment_variables(spec: FunctionSpec, settings: LaunchSettings, log_stre
         "AWS_SECRET_ACCESS_KEY": spec.environment.get("AWS_SECRET_ACCESS_KEY", "testing"),
         "AWS_ENDPOINT_URL": settings.endpoint_url,
         "LAMBDA_TASK_ROOT": code_dir,
-        "PYTHONPATH": code_dir,
+        "PYTHONPATH": python_path,
         # Unbuffered so every log line reaches the file even when the runtime is killed (timeouts).
         "PYTHONUNBUFFERED": "1",
         # What `sam local` sets: Powertools Tracer then stays off instead of looking for an X-Ray daemon.
@@ -200,7 +230,6 @@ def environment_variables(spec: FunctionSpec, settings: LaunchSettings, log_stre
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LANG": "C.UTF-8",
         "TZ": ":UTC",
-        runtime_shim.REAL_HANDLER_VARIABLE: spec.handler,
     }
     return {**spec.environment, **reserved}
 
@@ -211,10 +240,15 @@ class EnvironmentPool:
     _ids = itertools.count(1)
 
     def __init__(
-        self, spec: FunctionSpec, settings: LaunchSettings, fork_server: RuntimeForkServer | None = None
+        self,
+        spec: FunctionSpec,
+        settings: LaunchSettings,
+        build: RuntimeBuild,
+        fork_server: RuntimeForkServer,
     ) -> None:
         self.spec = spec
         self.settings = settings
+        self.build = build
         self.fork_server = fork_server
         self._idle: list[Environment] = []
         self._all: set[Environment] = set()
@@ -313,29 +347,47 @@ class EnvironmentPool:
             }
 
     def _start(self) -> Environment:
-        failure = ""
-        for _ in range(_STARTUP_ATTEMPTS):
-            try:
-                return self._start_once()
-            except EnvironmentStartError as error:  # most likely the probed port was taken meanwhile
-                failure = str(error)
-        raise EnvironmentStartError(failure)
-
-    def _start_once(self) -> Environment:
         env_id = f"{next(self._ids):05d}-{uuid.uuid4().hex[:8]}"
         log_stream = f"{datetime.now(UTC):%Y/%m/%d}/[{LATEST}]{uuid.uuid4().hex}"
         log_path = self.settings.log_dir / self.spec.name / f"{env_id}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        port, runtime_api_port = PORTS.take(), PORTS.take()
-        variables = environment_variables(self.spec, self.settings, log_stream)
-        if self.fork_server is not None:
-            runtime = self.fork_server.command(SHIM_HANDLER)
+        variables = environment_variables(self.spec, self.settings, log_stream, self.build)
+        # The init phase starts now, beside the emulator's start-up, on its own clock.
+        init_deadline = time.monotonic() + INIT_PHASE_SECONDS
+        token = uuid.uuid4().hex
+        try:
+            prepared = self.fork_server.prepare(
+                token, variables, self.spec.code_dir, self.spec.handler, log_path
+            )
+            variables.update({SOCKET_VARIABLE: self.fork_server.socket_path(), TOKEN_VARIABLE: token})
+        except ForkServerError as error:
+            raise EnvironmentStartError(str(error)) from error
+        try:
+            process, connection, ports = self._start_emulator(env_id, variables, log_path)
+        except BaseException:
+            prepared.close()
+            raise
+        if not prepared.wait_ready(init_deadline):
+            # Failed or too slow: the first invocation starts a runtime whose init runs inside it.
+            prepared.close()
+            return Environment(env_id, process, connection, log_path, ports)
+        return Environment(env_id, process, connection, log_path, ports, prepared)
+
+    def _start_emulator(
+        self, env_id: str, variables: dict[str, str], log_path: Path
+    ) -> tuple[subprocess.Popen[bytes], http.client.HTTPConnection, tuple[int, int]]:
+        failure = ""
+        for _ in range(_STARTUP_ATTEMPTS):
             try:
-                variables[SOCKET_VARIABLE] = self.fork_server.socket_path()
-            except ForkServerError as error:
-                raise EnvironmentStartError(str(error)) from error
-        else:
-            runtime = [self.settings.python_executable, "-m", "awslambdaric", SHIM_HANDLER]
+                return self._start_emulator_once(env_id, variables, log_path)
+            except EnvironmentStartError as error:  # most likely the probed port was taken meanwhile
+                failure = str(error)
+        raise EnvironmentStartError(failure)
+
+    def _start_emulator_once(
+        self, env_id: str, variables: dict[str, str], log_path: Path
+    ) -> tuple[subprocess.Popen[bytes], http.client.HTTPConnection, tuple[int, int]]:
+        port, runtime_api_port = PORTS.take(), PORTS.take()
         command = [
             str(self.settings.rie_binary),
             "--runtime-interface-emulator-address",
@@ -343,7 +395,7 @@ class EnvironmentPool:
             # The Runtime API between emulator and runtime defaults to the fixed 127.0.0.1:9001.
             "--runtime-api-address",
             f"127.0.0.1:{runtime_api_port}",
-            *runtime,
+            *self.fork_server.command(self.spec.handler),
         ]
         with log_path.open("ab") as log_file:
             process = subprocess.Popen(
@@ -362,7 +414,7 @@ class EnvironmentPool:
             try:
                 connection.connect()
                 if listens_on(process.pid, port):
-                    return Environment(env_id, process, connection, log_path, (port, runtime_api_port))
+                    return process, connection, (port, runtime_api_port)
             except OSError:
                 pass
             connection.close()

@@ -1,28 +1,36 @@
-"""The host side of the runtime fork server: start it once, hand its socket to environments, stop it.
+"""The host side of the runtime server: one per runtime environment, started on first use, stopped with
+the service. It prepares runtimes (the init phase, ahead of the emulator) and hands its socket to the stubs.
 
-See ``orderbatch/localcloud/runtime_forkserver.py`` for why runtimes are forked from a warm Python.
+See ``orderbatch/localcloud/runtime_forkserver.py`` for how runtimes are forked from a warm Python.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
-from orderbatch.localcloud import runtime_forkserver, runtime_stub
+from orderbatch.localcloud import runtime_forkserver, runtime_shim, runtime_stub
+from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuild
 
 FORKSERVER_SCRIPT = Path(runtime_forkserver.__file__)
 STUB_SCRIPT = Path(runtime_stub.__file__)
+SHIM_SCRIPT = Path(runtime_shim.__file__)
 SOCKET_VARIABLE = runtime_stub.SOCKET_VARIABLE
+TOKEN_VARIABLE = runtime_stub.TOKEN_VARIABLE
 
 # Imported once in the fork server and shared by every runtime: what the Python Lambda functions of this
-# field import (boto3 comes with Lambda's Python runtime). A module missing here is skipped, not an error.
+# field import (boto3 comes with Lambda's Python runtime). Only what the runtime environment has is
+# imported; a module missing there is skipped, not an error.
 SHARED_MODULES = (
     "boto3",
     "botocore.session",
@@ -42,33 +50,105 @@ SHARED_MODULES = (
 
 
 class ForkServerError(RuntimeError):
-    """The fork server did not come up."""
+    """The fork server did not come up, or is stopped."""
+
+
+class PreparedRuntime:
+    """A runtime running its init phase (or done with it), waiting for its emulator to adopt it."""
+
+    def __init__(self, token: str, connection: socket.socket) -> None:
+        self.token = token
+        self._connection: socket.socket | None = connection
+        self._answer = b""
+
+    def wait_ready(self, deadline: float) -> bool:
+        """True once its init is done; False when it failed (the runtime exited) or ran past ``deadline``."""
+        connection = self._connection
+        while connection is not None and not self._answer.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            connection.settimeout(remaining)
+            try:
+                chunk = connection.recv(64)
+            except TimeoutError:
+                return False
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self._answer += chunk
+        return self._answer == runtime_shim.READY
+
+    def close(self) -> None:
+        """Let it go: a runtime not adopted yet is stopped by the server."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
 
 
 class RuntimeForkServer:
-    """One fork server process per Python executable of a Lambda service, started on first use."""
+    """The runtime server of one runtime environment, started on first use with that environment's Python.
+
+    ``spawn`` starts every runtime as a fresh interpreter instead of forking it from the warm server.
+    """
 
     def __init__(
-        self, python_executable: str, log_dir: Path, *, startup_timeout_seconds: float = 60.0
+        self,
+        build: RuntimeBuild,
+        log_dir: Path,
+        *,
+        spawn: bool = False,
+        startup_timeout_seconds: float = 60.0,
     ) -> None:
-        self.python_executable = python_executable
+        self.build = build
         self.log_dir = log_dir
+        self.spawn = spawn
         self.startup_timeout_seconds = startup_timeout_seconds
         self._process: subprocess.Popen[bytes] | None = None
         self._folder: str | None = None
+        self._closed = False
         self._lock = threading.Lock()
 
     def socket_path(self) -> str:
         """The server's socket, starting the server first if needed (waits until it has imported)."""
         with self._lock:
+            if self._closed:
+                raise ForkServerError("the runtime server is stopped")
             if self._process is not None and self._process.poll() is None and self._folder:
                 return os.path.join(self._folder, "forkserver.sock")
             self._stop_locked()
             return self._start_locked()
 
     def command(self, handler: str) -> list[str]:
-        """What the emulator runs as the runtime: the stub, which asks this server for a forked runtime."""
-        return [self.python_executable, "-I", "-S", str(STUB_SCRIPT), handler]
+        """What the emulator runs as the runtime: the stub, which asks this server for the runtime."""
+        return [self.build.python, "-I", "-S", str(STUB_SCRIPT), handler]
+
+    def prepare(
+        self, token: str, environment: Mapping[str, str], cwd: Path, handler: str, log_path: Path
+    ) -> PreparedRuntime:
+        """Start a runtime's init phase now, its output appended to ``log_path``."""
+        path = self.socket_path()
+        request = json.dumps(
+            {
+                "op": runtime_forkserver.PREPARE,
+                "token": token,
+                "env": dict(environment),
+                "cwd": str(cwd),
+                "handler": handler,
+            }
+        ).encode()
+        message = runtime_forkserver.HEADER.pack(len(request)) + request
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(path)
+            with log_path.open("ab") as log:
+                sent = socket.send_fds(connection, [message], [log.fileno()])
+            connection.sendall(message[sent:])
+        except OSError as error:
+            connection.close()
+            raise ForkServerError(f"the runtime server refused a runtime: {error!r}") from error
+        return PreparedRuntime(token, connection)
 
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
@@ -81,17 +161,15 @@ class RuntimeForkServer:
         environment = {
             key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "AWS_"))
         }
-        with (self.log_dir / "forkserver.log").open("ab") as log:
+        command = [self.build.python, "-I", "-u", str(FORKSERVER_SCRIPT), "--socket", path]
+        command += ["--shim", str(SHIM_SCRIPT), "--preload", ",".join(SHARED_MODULES)]
+        for folder in self.build.package_dirs:
+            command += ["--path", str(folder)]
+        if self.spawn:
+            command.append("--spawn")
+        with (self.log_dir / f"forkserver-{self.build.key}.log").open("ab") as log:
             self._process = subprocess.Popen(
-                [
-                    self.python_executable,
-                    "-u",
-                    str(FORKSERVER_SCRIPT),
-                    "--socket",
-                    path,
-                    "--preload",
-                    ",".join(SHARED_MODULES),
-                ],
+                command,
                 env={**environment, "PYTHONUNBUFFERED": "1"},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -111,12 +189,13 @@ class RuntimeForkServer:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._stop_locked()
 
     def _stop_locked(self) -> None:
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
-            # Its children die with it (PR_SET_PDEATHSIG); the group kill covers other platforms.
+            # The runtimes are in its process group (and die with it anyway: PR_SET_PDEATHSIG).
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=5)

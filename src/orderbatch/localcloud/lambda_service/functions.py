@@ -30,7 +30,8 @@ class FunctionSpec:
     """One Lambda function: what to run and with which configuration.
 
     ``handler`` is the real ``module.function``; ``code_dir`` becomes the task root (cwd and PYTHONPATH).
-    ``runtime`` is reported by the API only: environments run the Python given to the service.
+    ``runtime`` (``python3.12`` ...) and ``code_dir``'s requirements.txt decide what it runs on: that
+    Python with those packages and the runtime's own (``runtimes``), as ``sam build`` would package it.
     """
 
     name: str

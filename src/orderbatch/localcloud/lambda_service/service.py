@@ -107,7 +107,9 @@ class LambdaService:
         async_retry_seconds: float = 60.0,
         fork_runtimes: bool = True,
         max_environments: int | None = None,
+        runtime_fallback: bool = False,
     ) -> None:
+        functions = list(functions)
         self.region = region
         self.account_id = account_id
         self.idle_timeout_seconds = idle_timeout_seconds
@@ -120,9 +122,17 @@ class LambdaService:
             self.backend = RemoteBackend(lambda_endpoint)
         else:
             self.backend = RieBackend(
-                LaunchSettings(find_rie_binary(), python_executable, endpoint_url, region, Path(log_dir)),
+                LaunchSettings(
+                    find_rie_binary(),
+                    python_executable,
+                    endpoint_url,
+                    region,
+                    Path(log_dir),
+                    runtime_fallback=runtime_fallback,
+                ),
                 fork_runtimes=fork_runtimes,
                 max_environments=max_environments,
+                functions=functions,
             )
         self.faults = FaultInjector()
         self._neighbour = NoisyNeighbourRunner(
