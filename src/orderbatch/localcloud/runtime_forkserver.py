@@ -118,8 +118,10 @@ class ForkServer:
         self.shim = shim
         self.spawn = spawn
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(socket_path)
+        # Bound under another name and renamed once listening: a client that sees the path can connect.
+        self.listener.bind(socket_path + ".binding")
         self.listener.listen(128)
+        os.rename(socket_path + ".binding", socket_path)
         self.selector = selectors.DefaultSelector()
         self.runtimes: dict[int, Runtime] = {}
         self.prepared: dict[str, Runtime] = {}

@@ -1,0 +1,371 @@
+"""Each function runs on what `sam build` would package for its runtime, with AWS's runtime lifecycle.
+
+Its Runtime's Python with only its requirements.txt and what the Lambda runtime ships (so an import AWS
+would refuse fails here too), an init phase on its own clock, unhandled errors reported with AWS's frames,
+and `orderbatch local up` taking every runtime process down with it on SIGTERM or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from orderbatch.localcloud.lambda_service import FunctionSpec
+from orderbatch.localcloud.lambda_service import environments as environments_module
+from orderbatch.localcloud.lambda_service.runtimes import (
+    BASE_PACKAGES,
+    RuntimeCache,
+    RuntimeResolver,
+    RuntimeUnavailableError,
+    find_interpreter,
+)
+
+pytestmark = pytest.mark.e2e
+
+Serve = Callable[..., Any]
+FUNCTIONS = Path(__file__).resolve().parent / "runtime_functions"
+PROBE_FUNCTIONS = Path(__file__).resolve().parent / "fixture_functions"
+BOTO3_PIN = next(pin for pin in BASE_PACKAGES if pin.startswith("boto3==")).partition("==")[2]
+
+
+def invoke(served: Any, name: str, event: dict[str, Any] | None = None) -> tuple[str | None, Any]:
+    """(FunctionError, decoded payload) as boto3 sees them."""
+    response = served.client(read_timeout=60).invoke(FunctionName=name, Payload=json.dumps(event or {}))
+    assert response["StatusCode"] == 200
+    return response.get("FunctionError"), json.loads(response["Payload"].read())
+
+
+@pytest.fixture
+def code_copy(tmp_path: Path) -> Path:
+    """The fixture functions in a folder of their own, whose requirements.txt a test may write."""
+    folder = tmp_path / "code"
+    shutil.copytree(FUNCTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+# -- the build: requirements.txt and the runtime's packages, nothing else ------------------------------
+
+
+def test_a_package_missing_from_requirements_fails_to_import_as_on_aws(serve_lambda: Serve) -> None:
+    assert importlib.util.find_spec("yaml") is not None  # the tools have it; the function's build does not
+    served = serve_lambda([FunctionSpec("NeedsYaml", "needs_yaml.handler", FUNCTIONS)])
+
+    function_error, payload = invoke(served, "NeedsYaml", {"a": 1})
+
+    assert function_error == "Unhandled"
+    # AWS's runtime reports a failed init without the invocation's request ID: "requestId" is "".
+    assert payload == {
+        "errorMessage": "Unable to import module 'needs_yaml': No module named 'yaml'",
+        "errorType": "Runtime.ImportModuleError",
+        "requestId": "",
+        "stackTrace": [],
+    }
+
+
+def test_listing_the_package_in_requirements_makes_it_import(serve_lambda: Serve, code_copy: Path) -> None:
+    (code_copy / "requirements.txt").write_text("PyYAML\n")
+    served = serve_lambda([FunctionSpec("NeedsYaml", "needs_yaml.handler", code_copy)])
+
+    function_error, payload = invoke(served, "NeedsYaml", {"a": 1})
+
+    assert function_error is None
+    assert payload == "a: 1\n"
+
+
+@pytest.mark.parametrize("runtime", ["python3.12", "python3.13"])
+def test_a_function_runs_on_its_runtimes_python_with_only_the_runtimes_packages(
+    serve_lambda: Serve, runtime: str
+) -> None:
+    if find_interpreter(runtime.removeprefix("python")) is None:
+        pytest.skip(f"{runtime} is not installed here")
+    served = serve_lambda([FunctionSpec("Report", "report_runtime.handler", FUNCTIONS, runtime=runtime)])
+
+    function_error, report = invoke(served, "Report")
+
+    assert function_error is None
+    assert ".".join(map(str, report["version"])) == runtime.removeprefix("python")
+    assert report["boto3"] == BOTO3_PIN
+    assert not report["has_yaml"]
+    assert not report["has_powertools"]
+    assert not report["executable"].startswith(sys.prefix)
+    assert report["path"][0] == str(FUNCTIONS)  # the code first, as /var/task on AWS
+
+
+def test_builds_are_made_once_and_reused_even_when_two_start_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = FunctionSpec("Report", "report_runtime.handler", FUNCTIONS, runtime="python3.12")
+    if find_interpreter("3.12") is None:
+        pytest.skip("python3.12 is not installed here")
+    builds: list[Any] = []
+
+    def resolve() -> None:
+        builds.append(RuntimeResolver(RuntimeCache(tmp_path / "cache")).resolve([spec])["Report"])
+
+    threads = [threading.Thread(target=resolve) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    first_output = capsys.readouterr().err
+    started = time.monotonic()
+    resolve()
+    reuse_seconds = time.monotonic() - started
+
+    assert first_output.count("building the Python 3.12") == 1
+    assert len({build.root for build in builds}) == 1
+    assert "building" not in capsys.readouterr().err
+    assert reuse_seconds < 1.0
+    assert sorted(
+        path.name for path in (tmp_path / "cache").iterdir() if not path.name.endswith(".lock")
+    ) == [builds[0].key]
+
+
+def test_a_missing_interpreter_stops_the_start_naming_it_and_its_functions(
+    serve_lambda: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither python3.13 on PATH ...
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path))  # ... nor in pyenv
+    functions = [
+        FunctionSpec(name, "report_runtime.handler", FUNCTIONS, runtime="python3.13") for name in ("A", "B")
+    ]
+
+    with pytest.raises(RuntimeUnavailableError) as refused:
+        serve_lambda(functions)
+
+    assert "python3.13 is not installed" in str(refused.value)
+    assert "needed by A, B" in str(refused.value)
+    assert "--runtime-fallback" in str(refused.value)
+
+
+def test_the_runtime_fallback_runs_on_the_local_clouds_own_python_and_says_so(
+    serve_lambda: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    served = serve_lambda(
+        [FunctionSpec("Report", "report_runtime.handler", FUNCTIONS, runtime="python3.13")],
+        runtime_fallback=True,
+    )
+    monkeypatch.undo()
+
+    function_error, report = invoke(served, "Report")
+
+    assert function_error is None
+    assert report["version"] == list(sys.version_info[:2])
+    assert not report["has_yaml"]  # still only the function's build, not the tools' packages
+    assert "python3.13 not found; Report run on Python" in capsys.readouterr().err
+
+
+# -- the init phase --------------------------------------------------------------------------------------
+
+
+def slow_init(name: str, init_log: Path, *, init_seconds: float, timeout: int) -> FunctionSpec:
+    environment = {"INIT_SECONDS": str(init_seconds), "INIT_LOG": str(init_log)}
+    return FunctionSpec(
+        name, "slow_init.handler", FUNCTIONS, timeout_seconds=timeout, environment=environment
+    )
+
+
+def inits(init_log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in init_log.read_text().splitlines()]
+
+
+def test_init_has_its_own_clock_before_the_function_timeout(serve_lambda: Serve, tmp_path: Path) -> None:
+    init_log = tmp_path / "inits.jsonl"
+    served = serve_lambda([slow_init("SlowInit", init_log, init_seconds=4, timeout=3)])
+
+    function_error, payload = invoke(served, "SlowInit")
+
+    assert function_error is None  # a 4 s import against a 3 s timeout: the timeout starts after init
+    assert payload["remaining_ms"] > 2000
+    assert len(inits(init_log)) == 1
+
+
+def test_an_init_past_the_limit_is_retried_in_the_invocation_on_the_function_timeout(
+    serve_lambda: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(environments_module, "INIT_PHASE_SECONDS", 1.0)  # AWS's 10 s, scaled down
+    init_log = tmp_path / "inits.jsonl"
+    served = serve_lambda(
+        [
+            slow_init("FitsTimeout", init_log, init_seconds=2, timeout=5),
+            slow_init("PastTimeout", tmp_path / "past.jsonl", init_seconds=2, timeout=1),
+        ]
+    )
+
+    fits_error, fits = invoke(served, "FitsTimeout")
+    past_error, past = invoke(served, "PastTimeout")
+
+    assert fits_error is None
+    first, retried = inits(init_log)
+    assert retried["pid"] == fits["pid"] != first["pid"]  # a fresh runtime, its init inside the invocation
+    assert fits["remaining_ms"] < 5000 - 1500  # that init counted against the function timeout
+    assert past_error == "Unhandled"
+    assert past["errorType"] == "Sandbox.Timedout"
+    assert past["errorMessage"].endswith("Task timed out after 1.00 seconds")
+
+
+# -- unhandled errors ------------------------------------------------------------------------------------
+
+
+def test_an_unhandled_errors_frames_are_under_var_task_without_the_local_clouds(serve_lambda: Serve) -> None:
+    served = serve_lambda([FunctionSpec("Failing", "failing.handler", FUNCTIONS)])
+    source = (FUNCTIONS / "failing.py").read_text().splitlines()
+
+    def frame(code: str, function: str) -> str:
+        line = next(number for number, text in enumerate(source, 1) if text.strip() == code)
+        return f'  File "/var/task/failing.py", line {line}, in {function}\n    {code}\n'
+
+    function_error, payload = invoke(served, "Failing", {"id": 7})
+
+    assert function_error == "Unhandled"
+    assert payload["errorType"] == "ValueError"
+    assert payload["errorMessage"] == "order 7 has no items"
+    assert payload["stackTrace"] == [
+        frame("_check(event)", "handler"),
+        frame("""raise ValueError(f"order {order.get('id')} has no items")""", "_check"),
+    ]
+
+
+# -- SIGTERM and Ctrl-C ------------------------------------------------------------------------------------
+
+
+def _process_tree(root: int) -> set[int]:
+    """``root``'s descendants, found through /proc (new sessions included: parents are parents)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rpartition(")")[2].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    found: set[int] = set()
+    pending = [root]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            if child not in found:
+                found.add(child)
+                pending.append(child)
+    return found
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def local_up(tmp_path: Path) -> Iterator[Callable[[], tuple[subprocess.Popen[str], str, Path]]]:
+    """Factory: `orderbatch local up` on a free port serving one sleeping function.
+
+    It returns the process, its endpoint and the file where the function records each run.
+    """
+    started: list[subprocess.Popen[str]] = []
+
+    def start() -> tuple[subprocess.Popen[str], str, Path]:
+        runs = tmp_path / "runs.jsonl"
+        template = tmp_path / "template.yaml"
+        template.write_text(
+            "Transform: AWS::Serverless-2016-10-31\n"
+            "Resources:\n"
+            "  Sleeper:\n"
+            "    Type: AWS::Serverless::Function\n"
+            "    Properties:\n"
+            "      FunctionName: Sleeper\n"
+            "      Runtime: python3.12\n"
+            f"      CodeUri: {PROBE_FUNCTIONS}\n"
+            "      Handler: probe.handler\n"
+            "      Timeout: 120\n"
+            "      Environment:\n"
+            f"        Variables: {{PROBE_RUN_LOG: {runs}}}\n"
+        )
+        command = [str(Path(sys.executable).with_name("orderbatch")), "local", "up", "--port", "0"]
+        command += ["--template", str(template), "--no-seed", "--state-dir", str(tmp_path / "state")]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        started.append(process)
+        assert process.stdout is not None
+        for line in process.stdout:
+            match = re.search(r"local cloud on (http://\S+)", line)
+            if match:
+                threading.Thread(target=process.stdout.read, daemon=True).start()  # keep the pipe drained
+                return process, match[1], runs
+        raise AssertionError(f"local up exited ({process.wait()}) without serving")
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_mid_invocation_leaves_no_runtime_emulator_or_server_behind(
+    local_up: Callable[[], tuple[subprocess.Popen[str], str, Path]], stop_signal: signal.Signals
+) -> None:
+    process, endpoint, runs = local_up()
+    client = boto3.client(
+        "lambda",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"total_max_attempts": 1}, read_timeout=120),
+    )
+    outcome: list[Any] = []
+
+    def call() -> None:
+        try:
+            outcome.append(client.invoke(FunctionName="Sleeper", Payload=b'{"sleep": 60}'))
+        except Exception as error:  # the local cloud goes away mid-call
+            outcome.append(error)
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    deadline = time.monotonic() + 60
+    while not (runs.exists() and runs.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runtime_pid = json.loads(runs.read_text().splitlines()[0])["pid"]
+    tree = _process_tree(process.pid)
+    commands = " ".join(_command_line(pid) for pid in tree)
+    assert runtime_pid in tree  # the handler running now
+    assert "aws-lambda-rie" in commands
+    assert "runtime_forkserver.py" in commands
+    assert "runtime_stub.py" in commands
+
+    os.kill(process.pid, stop_signal)
+
+    assert process.wait(timeout=30) == 0
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in tree if _alive(pid)] == []
+    caller.join(timeout=30)
+    assert outcome  # the caller got an answer or an error, not a hang
