@@ -100,11 +100,11 @@ def find_interpreter(minor_version: str) -> Interpreter | None:
 
 @functools.cache
 def _find_interpreter(minor_version: str, search_path: str, pyenv_root: str) -> Interpreter | None:
-    candidates: list[str] = []
     on_path = shutil.which(f"python{minor_version}", path=search_path)
-    if on_path:
-        candidates.append(on_path)
-    # A pyenv shim on PATH fails unless that version is selected; the installation itself always runs.
+    # A pyenv shim runs only when that version is selected, and costs a shell and pyenv to find out
+    # (about 0.1 s); the installation it would run is tried directly first.
+    shims = Path(pyenv_root) / "shims"
+    is_shim = on_path is not None and Path(on_path).parent == shims
     installed = Path(pyenv_root) / "versions"
     releases = sorted(
         (
@@ -115,7 +115,9 @@ def _find_interpreter(minor_version: str, search_path: str, pyenv_root: str) -> 
         key=lambda entry: [int(part) for part in entry.name.split(".")],
         reverse=True,
     )
-    candidates.extend(str(release / "bin" / f"python{minor_version}") for release in releases)
+    candidates = [on_path] if on_path and not is_shim else []
+    candidates += [str(release / "bin" / f"python{minor_version}") for release in releases]
+    candidates += [on_path] if on_path and is_shim else []
     for candidate in candidates:
         interpreter = _probe(candidate)
         if interpreter is not None and interpreter.minor_version == minor_version:
