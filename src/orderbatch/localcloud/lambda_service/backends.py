@@ -104,7 +104,9 @@ class RieBackend:
         self._starting = 0
         self.fork_runtimes = fork_runtimes
         self.runtimes = RuntimeResolver(
-            RuntimeCache(settings.runtime_cache_dir), fallback=settings.runtime_fallback
+            RuntimeCache(settings.runtime_cache_dir),
+            fallback=settings.runtime_fallback,
+            fallback_python=settings.python_executable,
         )
         # By (runtime, code folder): the requirements.txt there and the runtime decide the environment.
         self._builds: dict[tuple[str, Path], RuntimeBuild] = {}

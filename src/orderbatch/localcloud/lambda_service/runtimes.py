@@ -144,13 +144,6 @@ def _probe(executable: str) -> Interpreter | None:
     return Interpreter(executable=lines[0], version=lines[1])
 
 
-def tools_interpreter() -> Interpreter:
-    """The Python running the local cloud itself (its base installation, not the tools' environment)."""
-    base = getattr(sys, "_base_executable", None) or sys.executable
-    version = ".".join(map(str, sys.version_info[:3]))
-    return Interpreter(executable=os.path.realpath(base), version=version)
-
-
 def requirements_text(code_dir: Path) -> str:
     path = code_dir / REQUIREMENTS_FILE
     return path.read_text() if path.is_file() else ""
@@ -271,13 +264,20 @@ class RuntimeResolver:
     """Which built environment each function runs on; everything a local cloud needs, checked at start-up.
 
     A function whose ``pythonX.Y`` is not installed fails the start-up, naming the interpreter and the
-    functions that need it, unless ``fallback`` is set: then it runs on the local cloud's own Python
-    (still with only its requirements and the runtime's packages), and a line says so.
+    functions that need it, unless ``fallback`` is set: then it runs on ``fallback_python`` (the local
+    cloud's own), still with only its requirements and the runtime's packages, and a line says so.
     """
 
-    def __init__(self, cache: RuntimeCache | None = None, *, fallback: bool = False) -> None:
+    def __init__(
+        self,
+        cache: RuntimeCache | None = None,
+        *,
+        fallback: bool = False,
+        fallback_python: str = sys.executable,
+    ) -> None:
         self.cache = cache or RuntimeCache()
         self.fallback = fallback
+        self.fallback_python = fallback_python
         self._builds: dict[tuple[str, str], RuntimeBuild] = {}
 
     def resolve(self, specs: Iterable[FunctionSpec]) -> dict[str, RuntimeBuild]:
@@ -320,7 +320,11 @@ class RuntimeResolver:
         if missing and not self.fallback:
             raise RuntimeUnavailableError(_missing_message(missing))
         if missing:
-            substitute = tools_interpreter()
+            substitute = _probe(self.fallback_python)
+            if substitute is None:
+                raise RuntimeUnavailableError(
+                    f"{self.fallback_python} does not run; {_missing_message(missing)}"
+                )
             for runtime, names in missing.items():
                 print(
                     f"orderbatch: {runtime} not found; {', '.join(names)} run on Python {substitute.version} "
