@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "orderbatch.commands.local",
     "orderbatch.commands.demo",
     "orderbatch.commands.batches",
+    "orderbatch.commands.reconcile",
     "orderbatch.commands.seed",
     "orderbatch.commands.audit",
     "orderbatch.commands.lint",

@@ -12,6 +12,7 @@ from typing import Any
 
 import boto3
 import pytest
+from moto.core.config import default_user_config
 from task_events import an_order, map_item
 
 from handlers import cancel_order, charge_payment, confirm_order, reserve_inventory, validate_order
@@ -47,8 +48,10 @@ def take(order: dict[str, Any], index: int, context: Any, *steps: Any) -> dict[s
 
 
 @pytest.fixture
-def stopped_batch(task_env: Any) -> Any:
+def stopped_batch(task_env: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A state machine and a function to start-and-stop the batch's execution (moto does not run it)."""
+    # Off even if a local cloud in this process turned moto's interpreter on.
+    monkeypatch.setitem(default_user_config, "stepfunctions", {"execute_state_machine": False})
     sfn = boto3.client("stepfunctions")
     arn = sfn.create_state_machine(
         name="order-batch", definition=PASS_DEFINITION, roleArn="arn:aws:iam::123456789012:role/sfn"

@@ -3,7 +3,7 @@
 moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud
 changes in it, without forking it, lives beside this module, one concern each: ``task_clients`` (how
 Tasks reach services), ``map_state`` (the Map state's limits, memory and results), ``histories`` (what a
-finished execution keeps), ``executions`` (StartExecution where moto answers unlike AWS) and
+finished execution keeps), ``executions`` (StartExecution where moto answers unlike AWS),
 ``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes) and ``redrive``
 (RedriveExecution, which moto lacks).
 """

@@ -37,6 +37,7 @@ MAX_OPEN_TIME = timedelta(days=365)
 HISTORY_EVENTS_LIMIT = 24_999
 CLIENT_TOKENS_KEPT = 10
 CLIENT_TOKEN_LIFETIME = timedelta(minutes=15)
+ATTEMPT_END_EVENTS = frozenset({"ExecutionFailed", "ExecutionAborted", "ExecutionTimedOut"})
 # Set on an environment whose program ended at an End state (not cut short by its Map's end).
 REACHED_END = "orderbatch_reached_end"
 
@@ -158,7 +159,14 @@ def _history_event_count(execution: Any) -> int:
     recorded = redrive_record(execution).history_events
     if recorded is not None:
         return recorded
+    if getattr(execution, "exec_worker", None) is None:
+        return 0  # moto with execution off keeps no history
     return len(execution.to_history_output()["events"])
+
+
+def _aware(moment: datetime) -> datetime:
+    """moto's executions carry UTC times, naive ones when state machine execution is off."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def not_redrivable_reason(execution: Any, now: datetime | None = None) -> str | None:
@@ -169,9 +177,9 @@ def not_redrivable_reason(execution: Any, now: datetime | None = None) -> str | 
         return REASON_SUCCEEDED if status == "SUCCEEDED" else REASON_RUNNING
     if getattr(execution, "sm_type", "STANDARD") == "EXPRESS":
         return REASON_EXPRESS
-    if execution.start_date is not None and now - execution.start_date > MAX_OPEN_TIME:
+    if execution.start_date is not None and now - _aware(execution.start_date) > MAX_OPEN_TIME:
         return REASON_MAX_TIME
-    if execution.stop_date is not None and now - execution.stop_date > REDRIVABLE_PERIOD:
+    if execution.stop_date is not None and now - _aware(execution.stop_date) > REDRIVABLE_PERIOD:
         return REASON_PERIOD
     if _history_event_count(execution) >= HISTORY_EVENTS_LIMIT:
         return REASON_HISTORY
@@ -316,10 +324,15 @@ def _worker_class() -> type:
             _progress[env.event_manager] = self._progress
             manager = env.event_manager
             last_id = max((event["id"] for event in self._previous_events), default=0)
+            # ExecutionRedriven follows the attempt's end, even if moto logged a cut-short iteration after it.
+            ended_id = max(
+                (event["id"] for event in self._previous_events if event["type"] in ATTEMPT_END_EVENTS),
+                default=last_id,
+            )
             manager._history_event_list.extend(self._previous_events)
             manager._event_id_gen._next_id = last_id + 1
-            env.event_history_context.source_event_id = last_id
-            env.event_history_context.last_published_event_id = last_id
+            env.event_history_context.source_event_id = ended_id
+            env.event_history_context.last_published_event_id = ended_id
             if self._map_runs is not None:
                 env.map_run_record_pool_manager = self._map_runs
             execution_context = env.states.context_object.context_object_data["Execution"]
@@ -562,6 +575,26 @@ def _name_redriven_map_runs() -> None:
     record_class.describe = describe  # type: ignore[method-assign]
 
 
+def _stopped_stays_stopped() -> None:
+    """StopExecution ends an execution ABORTED, and a timeout TIMED_OUT, whatever is still in flight.
+
+    moto lets a later failure overwrite either: an inline Map's iterations, cut short by the stop, fail the
+    Map (on the way its error output trips over the stop's details, an AttributeError), and the execution
+    ended FAILED, with a States.Runtime error, instead of ABORTED.
+    """
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped, ProgramTimedOut
+
+    original_set_error = Environment.set_error
+
+    def set_error(self: Any, error: Any) -> None:
+        if isinstance(self._program_state, ProgramStopped | ProgramTimedOut):
+            return
+        original_set_error(self, error)
+
+    Environment.set_error = set_error  # type: ignore[method-assign]
+
+
 def _finish_attempts() -> None:
     from moto.stepfunctions.parser.backend import execution as execution_module
 
@@ -636,6 +669,7 @@ def _answer_redrive_and_its_fields() -> None:
 
 
 def patch() -> None:
+    _stopped_stays_stopped()
     _record_progress()
     _skip_succeeded_iterations()
     _name_redriven_map_runs()

@@ -1,0 +1,274 @@
+"""A throttled batch of the real app stopped mid-way, then reconciled or redriven; a failed batch redriven.
+
+The local cloud runs the template as written (IAM enforced, so the API function's policies must really allow
+what reconcile and redrive do), with an account quota of 2 under a Map of 8 and a slow ChargePaymentFunction,
+so the stop catches orders at every step. The exactly-once audit checks every effect afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from orderbatch.api_client import BatchesApiClient
+from orderbatch.audit import AuditedOrder, BatchLocations, audit_orders, body_runs_from_logs
+from orderbatch.cli import main
+from orderbatch.commands.demo import fixture_skus, generate_orders
+from orderbatch.executions import wait_for_execution
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.project import PROJECT_ROOT, inventory_fixture
+
+pytestmark = pytest.mark.e2e
+
+TEMPLATE = PROJECT_ROOT / "template.yaml"
+ORDERS = 40
+FUNCTION_TIMEOUT_SECONDS = 3
+STEP_FINISHED = "order step finished"
+
+
+@pytest.fixture(scope="module")
+def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
+    config = LocalCloudConfig(
+        template=TEMPLATE,
+        account_concurrency=2,
+        parameter_overrides={
+            "MapMaxConcurrency": "8",
+            # Short, so reconcile's wait for tasks a stopped batch may still run stays short too.
+            "FunctionTimeoutSeconds": str(FUNCTION_TIMEOUT_SECONDS),
+            "TaskTimeoutSeconds": "5",
+        },
+        seed_files={"InventoryTable": inventory_fixture(TEMPLATE)},
+        state_dir=tmp_path_factory.mktemp("reconcile"),
+    )
+    with LocalCloud(config) as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def operator_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands sign their API calls with the default credentials, as an operator's would be."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.fixture(scope="module")
+def api(cloud: LocalCloud) -> BatchesApiClient:
+    session = boto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+    return BatchesApiClient(cloud.api_url, session=session, max_attempts=10)
+
+
+def locations(cloud: LocalCloud) -> BatchLocations:
+    return BatchLocations.from_outputs(cloud.stack.outputs)
+
+
+def submit(cloud: LocalCloud, api: BatchesApiClient, batch_id: str, orders: int) -> tuple[str, list[Any]]:
+    batch = generate_orders(orders, fixture_skus(TEMPLATE), prefix=batch_id)
+    response = api.submit({"batch_id": batch_id, "orders": batch})
+    assert response.status == 202, response.body
+    return locations(cloud).execution_arn(batch_id), batch
+
+
+def succeeded_orders(cloud: LocalCloud, orders: list[Any]) -> int:
+    dynamodb = cloud.client("dynamodb")
+    table = cloud.stack.outputs["OrdersTableName"]
+    found = 0
+    for order in orders:
+        item = dynamodb.get_item(TableName=table, Key={"order_id": {"S": order["order_id"]}}).get("Item")
+        found += bool(item and item["status"]["S"] == "SUCCEEDED")
+    return found
+
+
+def stop_mid_way(cloud: LocalCloud, execution_arn: str, orders: list[Any]) -> None:
+    """StopExecution once some orders have succeeded and most have not."""
+    deadline = time.monotonic() + 120
+    while succeeded_orders(cloud, orders) < 4:
+        assert time.monotonic() < deadline, "no order succeeded in 120 s"
+        time.sleep(0.5)
+    cloud.client("stepfunctions").stop_execution(executionArn=execution_arn, error="Operator.Stop")
+    assert wait_for_execution(cloud.client("stepfunctions"), execution_arn, timeout=30) == "ABORTED"
+
+
+def run_command(capsys: pytest.CaptureFixture[str], cloud: LocalCloud, *argv: str) -> tuple[int, Any]:
+    capsys.readouterr()
+    code = main([*argv, "--endpoint", cloud.endpoint, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def table_rows(cloud: LocalCloud) -> dict[str, list[str]]:
+    dynamodb = cloud.client("dynamodb")
+    outputs = cloud.stack.outputs
+    return {
+        name: sorted(
+            json.dumps(item, sort_keys=True)
+            for page in dynamodb.get_paginator("scan").paginate(TableName=outputs[name])
+            for item in page["Items"]
+        )
+        for name in ("OrdersTableName", "ReservationsTableName", "PaymentsTableName", "InventoryTableName")
+    }
+
+
+def history(cloud: LocalCloud, execution_arn: str) -> list[dict[str, Any]]:
+    paginator = cloud.client("stepfunctions").get_paginator("get_execution_history")
+    return [event for page in paginator.paginate(executionArn=execution_arn) for event in page["events"]]
+
+
+def split_at(
+    events: list[dict[str, Any]], event_type: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    position = next(i for i, event in enumerate(events) if event["type"] == event_type)
+    return events[:position], events[position + 1 :]
+
+
+def iteration_indexes(events: list[dict[str, Any]], event_type: str) -> set[int]:
+    key = event_type[0].lower() + event_type[1:] + "EventDetails"
+    return {event[key]["index"] for event in events if event["type"] == event_type}
+
+
+def step_runs_after(log_dir: Path, moment: datetime) -> Counter[str]:
+    """Task invocations (replays included) per order ID that finished after ``moment``, from the logs."""
+    runs: Counter[str] = Counter()
+    for path in log_dir.rglob("*.log"):
+        for line in path.read_text(errors="replace").splitlines():
+            # The runtime echoes each message on a plain line of its own; the JSON line is Powertools'.
+            if STEP_FINISHED not in line or not line.startswith("{"):
+                continue
+            record = json.loads(line)
+            logged = datetime.strptime(record["timestamp"], "%Y-%m-%d %H:%M:%S,%f%z")
+            if record.get("message") == STEP_FINISHED and logged > moment:
+                runs[record["order_id"]] += 1
+    return runs
+
+
+def test_a_stopped_throttled_batch_is_reconciled_exactly_once_and_a_second_reconcile_does_nothing(
+    cloud: LocalCloud, api: BatchesApiClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cloud.lambda_service.set_latency({"ChargePaymentFunction": 0.5})  # type: ignore[union-attr]
+    batch_id = "stopped-then-reconciled"
+    execution_arn, orders = submit(cloud, api, batch_id, ORDERS)
+    stop_mid_way(cloud, execution_arn, orders)
+
+    stopped = api.status(batch_id).body
+    code, report = run_command(capsys, cloud, "reconcile", batch_id)
+    reconciled = api.status(batch_id).body
+    refused = api.request("POST", f"/batches/{batch_id}/redrive", b"{}")
+    rows = table_rows(cloud)
+    code_again, again = run_command(capsys, cloud, "reconcile", batch_id)
+
+    assert (stopped["status"], stopped["redrive_status"], stopped["redrive_count"]) == (
+        "ABORTED",
+        "REDRIVABLE",
+        0,
+    )
+    assert stopped["open_orders"]["count"] > 0
+    assert code == 0
+    counts = report["counts"]
+    assert counts["completed"] + counts["compensated"] == stopped["open_orders"]["count"]
+    assert counts["completed"] + counts["compensated"] + counts["already_final"] == ORDERS
+    assert counts["held_elsewhere"] == 0
+    assert [order["item_index"] for order in report["orders"]] == list(range(ORDERS))
+    compensated = [order for order in report["orders"] if order["action"] == "COMPENSATED"]
+    assert {order["reason"] for order in compensated} <= {
+        f"order {order['order_id']} was reconciled after batch ABORTED" for order in compensated
+    }
+    audited = [
+        AuditedOrder(order["item_index"], orders[order["item_index"]], {"outcome": order["status"]})
+        for order in report["orders"]
+    ]
+    audit = audit_orders(
+        batch_id,
+        audited,
+        locations(cloud),
+        dynamodb=cloud.client("dynamodb"),
+        body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
+    )
+    assert audit.ok, audit.violations
+    assert (audit.lost, audit.doubled) == ([], [])
+    assert sum(audit.outcomes.values()) == ORDERS
+    assert reconciled["open_orders"] == {"count": 0, "order_ids": [], "reconciled": counts["compensated"]}
+    assert refused.status == 409
+    assert "was reconciled" in refused.body["message"]
+
+    assert code_again == 0
+    assert again["counts"] == {"completed": 0, "compensated": 0, "already_final": ORDERS, "held_elsewhere": 0}
+    assert table_rows(cloud) == rows
+
+
+def test_a_stopped_throttled_batch_redriven_reruns_only_the_unfinished_orders_exactly_once(
+    cloud: LocalCloud, api: BatchesApiClient
+) -> None:
+    cloud.lambda_service.set_latency({"ChargePaymentFunction": 0.5})  # type: ignore[union-attr]
+    batch_id = "stopped-then-redriven"
+    execution_arn, orders = submit(cloud, api, batch_id, ORDERS)
+    stop_mid_way(cloud, execution_arn, orders)
+    time.sleep(FUNCTION_TIMEOUT_SECONDS)  # so no task of the first attempt is still running below
+
+    redriven = api.request("POST", f"/batches/{batch_id}/redrive", b"{}")
+    assert redriven.status == 200, redriven.body
+    assert wait_for_execution(cloud.client("stepfunctions"), execution_arn, timeout=300) == "SUCCEEDED"
+
+    described = cloud.client("stepfunctions").describe_execution(executionArn=execution_arn)
+    assert (described["redriveCount"], described["redriveStatus"]) == (1, "NOT_REDRIVABLE")
+    first, rerun = split_at(history(cloud, execution_arn), "ExecutionRedriven")
+    finished_first = iteration_indexes(first, "MapIterationSucceeded")
+    assert 0 < len(finished_first) < ORDERS
+    assert iteration_indexes(rerun, "MapIterationStarted") == set(range(ORDERS)) - finished_first
+    # The logs agree: no task ran again for an order whose iteration had finished.
+    runs_after = step_runs_after(cloud.state_dir / "logs", described["redriveDate"])
+    finished_ids = {orders[index]["order_id"] for index in finished_first}
+    assert not finished_ids & set(runs_after)
+    assert set(runs_after) == {orders[index]["order_id"] for index in set(range(ORDERS)) - finished_first}
+
+    audit = cloud.audit(batch_id)
+    assert audit.ok, audit.violations
+    assert (audit.lost, audit.doubled) == ([], [])
+    assert audit.outcomes == {"SUCCEEDED": ORDERS}
+    status = api.status(batch_id).body
+    assert (status["status"], status["redrive_count"], status["summary"]["succeeded"]) == (
+        "SUCCEEDED",
+        1,
+        ORDERS,
+    )
+
+
+def test_a_batch_failed_at_its_summary_is_redriven_without_rerunning_any_order(
+    cloud: LocalCloud, api: BatchesApiClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = cloud.lambda_service
+    assert service is not None
+    service.set_fault_plan(
+        {
+            "functions": {
+                "SummarizeBatchFunction": [{"kind": "error_before_body", "error_type": "Summary.Down"}]
+            }
+        }
+    )
+    batch_id = "failed-at-summary"
+    execution_arn, _orders = submit(cloud, api, batch_id, 12)
+    assert wait_for_execution(cloud.client("stepfunctions"), execution_arn, timeout=300) == "FAILED"
+    failed = cloud.client("stepfunctions").describe_execution(executionArn=execution_arn)
+    service.set_fault_plan(None)
+
+    code, redriven = run_command(capsys, cloud, "redrive", batch_id, "--wait")
+
+    assert (failed["error"], failed["redriveStatus"]) == ("Summary.Down", "REDRIVABLE")
+    assert code == 0
+    assert (redriven["status"]["status"], redriven["status"]["redrive_count"]) == ("SUCCEEDED", 1)
+    first, rerun = split_at(history(cloud, execution_arn), "ExecutionRedriven")
+    assert first[-1]["type"] == "ExecutionFailed"
+    assert rerun[0]["type"] == "TaskStateEntered"
+    assert rerun[0]["stateEnteredEventDetails"]["name"] == "Summarize inline batch"
+    assert not [event for event in rerun if event["type"].startswith("MapIteration")]
+    audit = cloud.audit(batch_id)
+    assert audit.ok, audit.violations
+    assert audit.outcomes == {"SUCCEEDED": 12}
