@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "orderbatch.commands.doctor",
     "orderbatch.commands.bench",
     "orderbatch.commands.plan",
+    "orderbatch.commands.conformance",
 )
 
 

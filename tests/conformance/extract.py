@@ -46,6 +46,22 @@ STATE_MACHINE_ARN = re.compile(
 )
 
 
+# What a LocalStack fixture the recording does not provide stands for.
+FIXTURE_REASONS = {
+    "sfn_create_log_group": "reads the execution's CloudWatch Logs (logging, Express async)",
+    "sqs_create_queue": "needs an SQS queue the test creates (not replayed)",
+    "dynamodb_create_table": "needs a DynamoDB table the test creates (not replayed)",
+    "sns_create_topic": "needs an SNS topic the test creates (not replayed)",
+    "events_to_sqs_queue": "reads EventBridge events through SQS",
+    "secondary_aws_client": "runs across two AWS accounts",
+    "mock_config_file": "Step Functions Local mock configuration",
+    "create_activity": "activity task needs a worker",
+    "aws_client_no_sync_prefix": "StartSyncExecution or TestState API",
+    "deploy_cfn_template": "deploys a CloudFormation stack",
+    "create_state_machine_alias": "state machine versions and aliases",
+}
+
+
 @dataclass
 class Skip:
     test: str
@@ -167,7 +183,12 @@ def test_level_skip(test: Mapping[str, Any], snapshot_content: Mapping[str, Any]
         markers = ", ".join(test["aws_markers"]) or "none"
         return f"not validated against AWS (aws markers: {markers})"
     if test["error"]:
-        return str(test["error"])
+        fixture = re.fullmatch(r"needs the (\w+) fixture", test["error"])
+        if fixture:
+            return FIXTURE_REASONS.get(fixture.group(1), f"needs LocalStack's {fixture.group(1)} fixture")
+        if "stateMachineVersionArn" in test["error"] or "state_machine" in test["error"]:
+            return "state machine versions and aliases"
+        return f"does not run without LocalStack ({test['error'].splitlines()[0][:120]})"
     if snapshot_content is None:
         return "no AWS recording in the snapshot file"
     services = sorted(set(test["services"]) - {"stepfunctions", "s3"})
@@ -341,9 +362,9 @@ def build_cases(record: Mapping[str, Any], exported: Path, commit: str) -> Extra
         entries = json.loads(file.read_text()) if file.exists() else {}
         count = sum(recorded_executions(e.get("recorded-content")) for e in entries.values())
         if count:
-            extraction.skips.append(
-                Skip(module, f"module does not import without LocalStack: {error}", count)
-            )
+            missing = re.search(r"No module named '([^']+)'", error)
+            reason = f"imports LocalStack test code outside the Step Functions suite ({missing.group(1)})"
+            extraction.skips.append(Skip(module, reason if missing else f"does not import: {error}", count))
     return extraction
 
 

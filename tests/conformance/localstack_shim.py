@@ -14,6 +14,7 @@ The record is written as JSON to the file named by CONFORMANCE_RECORD_OUT when t
 
 from __future__ import annotations
 
+import datetime
 import importlib.abc
 import importlib.machinery
 import itertools
@@ -723,3 +724,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 # A recorded test that sleeps for AWS's sake (IAM propagation, eventual consistency) need not here.
 time.sleep = lambda seconds: None
+
+
+class _FrozenDateTime(datetime.datetime):
+    """Tests that put "now" into an input get a fixed moment: regenerated cases come out the same."""
+
+    @classmethod
+    def now(cls, tz: datetime.tzinfo | None = None) -> _FrozenDateTime:
+        return cls(2025, 1, 1, tzinfo=tz)
+
+
+datetime.datetime = _FrozenDateTime  # type: ignore[misc]

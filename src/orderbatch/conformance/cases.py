@@ -185,6 +185,8 @@ def _task_feature(resource: str) -> str:
     if resource.startswith("${FunctionArn_") or ":function:" in resource:
         return "Lambda (function ARN)"
     match = re.match(r"arn:aws:states:::(aws-sdk:)?([a-z0-9-]+)", resource)
+    if match and match.group(2) == "states":
+        return "Task states:startExecution (nested state machine)"
     if match:
         return f"Task {'aws-sdk:' if match.group(1) else ''}{match.group(2)}"
     return "Task (other)"

@@ -18,6 +18,10 @@ from orderbatch.conformance.outcome import Outcome
 
 PLACEHOLDER = re.compile(r"<[A-Za-z][A-Za-z0-9_:. -]*>")
 SHOWN_CHARACTERS = 70
+# How the interpreter words a States.Runtime cause; the state's name is what the one-line diff keeps.
+STATE_ERROR_PREFIX = re.compile(
+    r"An error occurred while executing the state '([^']*)' \(entered at the event id #\d+\)\. "
+)
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,8 @@ class Difference:
         expected, actual = self.expected, self.actual
         if isinstance(expected, str) and isinstance(actual, str) and not PLACEHOLDER.fullmatch(expected):
             expected, actual = _where_they_part(expected, actual)
-        return f"{self.aspect}{self.path}: expected {_shown(expected)}, got {_shown(actual)}"
+        limit = SHOWN_CHARACTERS * 2 if self.aspect == "status" else SHOWN_CHARACTERS
+        return f"{self.aspect}{self.path}: expected {_shown(expected)}, got {_shown(actual, limit)}"
 
 
 def compare_outcomes(
@@ -53,9 +58,11 @@ def compare_outcomes(
 
 
 def _how_it_ended(outcome: Outcome) -> str:
+    """The status with the error and the gist of the cause (the state's name, not the boilerplate)."""
     if outcome.status == "SUCCEEDED":
         return "SUCCEEDED"
     cause = outcome.cause if isinstance(outcome.cause, str) else json.dumps(outcome.cause)
+    cause = STATE_ERROR_PREFIX.sub(r"[\1] ", cause or "")
     return f"{outcome.status} {outcome.error}: {cause}"
 
 
@@ -173,6 +180,6 @@ def _where_they_part(expected: str, actual: str) -> tuple[str, str]:
     return "..." + expected[start:], "..." + actual[start:]
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Any, limit: int = SHOWN_CHARACTERS) -> str:
     text = value if isinstance(value, str) and value.startswith("(") else json.dumps(value, default=str)
-    return text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

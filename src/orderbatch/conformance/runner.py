@@ -11,6 +11,7 @@ Cases use distinct state machines, functions and buckets, so they run side by si
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import tempfile
@@ -22,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from orderbatch.conformance.cases import Case, placeholders
 from orderbatch.conformance.compare import Difference, compare_outcomes
@@ -252,6 +255,8 @@ def moto_definition_check(definition: str) -> str | None:
     from orderbatch.localcloud.stepfunctions import apply_interpreter_patches
 
     apply_interpreter_patches()
+    # The parser logs a warning per definition for fields it ignores; the local cloud silences moto too.
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
     try:
         StepFunctionsParserBackend._validate_definition(definition)
     except Exception as error:
@@ -309,11 +314,16 @@ def _local_cloud(template: Path, work_dir: Path) -> Iterator[Any]:
         enforce_iam=False,
     )
     cloud = LocalCloud(config)
+    # A request moto fails with a 500 is a case's result; its traceback on stderr would bury the report.
+    server_log = logging.getLogger("werkzeug")
+    level = server_log.level
+    server_log.setLevel(logging.CRITICAL)
     cloud.start()
     try:
         yield cloud
     finally:
         cloud.stop()
+        server_log.setLevel(level)
 
 
 def _put_objects(cloud: Any, cases: list[Case]) -> None:
@@ -347,6 +357,12 @@ def _run_case(case: Case, stepfunctions: Any, deployment: Deployment, timeout: f
             result.error = f"did not finish within {timeout:.0f} s"
         else:
             result.actual = _local_outcome(case, stepfunctions, execution_arn, events)
+    except ClientError as error:  # the local cloud refused or failed an API call a user would make
+        response = error.response
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        code = response.get("Error", {}).get("Code") or "no error code"
+        detail = "" if code == str(status) else f" ({code})"
+        result.error = f"{error.operation_name} answered HTTP {status}{detail}"
     except Exception as error:  # one case's trouble is its result, never the end of the run
         result.error = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:160]}"
     result.seconds = time.monotonic() - started
