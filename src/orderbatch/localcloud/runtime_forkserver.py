@@ -51,6 +51,7 @@ PREPARE = "prepare"
 RUN = "run"
 PREPARED_FLAG = "--prepared"  # runtime_shim.PREPARED_FLAG; the shim is not importable from here
 _PR_SET_PDEATHSIG = 1
+_PARENT_CHECK_SECONDS = 1.0
 
 
 def _preload(modules: list[str]) -> list[str]:
@@ -137,8 +138,12 @@ class ForkServer:
         self.selector.register(wakeup_reader, selectors.EVENT_READ, "signal")
 
     def serve_forever(self) -> None:
+        local_cloud = os.getppid()
         while True:
-            for key, _events in self.selector.select():
+            # A local cloud that died without stopping this server (killed, crashed) takes it along too.
+            if os.getppid() != local_cloud:
+                os._exit(0)
+            for key, _events in self.selector.select(timeout=_PARENT_CHECK_SECONDS):
                 if key.data == "accept":
                     self._accept()
                 elif key.data == "signal":
