@@ -272,3 +272,8 @@ def test_a_batch_failed_at_its_summary_is_redriven_without_rerunning_any_order(
     audit = cloud.audit(batch_id)
     assert audit.ok, audit.violations
     assert audit.outcomes == {"SUCCEEDED": 12}
+    again = api.request("POST", f"/batches/{batch_id}/redrive", b"{}")
+    assert (again.status, again.body["message"]) == (
+        409,
+        f"batch {batch_id} cannot be redriven: Execution is SUCCEEDED and cannot be redriven",
+    )
