@@ -182,6 +182,9 @@ def test_batch_status_carries_the_summary_from_the_execution_output() -> None:
         "startDate": started,
         "stopDate": stopped,
         "output": json.dumps({"summary": summary}),
+        "redriveCount": 0,
+        "redriveStatus": "NOT_REDRIVABLE",
+        "redriveStatusReason": "Execution is SUCCEEDED and cannot be redriven",
     }
 
     status = batch_status("b-1", execution)
@@ -195,6 +198,10 @@ def test_batch_status_carries_the_summary_from_the_execution_output() -> None:
         "summary": summary,
         "error": None,
         "cause": None,
+        "redrive_count": 0,
+        "redrive_date": None,
+        "redrive_status": "NOT_REDRIVABLE",
+        "redrive_status_reason": "Execution is SUCCEEDED and cannot be redriven",
     }
     assert batch_status("b-1", {**execution, "output": json.dumps(summary)})["summary"] == summary
 
