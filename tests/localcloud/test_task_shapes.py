@@ -1,7 +1,8 @@
 """Lambda Task results and errors as Step Functions records them on AWS.
 
-Shapes from executions recorded against AWS (public test suites' snapshots): a ``lambda:invoke`` result carries the Invoke response's metadata; a function error's cause is compact JSON through
-``lambda:invoke`` and the runtime's own text through a bare function ARN; Lambda API errors read
+Shapes from executions recorded against AWS (public test suites' snapshots): a ``lambda:invoke`` result
+carries the Invoke response's metadata; a function error's cause is compact JSON through ``lambda:invoke``
+and the runtime's own text through a bare function ARN; Lambda API errors read
 ``<message> (Service: AWSLambda; Status Code: <n>; Error Code: <code>; Request ID: <uuid>; Proxy: null)``.
 """
 
