@@ -391,6 +391,7 @@ def _case(
     used |= {name for name in test["functions"] if name in execution["definition"] + execution["input"]}
     machines = set(STATE_MACHINE_ARN.findall(execution["definition"] + execution["input"]))
     buckets = {c["bucket"] for c in test["s3_setup"]}
+    text = execution["definition"] + execution["input"]
     return {
         "id": case_id(nodeid, index, count),
         "source": {
@@ -409,6 +410,7 @@ def _case(
             if name in test["state_machines"]
         },
         "s3_setup": [c for c in test["s3_setup"] if c["bucket"] in buckets],
+        "dynamodb_tables": [t for t in test["dynamodb_tables"] if t["table"] in text],
         "snapshot_transformers": {
             "regex": test["regex_transformers"],
             "jsonpath": test["jsonpath_transformers"],

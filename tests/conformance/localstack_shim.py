@@ -61,6 +61,7 @@ class TestRecord:
     executions: list[ExecutionRecord] = field(default_factory=list)
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)
     s3_setup: list[dict[str, Any]] = field(default_factory=list)
+    dynamodb_tables: list[dict[str, str]] = field(default_factory=list)
     matches: list[dict[str, Any]] = field(default_factory=list)
     regex_transformers: list[list[str]] = field(default_factory=list)
     jsonpath_transformers: list[dict[str, Any]] = field(default_factory=list)
@@ -402,6 +403,23 @@ class FakeS3:
         return {"ETag": '"etag"'}
 
 
+class _OtherService:
+    """A client of a service the recording does not replay: calling it marks the test as needing it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, method: str) -> Any:
+        if method.startswith("__"):
+            raise AttributeError(method)
+
+        def call(*args: Any, **kwargs: Any) -> Anything:
+            RECORDER.uses_service(self._name)
+            return Anything(f"{self._name}.{method}()")
+
+        return call
+
+
 class FakeAwsClient:
     def __init__(self) -> None:
         self.stepfunctions = FakeStepFunctions()
@@ -410,8 +428,7 @@ class FakeAwsClient:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        RECORDER.uses_service(name)
-        return Anything(name)
+        return _OtherService(name)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -626,6 +643,12 @@ def sfn_snapshot() -> _Snapshot:
 
 
 @pytest.fixture
+def snapshot() -> _Snapshot:
+    """LocalStack's plain snapshot fixture: the same recording, without the Step Functions transformers."""
+    return _Snapshot()
+
+
+@pytest.fixture
 def account_id() -> str:
     return ACCOUNT_ID
 
@@ -666,6 +689,16 @@ def create_lambda_function() -> Callable[..., dict[str, Any]]:
         arn = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{func_name}"
         response = {"FunctionArn": arn, "FunctionName": func_name}
         return {"CreateFunctionResponse": response, "CreateEventSourceMappingResponse": None}
+
+    return create
+
+
+@pytest.fixture
+def dynamodb_create_table() -> Callable[..., dict[str, Any]]:
+    def create(table_name: str | None = None, partition_key: str = "id", **kwargs: Any) -> dict[str, Any]:
+        name = table_name or f"test-table-{short_uid()}"
+        RECORDER.test.dynamodb_tables.append({"table": name, "partition_key": partition_key})
+        return {"TableDescription": {"TableName": name}}
 
     return create
 

@@ -1,8 +1,9 @@
 """The conformance cases on disk: one folder per AWS-recorded execution (see tests/conformance/NOTICE).
 
-A folder holds ``case.json`` (input, recorded outcome, provenance, functions, S3 objects, the snapshot's
-transformers), ``definition.json`` (ASL with ``${FunctionArn_<name>}`` / ``${StateMachineArn_<name>}``
-placeholders) and ``handlers/<function>.py.txt`` (the handler's Python source, verbatim).
+A folder holds ``case.json`` (input, recorded outcome, provenance, functions, S3 objects, DynamoDB
+tables, the snapshot's transformers), ``definition.json`` (ASL with ``${FunctionArn_<name>}`` and
+``${StateMachineArn_<name>}`` placeholders) and ``handlers/<function>.py.txt`` (the handler's Python
+source, verbatim).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Case:
     functions: dict[str, CaseFunction] = field(default_factory=dict)
     nested_state_machines: dict[str, Any] = field(default_factory=dict)
     s3_setup: list[dict[str, Any]] = field(default_factory=list)
+    dynamodb_tables: list[dict[str, str]] = field(default_factory=list)  # {"table", "partition_key"}
     regex_transformers: list[tuple[str, str]] = field(default_factory=list)
     jsonpath_transformers: list[dict[str, Any]] = field(default_factory=list)
     # The test sorted Parallel branch events before snapshotting (normalise.parallel_events_as_snapshotted).
@@ -109,6 +111,7 @@ def load_case(folder: Path) -> Case:
         functions=functions,
         nested_state_machines=dict(data.get("nested_state_machines") or {}),
         s3_setup=list(data.get("s3_setup") or []),
+        dynamodb_tables=list(data.get("dynamodb_tables") or []),
         regex_transformers=[(str(a), str(b)) for a, b in transformers.get("regex") or []],
         jsonpath_transformers=list(transformers.get("jsonpath") or []),
         parallel_events_normalised=bool(transformers.get("parallel_events")),

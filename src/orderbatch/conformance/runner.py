@@ -2,10 +2,10 @@
 
 One SAM template holds every case: an ``AWS::Serverless::Function`` per recorded Lambda function (its
 handler in a folder of its own), an ``AWS::Serverless::StateMachine`` per definition with the function
-and state machine ARNs as ``DefinitionSubstitutions``, and the buckets the cases read. The local cloud
-deploys it as ``orderbatch local up`` would; the cases' S3 objects are put, then every execution is
-started with boto3 and read back (DescribeExecution, GetExecutionHistory) as a user of AWS would.
-Cases use distinct state machines, functions and buckets, so they run side by side.
+and state machine ARNs as ``DefinitionSubstitutions``, and the buckets and tables the cases use. The
+local cloud deploys it as ``orderbatch local up`` would; the cases' S3 objects are put, then every
+execution is started with boto3 and read back (DescribeExecution, GetExecutionHistory) as a user of
+AWS would. Cases use distinct state machines, functions, buckets and tables, so they run side by side.
 """
 
 from __future__ import annotations
@@ -168,6 +168,17 @@ def build_template(cases: list[Case], work_dir: Path, validate: Callable[[str], 
                     "Type": "AWS::S3::Bucket",
                     "Properties": {"BucketName": setup["bucket"]},
                 }
+        for table in case.dynamodb_tables:
+            key = table["partition_key"]
+            resources[_logical_id("Table", table["table"])] = {
+                "Type": "AWS::DynamoDB::Table",
+                "Properties": {
+                    "TableName": table["table"],
+                    "BillingMode": "PAY_PER_REQUEST",
+                    "KeySchema": [{"AttributeName": key, "KeyType": "HASH"}],
+                    "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"}],
+                },
+            }
     machines: dict[str, Any] = {}
     for case in cases:
         machines.setdefault(case.state_machine_name, case.definition)
