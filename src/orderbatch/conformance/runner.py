@@ -42,6 +42,9 @@ from orderbatch.conformance.outcome import (
 
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCOUNT = "123456789012"
+# The role the extraction gave every recorded state machine (tests/conformance/localstack_shim.py).
+RECORDED_ROLE_ARN = f"arn:aws:iam::{LOCAL_ACCOUNT}:role/conformance-sfn-role"
+RECORDED_ROLE_NAME = "snf_role_arn"
 DEFAULT_WORKERS = 6
 # The slowest recorded case (retries with backoff) takes about 10 s here; a case still running at
 # this bound is reported as not finishing (e.g. a Wait AWS refuses but the local cloud starts).
@@ -421,10 +424,20 @@ def comparable(outcome: Outcome, case: Case | None = None) -> Outcome:
 
     def prepare(value: Any, field: str) -> Any:
         if case is not None:
-            value = apply_snapshot_transformers(
-                value, field, case.regex_transformers, case.jsonpath_transformers
-            )
+            value = apply_snapshot_transformers(value, field, regex, case.jsonpath_transformers)
         return canonical(value, field)
+
+    from orderbatch.localcloud.cloud import LOCAL_ROLE_ARN
+
+    # The recordings' state machines ran as a role that LocalStack's fixtures always name "snf_role_arn"
+    # (some tests add the transformer themselves, the others through their fixtures); locally they run as
+    # the local cloud's role.
+    regex = [
+        pattern_and_replacement
+        for pattern_and_replacement in (case.regex_transformers if case is not None else [])
+        if pattern_and_replacement[0] != RECORDED_ROLE_ARN
+    ]
+    regex.append((re.escape(LOCAL_ROLE_ARN), RECORDED_ROLE_NAME))
 
     attempts = {str(prepare(key, "resource")): count for key, count in outcome.attempts.items()}
     return Outcome(

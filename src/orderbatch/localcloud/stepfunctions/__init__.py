@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from orderbatch.localcloud.stepfunctions import (
+    context_object,
     executions,
     histories,
     jsonata,
@@ -67,4 +68,5 @@ def apply_interpreter_patches() -> None:
         lambda_tasks.patch()
         jsonata.patch()
         redrive.patch()
+        context_object.patch()
         _patched = True

@@ -16,6 +16,7 @@ Adjustments to moto's interpreter, each for a reason a user would meet:
 from __future__ import annotations
 
 import json
+import weakref
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,6 +29,7 @@ def patch() -> None:
     _loop_map_workers()
     _count_child_events_without_keeping_them()
     _write_distributed_map_results()
+    _name_the_value_not_its_type()
 
 
 def _cap_inline_map_concurrency() -> None:
@@ -188,3 +190,52 @@ def _write_distributed_map_results() -> None:
         )
 
     resource_eval_s3.ResourceEvalS3._handle_put_object = staticmethod(handle_put_object)  # type: ignore[method-assign]
+
+
+_NOT_AN_ARRAY = "Map state input must be an array but was: "
+# The items each Map evaluation computed last, by evaluation environment: the check that fails a non-array
+# pops them before it builds its cause.
+_evaluated_items: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _name_the_value_not_its_type() -> None:
+    """AWS's cause for a Map over a non-array quotes the value as JSON (``... but was: true``); moto's names
+    the Python type (``<class 'bool'>``)."""
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.path.items_path import ItemsPath
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.items.items import Items
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.state_map import StateMap
+
+    for component in (ItemsPath, Items):
+        _remember_evaluated_items(component)
+    original = StateMap._eval_execution
+
+    def eval_execution(self: Any, env: Any) -> None:
+        # Without Items or ItemsPath (JSONata), the items are the state's input, already on the stack.
+        _evaluated_items.pop(env, None)
+        state_input = env.stack[-1] if env.stack else None
+        try:
+            original(self, env)
+        except FailureEventException as failure:
+            details: Any = failure.failure_event.event_details or {}
+            evaluation = details.get("evaluationFailedEventDetails") or {}
+            cause = evaluation.get("cause")
+            if isinstance(cause, str) and cause.startswith(_NOT_AN_ARRAY):
+                items = _evaluated_items.get(env, state_input)
+                evaluation["cause"] = _NOT_AN_ARRAY + json.dumps(items, separators=(",", ":"))
+            raise
+
+    StateMap._eval_execution = eval_execution  # type: ignore[method-assign]
+
+
+def _remember_evaluated_items(component: Any) -> None:
+    original_eval = component.eval
+
+    def eval_and_remember(self: Any, env: Any) -> None:
+        original_eval(self, env)
+        if env.stack:
+            _evaluated_items[env] = env.stack[-1]
+
+    component.eval = eval_and_remember

@@ -1,0 +1,42 @@
+"""The context object (``$$``, ``$states.context``) with AWS's timestamps.
+
+AWS writes ``$$.Execution.StartTime`` and ``$$.State.EnteredTime`` as ISO-8601 text in UTC with
+milliseconds (``2019-03-26T20:14:13.192Z``). moto keeps the start time as a ``datetime`` object, which
+JSON cannot carry (DescribeExecution answered HTTP 500 for an output holding ``$$``, and JSONata refused
+``$states.context``), and writes the entered time with microseconds and ``+00:00``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+
+def aws_timestamp(moment: datetime.datetime) -> str:
+    moment = moment.astimezone(datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _aws_state_data(**fields: Any) -> dict[str, Any]:
+    entered = fields.get("EnteredTime")
+    if isinstance(entered, str):
+        fields["EnteredTime"] = aws_timestamp(datetime.datetime.fromisoformat(entered))
+    return fields
+
+
+def patch() -> None:
+    from moto.stepfunctions.parser.asl.component.state import state
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    original_environment = ExecutionWorker._get_evaluation_environment
+
+    def evaluation_environment(self: Any) -> Any:
+        env: Any = original_environment(self)
+        execution = env.states.context_object.context_object_data["Execution"]
+        if isinstance(execution.get("StartTime"), datetime.datetime):
+            execution["StartTime"] = aws_timestamp(execution["StartTime"])
+        return env
+
+    ExecutionWorker._get_evaluation_environment = evaluation_environment  # type: ignore[method-assign]
+    # State entry builds the State part of the context object through this name, looked up at call time.
+    state.StateData = _aws_state_data  # type: ignore[assignment,misc]
