@@ -10,6 +10,7 @@ AWS would. Cases use distinct state machines, functions, buckets and tables, so 
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import re
@@ -258,6 +259,29 @@ def _with_local_arns(text: str) -> str:
     return re.sub(r"\$\{(FunctionArn|StateMachineArn)_([A-Za-z0-9_-]+)\}", arn, text)
 
 
+# The extraction ran LocalStack's tests with "now" frozen at this moment (see tests/conformance/
+# localstack_shim.py) so that cases regenerate identically; a later timestamp in an input is "now plus".
+EXTRACTION_NOW = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
+_ISO_TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d{3})?Z")
+
+
+def _shifted_to_run_time(text: str) -> str:
+    """An input's "now plus something" timestamps moved by as long as has passed since the extraction, so a
+    wait of 24,856 days is still one when the case runs."""
+    elapsed = datetime.datetime.now(datetime.UTC) - EXTRACTION_NOW
+
+    def shift(match: re.Match[str]) -> str:
+        try:
+            moment = datetime.datetime.fromisoformat(match.group(1)).replace(tzinfo=datetime.UTC)
+        except ValueError:  # the invalid dates some cases are about
+            return match.group(0)
+        if moment <= EXTRACTION_NOW:
+            return match.group(0)
+        return (moment + elapsed).strftime("%Y-%m-%dT%H:%M:%S") + (match.group(2) or "") + "Z"
+
+    return _ISO_TIMESTAMP.sub(shift, text)
+
+
 def moto_definition_check(definition: str) -> str | None:
     """Why CreateStateMachine on the local cloud would reject ``definition``, or None if it accepts it.
 
@@ -364,7 +388,7 @@ def _run_case(case: Case, stepfunctions: Any, deployment: Deployment, timeout: f
     )
     try:
         execution_arn = stepfunctions.start_execution(
-            stateMachineArn=state_machine_arn, input=_with_local_arns(case.input_text)
+            stateMachineArn=state_machine_arn, input=_shifted_to_run_time(_with_local_arns(case.input_text))
         )["executionArn"]
         events = _finished_history(stepfunctions, execution_arn, timeout)
         if events is None:

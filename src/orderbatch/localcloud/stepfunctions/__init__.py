@@ -4,8 +4,8 @@ moto's Step Functions interpreter (ported from LocalStack) runs the executions. 
 changes in it, without forking it, lives beside this module, one concern each: ``task_clients`` (how
 Tasks reach services), ``map_state`` (the Map state's limits, memory and results), ``histories`` (what a
 finished execution keeps), ``executions`` (StartExecution where moto answers unlike AWS),
-``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes) and ``redrive``
-(RedriveExecution, which moto lacks).
+``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes), ``redrive``
+(RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions Local's MockConfigFile test cases).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from orderbatch.localcloud.stepfunctions import (
     map_state,
     redrive,
     task_clients,
+    wait_state,
 )
 from orderbatch.localcloud.stepfunctions.histories import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
@@ -69,4 +70,5 @@ def apply_interpreter_patches() -> None:
         jsonata.patch()
         redrive.patch()
         context_object.patch()
+        wait_state.patch()
         _patched = True

@@ -335,6 +335,12 @@ def _bindings(env: Any) -> dict[str, Any]:
 
 
 def _fail(env: Any, expression: str, field: str, outcome: str) -> NoReturn:
+    fail_query_evaluation(
+        env, f"The JSONata expression '{expression}' specified for the field '{field}' {outcome}", field
+    )
+
+
+def fail_query_evaluation(env: Any, message: str, field: str) -> NoReturn:
     """Fail the state with States.QueryEvaluationError, its cause already in AWS's words.
 
     The cause names the state and the event that entered it from the start, because moto records a Task's
@@ -355,10 +361,7 @@ def _fail(env: Any, expression: str, field: str, outcome: str) -> NoReturn:
     entered_at = env.event_history_context.source_event_id
     details = EvaluationFailedEventDetails(
         error=_QUERY_EVALUATION_ERROR,
-        cause=(
-            f"{_CAUSE_PREFIX}'{state}' (entered at the event id #{entered_at}). "
-            f"The JSONata expression '{expression}' specified for the field '{field}' {outcome}"
-        ),
+        cause=f"{_CAUSE_PREFIX}'{state}' (entered at the event id #{entered_at}). {message}",
         location=field,
         state=state,
     )
