@@ -25,10 +25,13 @@ class _RawPayloadError(Exception):
     raw_payload: str
 
 
-def sdk_http_metadata(request_id: str, payload_text: str, executed_version: str) -> dict[str, Any]:
+def sdk_http_metadata(
+    request_id: str, payload_text: str, executed_version: str, log_result: str | None = None
+) -> dict[str, Any]:
     """What AWS adds to a ``lambda:invoke`` result: the Invoke response's headers, as recorded."""
     trace_id = f"root=1-{secrets.token_hex(4)}-{secrets.token_hex(12)};sampled=0"
     headers = {
+        **({"X-Amz-Log-Result": log_result} if log_result is not None else {}),
         "X-Amz-Executed-Version": executed_version,
         "x-amzn-Remapped-Content-Length": "0",
         "Connection": "keep-alive",
@@ -82,11 +85,14 @@ def patch() -> None:
             raise error
         request_id = response.get("ResponseMetadata", {}).get("RequestId", "")
         executed_version = response.get("ExecutedVersion", LATEST)
+        log_result = response.get("LogResult")
         env.stack.append(
             {
                 "ExecutedVersion": executed_version,
+                # Only when the Task asked for LogType Tail, as on AWS.
+                **({"LogResult": log_result} if log_result is not None else {}),
                 "Payload": _payload_value(payload_text),
-                "SdkHttpMetadata": sdk_http_metadata(request_id, payload_text, executed_version),
+                "SdkHttpMetadata": sdk_http_metadata(request_id, payload_text, executed_version, log_result),
                 "SdkResponseMetadata": {"RequestId": request_id},
                 "StatusCode": response.get("StatusCode", 200),
             }
