@@ -35,6 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="do not enforce the template's IAM roles: every call is allowed (see docs/iam.md)",
     )
+    up.add_argument(
+        "--mock-config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="Step Functions Local mock configuration: StartExecution on <arn>#<TestCase> runs that test "
+        "case (default: the SFN_MOCK_CONFIG variable's file; see docs/stepfunctions-local.md)",
+    )
     up.set_defaults(func=run_up)
 
     env = actions.add_parser(
@@ -235,7 +243,11 @@ def run_up(args: argparse.Namespace) -> int:
     from orderbatch.localcloud.cloud import LocalCloud
 
     state_dir = prepare_state_dir(args.state_dir)
-    cloud = LocalCloud(cloud_config_from_args(args, state_dir=state_dir, enforce_iam=not args.no_iam))
+    cloud = LocalCloud(
+        cloud_config_from_args(
+            args, state_dir=state_dir, enforce_iam=not args.no_iam, mock_config=args.mock_config
+        )
+    )
     stopped, started = threading.Event(), threading.Event()
     stop_on_signals(stopped, started)
     start_local_cloud(cloud, started)
@@ -261,6 +273,9 @@ def run_up(args: argparse.Namespace) -> int:
             print(f"  HTTP API       {cloud.api_url}  (SigV4, service execute-api)")
         for reason, resources in group_not_honoured(cloud.stack.not_honoured).items():
             print(f"  not honoured   {reason}: {', '.join(resources)}")
+        if cloud.mock_config is not None:
+            cases = sum(len(machine) for machine in cloud.mock_config.test_cases.values())
+            print(f"  mock config    {cloud.mock_config.source} ({cases} test cases)")
         print(f"  logs           {cloud.state_dir / 'logs'}")
         plan = cloud.lambda_service.fault_plan if cloud.lambda_service else None
         if plan is not None and (plan.functions or plan.noisy_neighbour):
@@ -294,6 +309,7 @@ def stop_on_signals(stopped: threading.Event, started: threading.Event) -> None:
 def start_local_cloud(cloud: Any, started: threading.Event) -> None:
     """Start it, or stop what did start and exit: on a signal, or with what is missing to run a function."""
     from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuildError, RuntimeUnavailableError
+    from orderbatch.localcloud.stepfunctions.mock_config import MockConfigError
 
     try:
         cloud.start()
@@ -301,7 +317,7 @@ def start_local_cloud(cloud: Any, started: threading.Event) -> None:
     except KeyboardInterrupt:
         _stop_lambda_processes(cloud)
         raise SystemExit(130) from None
-    except (RuntimeUnavailableError, RuntimeBuildError) as error:
+    except (RuntimeUnavailableError, RuntimeBuildError, MockConfigError) as error:
         _stop_lambda_processes(cloud)
         raise SystemExit(f"orderbatch: {error}") from None
 

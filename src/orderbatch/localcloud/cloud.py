@@ -41,6 +41,7 @@ from orderbatch.localcloud.stepfunctions import (
     keep_histories_in,
     route_lambda_tasks_to,
 )
+from orderbatch.localcloud.stepfunctions.mock_config import MockConfig, mock_config_path, use_mock_config
 from orderbatch.localcloud.stepfunctions.task_clients import give_task_roles_credentials
 
 DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
@@ -87,6 +88,9 @@ class LocalCloudConfig:
     dynamodb_observer: Callable[[str, bytes], None] | None = None
     # Functions and state machines call as their template roles, checked on every call (docs/iam.md).
     enforce_iam: bool = True
+    # Step Functions Local's MockConfigFile: executions started as <arn>#<TestCase> run that test case
+    # (docs/stepfunctions-local.md). None: the SFN_MOCK_CONFIG environment variable's file, if set.
+    mock_config: Path | None = None
 
 
 class LocalCloud:
@@ -108,6 +112,7 @@ class LocalCloud:
         self._metrics: MetricsPublisher | None = None
         self._table_locks = TableLocks()
         self._apps_by_target: dict[str, Any] = {}
+        self.mock_config: MockConfig | None = None
         # Until the template is deployed every caller but the deployer gets a 503: a script that waits for
         # the port must not see a half-deployed stack (no functions or state machines yet).
         self._deployed = threading.Event()
@@ -120,6 +125,8 @@ class LocalCloud:
             def log_request(self, *args: Any, **kwargs: Any) -> None:
                 """Thousands of calls per batch; the access log would drown what the commands print."""
 
+        # Before anything runs: an unusable mock configuration stops the start with its problems listed.
+        self.mock_config = use_mock_config(mock_config_path(self.config.mock_config))
         # moto logs every unsupported field and every missing JSONPath it tries (IsPresent included).
         logging.getLogger("moto").setLevel(logging.CRITICAL)
         moto_app = create_moto_app()
@@ -194,6 +201,7 @@ class LocalCloud:
         return max(len(self.stack.functions), round(factor * self.config.account_concurrency))
 
     def stop(self) -> None:
+        use_mock_config(None)
         route_lambda_tasks_to(None)
         give_task_roles_credentials(None)
         keep_histories_in(None)

@@ -20,6 +20,7 @@ from orderbatch.localcloud.stepfunctions import (
     jsonata,
     lambda_tasks,
     map_state,
+    mock_config,
     redrive,
     task_clients,
     wait_state,
@@ -69,6 +70,7 @@ def apply_interpreter_patches() -> None:
         lambda_tasks.patch()
         jsonata.patch()
         redrive.patch()
+        mock_config.patch()
         context_object.patch()
         wait_state.patch()
         _patched = True
