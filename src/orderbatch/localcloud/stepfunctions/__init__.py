@@ -22,6 +22,7 @@ from orderbatch.localcloud.stepfunctions import (
     map_state,
     mock_config,
     redrive,
+    service_tasks,
     task_clients,
     wait_state,
 )
@@ -73,4 +74,5 @@ def apply_interpreter_patches() -> None:
         mock_config.patch()
         context_object.patch()
         wait_state.patch()
+        service_tasks.patch()
         _patched = True

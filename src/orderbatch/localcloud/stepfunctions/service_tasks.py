@@ -1,0 +1,120 @@
+"""Service integration Tasks (``aws-sdk:*``, ``states:startExecution``, ``dynamodb:*`` ...) as AWS runs them.
+
+moto's interpreter passes a Task's ``Parameters`` to boto3 as written and hands back boto3's answer as
+is: botocore then fails on Step Functions' PascalCase names (``StateMachineArn`` where its model says
+``stateMachineArn``: "KeyError 'StateMachineArn'"), on a JSON value where the API takes a blob
+(``s3:putObject`` with an object ``Body``), and an S3 object's streaming ``Body`` cannot be carried in
+the state's output. LocalStack, where the interpreter comes from, maps the parameters onto the
+operation's input shape and the answer back into Step Functions' casing, reading streaming bodies as
+text; moto dropped that step. This puts it back, and names aws-sdk errors by the service's SDK name as
+AWS does (``S3.NoSuchKeyException``, not ``s3.NoSuchKeyException``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+from typing import Any
+
+from orderbatch.localcloud.stepfunctions.context_object import aws_timestamp
+
+# How AWS names a service in an aws-sdk integration's errors: the SDK's service class name. The default
+# is the service name with its first letter upper-cased (sqs -> Sqs, lambda -> Lambda, ec2 -> Ec2).
+_SDK_SERVICE_NAMES = {
+    "dynamodb": "DynamoDb",
+    "sfn": "Sfn",
+    "s3": "S3",
+    "secretsmanager": "SecretsManager",
+    "eventbridge": "EventBridge",
+    "cloudwatch": "CloudWatch",
+    "cloudwatchlogs": "CloudWatchLogs",
+    "apigateway": "ApiGateway",
+}
+
+
+def sdk_service_name(service: str) -> str:
+    lowered = service.lower()
+    return _SDK_SERVICE_NAMES.get(lowered, lowered[:1].upper() + lowered[1:])
+
+
+@functools.cache
+def _operation_model(service: str, operation_snake_case: str) -> Any:
+    import botocore.session
+    from botocore import xform_name
+
+    model = botocore.session.get_session().get_service_model(service)
+    for operation in model.operation_names:
+        if xform_name(operation) == operation_snake_case:
+            return model.operation_model(operation)
+    return None
+
+
+def patch() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service,
+        state_task_service_aws_sdk,
+        state_task_service_lambda,
+    )
+
+    service_task = state_task_service.StateTaskService
+
+    def normalise_parameters(
+        self: Any,
+        parameters: dict[str, Any],
+        boto_service_name: str | None = None,
+        service_action_name: str | None = None,
+    ) -> None:
+        operation = _operation_model(
+            self._get_boto_service_name(boto_service_name=boto_service_name),
+            self._get_boto_service_action(service_action_name=service_action_name),
+        )
+        if operation is not None and operation.input_shape is not None:
+            self._to_boto_request(parameters, operation.input_shape)
+
+    def normalise_response(
+        self: Any,
+        response: Any,
+        boto_service_name: str | None = None,
+        service_action_name: str | None = None,
+    ) -> None:
+        operation = _operation_model(
+            self._get_boto_service_name(boto_service_name=boto_service_name),
+            self._get_boto_service_action(service_action_name=service_action_name),
+        )
+        if operation is not None and operation.output_shape is not None and isinstance(response, dict):
+            order = list(response)
+            self._from_boto_response(response, operation.output_shape)
+            _keep_key_order(response, order, self._to_sfn_cased)
+        if isinstance(response, dict):
+            response.update(_timestamps_as_text(response))
+
+    service_task._normalise_parameters = normalise_parameters  # type: ignore[method-assign]
+    service_task._normalise_response = normalise_response  # type: ignore[method-assign]
+
+    # lambda:invoke results are built in AWS's shape already (see lambda_tasks).
+    lambda_task = state_task_service_lambda.StateTaskServiceLambda
+    lambda_task._normalise_response = lambda self, response, *args, **kwargs: None  # type: ignore[method-assign]
+
+    aws_sdk_task = state_task_service_aws_sdk.StateTaskServiceAwsSdk
+    aws_sdk_task._normalise_service_error_name = staticmethod(sdk_service_name)  # type: ignore[method-assign,assignment]
+
+
+def _timestamps_as_text(value: Any) -> Any:
+    """boto3 parses timestamps into datetimes, which a state's JSON data cannot hold; Step Functions gives
+    them as ISO-8601 text."""
+    if isinstance(value, datetime.datetime):
+        return aws_timestamp(value)
+    if isinstance(value, dict):
+        return {key: _timestamps_as_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_timestamps_as_text(item) for item in value]
+    return value
+
+
+def _keep_key_order(response: dict[str, Any], order: list[str], cased: Any) -> None:
+    """The answer's keys in the order the API gave them, renamed where the normalisation renamed them."""
+    renamed = [cased(key) if cased(key) in response else key for key in order]
+    items = [(key, response[key]) for key in renamed if key in response]
+    items.extend((key, value) for key, value in response.items() if key not in dict(items))
+    response.clear()
+    response.update(items)
