@@ -14,6 +14,7 @@ from collections.abc import Sequence
 # Imported lazily so that `orderbatch lint` does not pay for moto, and so on.
 COMMAND_MODULES = (
     "orderbatch.commands.local",
+    "orderbatch.commands.docker",
     "orderbatch.commands.demo",
     "orderbatch.commands.batches",
     "orderbatch.commands.reconcile",

@@ -1,0 +1,286 @@
+"""How a container runs: as a local Lambda execution environment, exactly as the local cloud runs one.
+
+That is the Runtime Interface Emulator (the binary SAM CLI put in its image, or the one it ships) with the
+function's runtime: the Python its image's runtime names (found as the local cloud finds it), forked by
+the runtime server of that Python's cached build, running awslambdaric on the handler. The emulator
+listens on the host port SAM CLI bound container port 8080 to.
+
+There is no filesystem isolation. The container's paths are mapped onto host folders (``PathMap``):
+/var/task is the folder SAM CLI bind-mounts, /var/rapid and /opt are the image's own files (the emulator
+and any local layers), and container paths in the environment are rewritten to those folders.
+
+What the runtime imports, as on AWS: the code folder first; for code ``sam build`` did not build, the
+packages of its requirements.txt, installed into a cached build as the local cloud installs them (``sam
+build`` output already holds them, so its folder alone is the path); then layers (/opt/python); then the
+runtime's own packages (boto3, awslambdaric).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from orderbatch.localcloud.docker_api.config import RIE_ENTRYPOINTS, TASK_ROOT, BindMount, ContainerConfig
+from orderbatch.localcloud.lambda_service.environments import (
+    PORTS,
+    LaunchSettings,
+    environment_variables,
+    find_rie_binary,
+)
+from orderbatch.localcloud.lambda_service.forkserver import SOCKET_VARIABLE, RuntimeForkServer
+from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionSpec
+from orderbatch.localcloud.lambda_service.runtimes import (
+    Interpreter,
+    RuntimeBuild,
+    RuntimeCache,
+    RuntimeUnavailableError,
+    find_interpreter,
+    python_version_of,
+    requirements_text,
+)
+
+# Variables whose container values describe the container's own system: the host's values are used.
+HOST_VARIABLES = frozenset({"PATH", "LD_LIBRARY_PATH", "LAMBDA_RUNTIME_DIR", "LANG", "TZ", "HOME"})
+DEFAULT_REGION = "us-east-1"
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/@-])/[\w.@+-]+(?:/[\w.@+-]*)*")
+_FUNCTION_NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class PathMap:
+    """Container paths -> host paths: bind mounts first, then the image's files, then a scratch folder."""
+
+    def __init__(self, binds: tuple[BindMount, ...], rootfs: Path | None, scratch: Path) -> None:
+        # Longest destination first, so a mount inside another mount wins for its paths.
+        self._binds = sorted(
+            ((bind.destination.rstrip("/") or "/", bind.source) for bind in binds), reverse=True
+        )
+        self.rootfs = rootfs
+        self.scratch = scratch
+
+    def bound(self, container_path: str) -> Path | None:
+        """The host path of a container path under a bind mount or in the image's files, else None."""
+        for destination, source in self._binds:
+            if container_path == destination or container_path.startswith(destination.rstrip("/") + "/"):
+                rest = container_path[len(destination) :].lstrip("/")
+                return source / rest if rest else source
+        if self.rootfs is not None:
+            candidate = self.rootfs / container_path.lstrip("/")
+            if container_path.strip("/") and candidate.exists():
+                return candidate
+        return None
+
+    def to_host(self, container_path: str) -> Path:
+        """Where a container path lives on the host; unmapped paths are the container's own scratch files."""
+        return self.bound(container_path) or self.scratch / container_path.lstrip("/")
+
+    def translate(self, text: str) -> str:
+        """``text`` with every absolute container path under a mount or the image's files made a host path."""
+
+        def replace(match: re.Match[str]) -> str:
+            host = self.bound(match[0])
+            return str(host) if host is not None else match[0]
+
+        return _ABSOLUTE_PATH.sub(replace, text)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A started environment: its emulator process and the loopback address it serves invocations on."""
+
+    process: subprocess.Popen[bytes]
+    host_ip: str
+    host_port: int
+    runtime_api_port: int
+    function_name: str
+
+
+def is_built(code_dir: Path) -> bool:
+    """Whether ``sam build`` (pip install --target) put the packages beside the code already."""
+    return any(code_dir.glob("*.dist-info"))
+
+
+def function_name_of(config: ContainerConfig) -> str:
+    name = config.environment.get("AWS_LAMBDA_FUNCTION_NAME") or config.labels.get("sam.cli.function.name")
+    return (_FUNCTION_NAME_CHARACTERS.sub("-", name or "function").strip("-") or "function")[:64]
+
+
+class ExecutionEnvironments:
+    """Starts containers' environments; the runtime builds and runtime servers are shared by all of them."""
+
+    def __init__(
+        self,
+        log_dir: Path,
+        *,
+        aws_endpoint_url: str | None = None,
+        runtime_fallback: bool = False,
+        spawn_runtimes: bool = False,
+        runtime_cache: RuntimeCache | None = None,
+        notify: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    ) -> None:
+        self.log_dir = log_dir
+        self.aws_endpoint_url = aws_endpoint_url
+        self.runtime_fallback = runtime_fallback
+        self.spawn_runtimes = spawn_runtimes
+        self.cache = runtime_cache or RuntimeCache()
+        self.notify = notify
+        self._fork_servers: dict[str, RuntimeForkServer] = {}
+        self._fallback_noted: set[str] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- what a function runs on --------------------------------------------------------------------
+
+    def build_for(self, runtime: str, code_dir: Path, function_name: str) -> RuntimeBuild:
+        """The cached build this function runs on, built first if needed (pip: can take a minute)."""
+        version = python_version_of(runtime)
+        if version is None:
+            raise RuntimeUnavailableError(f"runtime {runtime} is not supported here (Python runtimes only)")
+        interpreter = find_interpreter(version) or self._fallback(runtime, function_name)
+        requirements = "" if is_built(code_dir) else requirements_text(code_dir)
+        return self.cache.environment(interpreter, requirements, needed_by=[function_name])
+
+    def _fallback(self, runtime: str, function_name: str) -> Interpreter:
+        if not self.runtime_fallback:
+            raise RuntimeUnavailableError(
+                f"{runtime} is not installed (not on PATH, not in pyenv); needed by {function_name}. Install "
+                f"it (for example `pyenv install {runtime.removeprefix('python')}`) or start `orderbatch "
+                "local docker --runtime-fallback` to run it on this tool's own Python"
+            )
+        substitute = Interpreter(executable=sys.executable, version=platform.python_version())
+        if runtime not in self._fallback_noted:
+            self._fallback_noted.add(runtime)
+            self.notify(
+                f"orderbatch: {runtime} not found; its containers run on Python {substitute.version} "
+                f"({substitute.executable}) instead (--runtime-fallback)"
+            )
+        return substitute
+
+    def _fork_server(self, build: RuntimeBuild) -> RuntimeForkServer:
+        with self._lock:
+            if self._closed:
+                raise RuntimeUnavailableError("the Docker API is shutting down")
+            server = self._fork_servers.get(build.key)
+            if server is None:
+                server = self._fork_servers[build.key] = RuntimeForkServer(
+                    build, self.log_dir, spawn=self.spawn_runtimes
+                )
+            return server
+
+    # -- starting one -------------------------------------------------------------------------------
+
+    def emulator_binary(self, config: ContainerConfig, paths: PathMap) -> Path:
+        """The emulator the entrypoint names: the image's own copy (SAM CLI ADDs it), else SAM CLI's."""
+        own = paths.bound(config.entrypoint[0])
+        if own is not None and own.is_file() and os.access(own, os.X_OK):
+            return own
+        assert config.entrypoint[0] in RIE_ENTRYPOINTS
+        return find_rie_binary()
+
+    def start(self, config: ContainerConfig, runtime: str, paths: PathMap, host_port: int) -> Launch:
+        """Start the emulator on the bound host port; its runtime starts with the first invocation."""
+        code_dir = paths.to_host(TASK_ROOT)
+        code_dir.mkdir(parents=True, exist_ok=True)
+        name = function_name_of(config)
+        build = self.build_for(runtime, code_dir, name)
+        fork_server = self._fork_server(build)
+        variables = self._environment(config, runtime, paths, code_dir, build, name)
+        variables[SOCKET_VARIABLE] = fork_server.socket_path()
+        runtime_api_port = PORTS.take()
+        command = [
+            str(self.emulator_binary(config, paths)),
+            *config.rie_flags,
+            "--runtime-interface-emulator-address",
+            f"{config.rie_binding.host_ip}:{host_port}",
+            # Between the emulator and its runtime; in a container it is the fixed 127.0.0.1:9001.
+            "--runtime-api-address",
+            f"127.0.0.1:{runtime_api_port}",
+            *fork_server.command(config.handler),
+        ]
+        working_dir = paths.to_host(config.working_dir)
+        try:
+            process = subprocess.Popen(
+                command,
+                cwd=working_dir if working_dir.is_dir() else code_dir,
+                env=variables,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError:
+            PORTS.give_back(runtime_api_port)
+            raise
+        return Launch(process, config.rie_binding.host_ip, host_port, runtime_api_port, name)
+
+    def _environment(
+        self,
+        config: ContainerConfig,
+        runtime: str,
+        paths: PathMap,
+        code_dir: Path,
+        build: RuntimeBuild,
+        name: str,
+    ) -> dict[str, str]:
+        """What the local cloud gives a function, then the container's own variables, paths made host ones.
+
+        The container's values win (SAM CLI's function name, region, credentials, log group): they are
+        what the function would see in SAM CLI's container.
+        """
+        container_variables = {
+            key: paths.translate(value)
+            for key, value in config.environment.items()
+            if key not in HOST_VARIABLES
+        }
+        spec = FunctionSpec(
+            name=name,
+            handler=config.handler,
+            code_dir=code_dir,
+            runtime=runtime,
+            timeout_seconds=max(1, int(config.environment.get("AWS_LAMBDA_FUNCTION_TIMEOUT") or 3)),
+            memory_mb=int(config.environment.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE") or 128),
+        )
+        settings = LaunchSettings(
+            rie_binary=Path(),
+            python_executable=sys.executable,
+            endpoint_url=self.aws_endpoint_url or "",
+            region=container_variables.get("AWS_REGION") or DEFAULT_REGION,
+            log_dir=self.log_dir,
+        )
+        log_stream = f"{datetime.now(UTC):%Y/%m/%d}/[{LATEST}]{uuid.uuid4().hex}"
+        variables = environment_variables(spec, settings, log_stream, build)
+        own_python_path = container_variables.pop("PYTHONPATH", "")
+        variables.update(container_variables)
+        layer_dirs = _layer_python_dirs(paths, runtime)
+        variables["PYTHONPATH"] = os.pathsep.join(
+            entry
+            for entry in [own_python_path, str(code_dir), *map(str, build.package_dirs), *layer_dirs]
+            if entry
+        )
+        if not variables.get("AWS_ENDPOINT_URL"):
+            variables.pop("AWS_ENDPOINT_URL", None)
+        return variables
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            servers = list(self._fork_servers.values())
+            self._fork_servers.clear()
+        for server in servers:
+            server.close()
+
+
+def _layer_python_dirs(paths: PathMap, runtime: str) -> list[str]:
+    """Where Lambda's Python runtimes import layers from: /opt/python/lib/pythonX.Y/site-packages and
+    /opt/python."""
+    candidates = [f"/opt/python/lib/{runtime}/site-packages", "/opt/python"]
+    found = [paths.bound(candidate) for candidate in candidates]
+    return [str(path) for path in found if path is not None and path.is_dir()]
