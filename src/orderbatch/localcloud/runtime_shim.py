@@ -13,7 +13,11 @@ awslambdaric itself imports the handler's module and reports a failed import exa
 (``Runtime.ImportModuleError``). Two things are added inside it:
 
 - faults the local Lambda service injects arrive as an instruction under ``FAULT_EVENT_KEY`` in the
-  event; the key is always removed before the real handler runs;
+  event; the key is always removed before the real handler runs. A ``crash`` kills this process
+  (SIGKILL, as a Lambda timeout or an out-of-memory kills the runtime) at a point of the invocation:
+  before the body, before or after its N-th AWS call, as the handler returns, or as the finished
+  response is sent. ``record_calls`` logs every AWS call the invocation makes, one JSON line each
+  (``CALL_LOG_KEY``), so the crash points of a function can be enumerated from a real run;
 - an unhandled error's ``stackTrace`` shows the function's files under /var/task, where AWS has them,
   and no frame of this module.
 
@@ -26,6 +30,8 @@ import contextlib
 import importlib
 import json
 import os
+import re
+import signal
 import socket
 import sys
 import time
@@ -36,6 +42,20 @@ FAULT_EVENT_KEY = "__orderbatch_fault__"
 ERROR_AFTER_BODY = "error_after_body"
 TIMEOUT_BEFORE_BODY = "timeout_before_body"
 TIMEOUT_AFTER_BODY = "timeout_after_body"
+CRASH = "crash"
+RECORD_CALLS = "record_calls"
+
+# Crash points: where in the invocation the runtime is killed.
+BEFORE_BODY = "before_body"
+AFTER_CALL = "after_call"  # after_call:N, once the N-th AWS call of the invocation has answered
+BEFORE_CALL = "before_call"  # before_call:N, before the N-th AWS call is sent
+BEFORE_RESPONSE = "before_response"  # the handler returned; its response was not serialised yet
+RESPONSE_LOST = "response_lost"  # the response was serialised and is being sent to the Runtime API
+NUMBERED_POINTS = frozenset({AFTER_CALL, BEFORE_CALL})
+PLAIN_POINTS = frozenset({BEFORE_BODY, BEFORE_RESPONSE, RESPONSE_LOST})
+# Keys of the JSON lines written to the environment's log.
+CALL_LOG_KEY = "orderbatch_aws_call"
+CRASH_LOG_KEY = "orderbatch_crash"
 
 PREPARED_FLAG = "--prepared"
 READY = b"ready\n"
@@ -58,17 +78,159 @@ def _sleep_past_deadline(context: Any) -> None:
     time.sleep(context.get_remaining_time_in_millis() / 1000 + _PAST_DEADLINE_SECONDS)
 
 
+def parse_crash_point(point: str) -> tuple[str, int]:
+    """``after_call:3`` -> (``after_call``, 3); ``before_body`` -> (``before_body``, 0)."""
+    where, separator, number = point.partition(":")
+    if where in NUMBERED_POINTS and number.isdigit() and int(number) >= 1:
+        return where, int(number)
+    if where in PLAIN_POINTS and not separator:
+        return where, 0
+    raise ValueError(
+        f"unknown crash point {point!r}; expected {BEFORE_BODY}, {AFTER_CALL}:N, {BEFORE_CALL}:N, "
+        f"{BEFORE_RESPONSE} or {RESPONSE_LOST} (N counts the invocation's AWS calls from 1)"
+    )
+
+
+def _log_line(document: dict[str, Any]) -> None:
+    # Unbuffered: the line must be in the log before a SIGKILL that may follow at once.
+    os.write(2, (json.dumps(document, default=str) + "\n").encode())
+
+
+class Invocation:
+    """One invocation's instruction: where to crash and whether to log its AWS calls."""
+
+    def __init__(self, fault: dict[str, Any], event: dict[str, Any]) -> None:
+        self.crash_at = parse_crash_point(str(fault.get("point"))) if fault.get("kind") == CRASH else None
+        self.record = bool(fault.get(RECORD_CALLS))
+        # Whose invocation this is, in every log line: the order key its attempts count by, and the batch.
+        self.labels = {
+            "function": _function_name(),
+            "tag": fault.get("tag"),
+            "batch_id": event.get("batch_id"),
+        }
+        self.calls = 0
+
+    def crash(self, where: str, number: int = 0, call: dict[str, Any] | None = None) -> None:
+        if self.crash_at != (where, number):
+            return
+        point = f"{where}:{number}" if number else where
+        _log_line({CRASH_LOG_KEY: point, "call": call, **self.labels})
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def called(self, call: dict[str, Any]) -> None:
+        if self.record:
+            _log_line({CALL_LOG_KEY: call, **self.labels})
+        self.crash(AFTER_CALL, call["number"], call)
+
+
+# One invocation at a time per runtime, as on Lambda.
+_current: Invocation | None = None
+
+
+def _function_name() -> str:
+    return os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")
+
+
+def _status_written(operation: str, params: dict[str, Any]) -> str | None:
+    """The ``status`` attribute a DynamoDB write sets, if any: what tells the writes of a table apart."""
+    if operation == "PutItem" or "Item" in params:
+        value = (params.get("Item") or {}).get("status") or {}
+        return value.get("S") if isinstance(value, dict) else None
+    names = params.get("ExpressionAttributeNames") or {}
+    expression = params.get("UpdateExpression") or ""
+    for placeholder, name in names.items():
+        if name != "status":
+            continue
+        assigned = re.search(re.escape(placeholder) + r"\s*=\s*(:\w+)", expression)
+        if assigned:
+            value = (params.get("ExpressionAttributeValues") or {}).get(assigned.group(1)) or {}
+            return value.get("S") if isinstance(value, dict) else None
+    return None
+
+
+def describe_call(service: str, operation: str, params: dict[str, Any], number: int) -> dict[str, Any]:
+    """What the recording keeps of one AWS call: no item contents, only where it went and what it set."""
+    call: dict[str, Any] = {"number": number, "service": service, "operation": operation}
+    writes = []
+    for action in params.get("TransactItems") or ():
+        for verb, request in action.items():
+            writes.append(
+                {"action": verb, "table": request.get("TableName"), "status": _status_written(verb, request)}
+            )
+    if writes:
+        call["writes"] = writes
+        call["tables"] = sorted({write["table"] for write in writes if write["table"]})
+    elif params.get("TableName"):
+        call["tables"] = [params["TableName"]]
+        call["status"] = _status_written(operation, params)
+    elif params.get("Bucket"):
+        call["bucket"] = params["Bucket"]
+    return call
+
+
+def _observe_aws_calls() -> None:
+    """Route every botocore call of this runtime through the current invocation's instruction (once)."""
+    from botocore.client import BaseClient
+
+    original = BaseClient._make_api_call  # type: ignore[attr-defined]
+    if getattr(original, "_orderbatch_observed", False):
+        return
+
+    def make_api_call(client: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
+        invocation = _current
+        if invocation is None:
+            return original(client, operation_name, api_params)
+        invocation.calls += 1
+        service = client.meta.service_model.service_name
+        call = describe_call(service, operation_name, api_params, invocation.calls)
+        invocation.crash(BEFORE_CALL, invocation.calls, call)
+        try:
+            result = original(client, operation_name, api_params)
+        except Exception as error:
+            response = getattr(error, "response", None) or {}
+            call["error"] = (response.get("Error") or {}).get("Code") or type(error).__name__
+            invocation.called(call)
+            raise
+        invocation.called(call)
+        return result
+
+    make_api_call._orderbatch_observed = True  # type: ignore[attr-defined]
+    BaseClient._make_api_call = make_api_call  # type: ignore[attr-defined]
+
+
+def _crash_as_the_response_is_sent() -> None:
+    """awslambdaric posts the serialised result to the Runtime API: a RESPONSE_LOST crash dies there."""
+    from awslambdaric.lambda_runtime_client import LambdaRuntimeClient
+
+    post = LambdaRuntimeClient.post_invocation_result
+
+    def post_invocation_result(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _current is not None:
+            _current.crash(RESPONSE_LOST)
+        return post(self, *args, **kwargs)
+
+    LambdaRuntimeClient.post_invocation_result = post_invocation_result
+
+
 def with_faults(real_handler: Handler) -> Handler:
     """The real handler behind the fault instructions of the local Lambda service."""
 
     def handler(event: Any, context: Any) -> Any:
+        global _current
         fault = event.pop(FAULT_EVENT_KEY, None) if isinstance(event, dict) else None
+        _current = None
         if not fault:
             return real_handler(event, context)
         kind = fault.get("kind")
+        if kind == CRASH or fault.get(RECORD_CALLS):
+            _observe_aws_calls()
+            _current = Invocation(fault, event)
+            _current.crash(BEFORE_BODY)
         if kind == TIMEOUT_BEFORE_BODY:
             _sleep_past_deadline(context)
         result = real_handler(event, context)
+        if _current is not None:
+            _current.crash(BEFORE_RESPONSE)
         if kind == TIMEOUT_AFTER_BODY:
             _sleep_past_deadline(context)
         if kind == ERROR_AFTER_BODY:
@@ -117,6 +279,7 @@ def run(handler_name: str) -> None:
 
     get_handler = bootstrap._get_handler
     bootstrap._get_handler = lambda name: with_faults(get_handler(name))
+    _crash_as_the_response_is_sent()
     _report_frames_as_on_aws(bootstrap)
     awslambdaric_main.main(["awslambdaric", handler_name])
 

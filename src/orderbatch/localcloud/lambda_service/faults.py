@@ -15,10 +15,18 @@ Kinds: ``latency`` (seconds added inside the invocation, holding the slot), ``er
 (a function error, the body does not run), ``error_after_body`` (the body runs and its effects land,
 then the caller gets a function error), ``timeout`` (the environment is killed past the function
 timeout; ``phase`` says whether the body ran first), ``response_delay`` (the response is held
-``seconds`` after the body finished, still holding the environment and the slot).
+``seconds`` after the body finished, still holding the environment and the slot), ``crash`` (the
+runtime process is killed at ``point``: ``before_body``, ``after_call:N`` or ``before_call:N`` for
+the invocation's N-th AWS call, ``before_response`` or ``response_lost``; the caller gets
+``Runtime.ExitError``), and ``record_calls``, which is no fault: the runtime logs every AWS call the
+invocation makes, so crash points can be enumerated (``crash_points``). A crash with ``once`` fires
+exactly once per order key, on the first invocation that reaches its point: the instruction rides on
+one invocation of that key at a time until one has crashed (a concurrent duplicate that took another
+path, say refused as in progress, does not use it up).
 
 A rule fires on the listed ``attempts`` (attempt n = the n-th admitted invocation of that function
-with the same order key, counted from when the plan was set), with ``probability``, or always.
+with the same order key, counted from when the plan was set), with ``probability``, or always; and
+only for the ``order_ids`` (order keys) and ``batch_ids`` (``event["batch_id"]``) it lists, if any.
 The order key is ``event["order"]["order_id"]``, else ``event["order_id"]``, else a hash of the payload.
 """
 
@@ -37,14 +45,20 @@ from typing import Any
 
 import yaml
 
+from orderbatch.localcloud.runtime_shim import parse_crash_point
+
 LATENCY = "latency"
 ERROR_BEFORE_BODY = "error_before_body"
 ERROR_AFTER_BODY = "error_after_body"
 TIMEOUT = "timeout"
 RESPONSE_DELAY = "response_delay"
-FAULT_KINDS = frozenset({LATENCY, ERROR_BEFORE_BODY, ERROR_AFTER_BODY, TIMEOUT, RESPONSE_DELAY})
+CRASH = "crash"
+RECORD_CALLS = "record_calls"
+FAULT_KINDS = frozenset(
+    {LATENCY, ERROR_BEFORE_BODY, ERROR_AFTER_BODY, TIMEOUT, RESPONSE_DELAY, CRASH, RECORD_CALLS}
+)
 # Kinds that decide the invocation's outcome; the first matching one wins, delays add up.
-OUTCOME_KINDS = frozenset({ERROR_BEFORE_BODY, ERROR_AFTER_BODY, TIMEOUT})
+OUTCOME_KINDS = frozenset({ERROR_BEFORE_BODY, ERROR_AFTER_BODY, TIMEOUT, CRASH})
 TIMEOUT_PHASES = frozenset({"before_body", "after_body"})
 _NEIGHBOUR_POLL_SECONDS = 0.02
 
@@ -58,6 +72,10 @@ class FaultRule:
     error_type: str = "InjectedFaultError"
     error_message: str = "fault injected by the local Lambda service"
     phase: str = "after_body"
+    point: str = ""
+    order_ids: frozenset[str] = frozenset()
+    batch_ids: frozenset[str] = frozenset()
+    once: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -72,10 +90,29 @@ class FaultRule:
             raise ValueError(f"fault {self.kind}: seconds must be positive")
         if self.phase not in TIMEOUT_PHASES:
             raise ValueError(f"fault {self.kind}: phase must be one of {sorted(TIMEOUT_PHASES)}")
+        if self.kind == CRASH:
+            try:
+                parse_crash_point(self.point)
+            except ValueError as error:
+                raise ValueError(f"fault {self.kind}: {error}") from None
+        elif self.point or self.once:
+            raise ValueError(f"fault {self.kind}: only a crash has a point or once")
 
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> FaultRule:
-        known = {"kind", "probability", "attempts", "seconds", "error_type", "error_message", "phase"}
+        known = {
+            "kind",
+            "probability",
+            "attempts",
+            "seconds",
+            "error_type",
+            "error_message",
+            "phase",
+            "point",
+            "order_ids",
+            "batch_ids",
+            "once",
+        }
         unknown = set(document) - known
         if unknown:
             raise ValueError(f"unknown fault rule fields {sorted(unknown)}")
@@ -86,6 +123,12 @@ class FaultRule:
         if values.get("probability") is not None:
             values["probability"] = float(values["probability"])
         values["seconds"] = float(values.get("seconds", 0.0))
+        for name in ("order_ids", "batch_ids"):
+            listed = values.get(name, ())
+            # `--fault` flags give lists as one string, `a+b` (as for attempts).
+            values[name] = frozenset(listed.split("+") if isinstance(listed, str) else map(str, listed))
+        if isinstance(values.get("once"), str):
+            values["once"] = values["once"].lower() in {"1", "true", "yes"}
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,7 +143,21 @@ class FaultRule:
             document.update(error_type=self.error_type, error_message=self.error_message)
         if self.kind == TIMEOUT:
             document["phase"] = self.phase
+        if self.kind == CRASH:
+            document["point"] = self.point
+            if self.once:
+                document["once"] = True
+        if self.order_ids:
+            document["order_ids"] = sorted(self.order_ids)
+        if self.batch_ids:
+            document["batch_ids"] = sorted(self.batch_ids)
         return document
+
+    def applies_to(self, key: str, batch_id: Any) -> bool:
+        """Whether the rule's ``order_ids`` and ``batch_ids`` (when given) include this invocation."""
+        if self.order_ids and key not in self.order_ids:
+            return False
+        return not self.batch_ids or str(batch_id) in self.batch_ids
 
     def fires(self, attempt: int, rng: random.Random) -> bool:
         if self.attempts:
@@ -185,6 +242,10 @@ class FaultDecision:
     latency_seconds: float = 0.0
     response_delay_seconds: float = 0.0
     outcome: FaultRule | None = None
+    # The runtime logs the invocation's AWS calls (a ``record_calls`` rule fired).
+    record_calls: bool = False
+    # What the attempts were counted by; the runtime tags its log lines with it.
+    order_key: str = ""
 
 
 def order_key(event: Any, payload: bytes) -> str:
@@ -204,6 +265,8 @@ class FaultInjector:
         self._lock = threading.Lock()
         self._plan = FaultPlan()
         self._attempts: dict[tuple[str, str], int] = {}
+        # `once` crashes riding on an invocation now, or that crashed: (function, order key, rule).
+        self._once_taken: set[tuple[str, str, FaultRule]] = set()
         self._rng = random.Random()
         self.set_plan(plan or FaultPlan())
 
@@ -215,6 +278,7 @@ class FaultInjector:
         with self._lock:
             self._plan = plan
             self._attempts = {}
+            self._once_taken = set()
             self._rng = random.Random(plan.seed)
 
     def has_rules(self, function_name: str) -> bool:
@@ -229,22 +293,39 @@ class FaultInjector:
             event = json.loads(payload)
         except ValueError:
             event = None
-        key = (function_name, order_key(event, payload))
+        order = order_key(event, payload)
+        batch_id = event.get("batch_id") if isinstance(event, dict) else None
+        key = (function_name, order)
         latency = delay = 0.0
         outcome: FaultRule | None = None
+        record_calls = False
         with self._lock:
             attempt = self._attempts.get(key, 0) + 1
             self._attempts[key] = attempt
             for rule in rules:
-                if not rule.fires(attempt, self._rng):
+                if not rule.applies_to(order, batch_id) or not rule.fires(attempt, self._rng):
                     continue
                 if rule.kind == LATENCY:
                     latency += rule.seconds
                 elif rule.kind == RESPONSE_DELAY:
                     delay += rule.seconds
+                elif rule.kind == RECORD_CALLS:
+                    record_calls = True
                 elif outcome is None:
+                    if rule.once:
+                        if (function_name, order, rule) in self._once_taken:
+                            continue
+                        self._once_taken.add((function_name, order, rule))
                     outcome = rule
-        return FaultDecision(attempt, latency, delay, outcome)
+        return FaultDecision(attempt, latency, delay, outcome, record_calls, order)
+
+    def settle(self, function_name: str, decision: FaultDecision, *, crashed: bool) -> None:
+        """After an invocation: a ``once`` crash it carried is used up if it crashed, else offered again."""
+        rule = decision.outcome
+        if rule is None or not rule.once or crashed:
+            return
+        with self._lock:
+            self._once_taken.discard((function_name, decision.order_key, rule))
 
 
 class NoisyNeighbourRunner:

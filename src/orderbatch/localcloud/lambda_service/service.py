@@ -30,6 +30,7 @@ from orderbatch.localcloud.lambda_service.errors import (
     TooManyRequestsError,
 )
 from orderbatch.localcloud.lambda_service.faults import (
+    CRASH,
     ERROR_AFTER_BODY,
     ERROR_BEFORE_BODY,
     TIMEOUT,
@@ -70,6 +71,20 @@ def _error_document(error_type: str, message: str, request_id: str) -> bytes:
     return json.dumps(
         {"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": []}
     ).encode()
+
+
+def _crash_document(request_id: str) -> bytes:
+    # What Lambda answers when the runtime process is killed mid-invocation (timeout or out of memory).
+    message = f"RequestId: {request_id} Error: Runtime exited with error: signal: killed"
+    return json.dumps({"errorType": "Runtime.ExitError", "errorMessage": message}).encode()
+
+
+def _runtime_exited(payload: bytes) -> bool:
+    try:
+        document = json.loads(payload)
+    except ValueError:
+        return False
+    return isinstance(document, dict) and document.get("errorType") == "Runtime.ExitError"
 
 
 def _timeout_document(spec: FunctionSpec, request_id: str) -> bytes:
@@ -306,6 +321,17 @@ class LambdaService:
     def _run_with_faults(
         self, spec: FunctionSpec, payload: bytes, request_id: str, decision: FaultDecision, tail_log: bool
     ) -> BackendResult:
+        crashed = False
+        try:
+            result = self._apply_faults(spec, payload, request_id, decision, tail_log)
+            crashed = result.function_error and _runtime_exited(result.payload)
+            return result
+        finally:
+            self.faults.settle(spec.name, decision, crashed=crashed)
+
+    def _apply_faults(
+        self, spec: FunctionSpec, payload: bytes, request_id: str, decision: FaultDecision, tail_log: bool
+    ) -> BackendResult:
         if decision.latency_seconds:
             time.sleep(decision.latency_seconds)
         rule = decision.outcome
@@ -313,9 +339,9 @@ class LambdaService:
         if rule is not None and rule.kind == ERROR_BEFORE_BODY:
             time.sleep(delay)
             return BackendResult(_error_document(rule.error_type, rule.error_message, request_id), True)
-        in_runtime = rule is not None and self.backend.supports_runtime_faults
-        if in_runtime and rule is not None:
-            injected = _with_fault_instruction(payload, rule)
+        in_runtime = (rule is not None or decision.record_calls) and self.backend.supports_runtime_faults
+        if in_runtime:
+            injected = _with_fault_instruction(payload, rule, decision)
             if injected is not None:
                 return self.backend.invoke(spec, injected, tail_log=tail_log, hold_after_seconds=delay)
         return self._emulate_fault(spec, payload, request_id, rule, delay, tail_log)
@@ -333,10 +359,14 @@ class LambdaService:
         if rule is not None and rule.kind == TIMEOUT and rule.phase == "before_body":
             time.sleep(spec.timeout_seconds)
             return BackendResult(b"", function_error=True, timed_out=True)
+        if rule is not None and rule.kind == CRASH and rule.point == runtime_shim.BEFORE_BODY:
+            return BackendResult(_crash_document(request_id), function_error=True)
         started = time.monotonic()
         result = self.backend.invoke(spec, payload, tail_log=tail_log, hold_after_seconds=delay)
         if rule is None or result.function_error:
             return result
+        if rule.kind == CRASH:  # out of the runtime's reach, any later point is the response lost
+            return BackendResult(_crash_document(request_id), True, False, result.cold_start_seconds)
         if rule.kind == ERROR_AFTER_BODY:
             document = _error_document(rule.error_type, rule.error_message, request_id)
             return BackendResult(document, True, False, result.cold_start_seconds, result.log_tail)
@@ -448,12 +478,17 @@ class LambdaService:
         self.close()
 
 
-def _with_fault_instruction(payload: bytes, rule: FaultRule) -> bytes | None:
+def _with_fault_instruction(payload: bytes, rule: FaultRule | None, decision: FaultDecision) -> bytes | None:
     """The payload with the shim's instruction added, or None when the event is not a JSON object."""
     event = json.loads(payload)
     if not isinstance(event, dict):
         return None
-    if rule.kind == ERROR_AFTER_BODY:
+    instruction: dict[str, Any]
+    if rule is None:
+        instruction = {"kind": runtime_shim.RECORD_CALLS}
+    elif rule.kind == CRASH:
+        instruction = {"kind": runtime_shim.CRASH, "point": rule.point}
+    elif rule.kind == ERROR_AFTER_BODY:
         instruction = {
             "kind": runtime_shim.ERROR_AFTER_BODY,
             "error_type": rule.error_type,
@@ -466,6 +501,9 @@ def _with_fault_instruction(payload: bytes, rule: FaultRule) -> bytes | None:
             else runtime_shim.TIMEOUT_AFTER_BODY
         )
         instruction = {"kind": phase}
+    if decision.record_calls:
+        instruction[runtime_shim.RECORD_CALLS] = True
+    instruction["tag"] = decision.order_key
     event[runtime_shim.FAULT_EVENT_KEY] = instruction
     return json.dumps(event).encode()
 

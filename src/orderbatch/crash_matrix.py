@@ -1,0 +1,644 @@
+"""The crash-point matrix: every point where a task function's runtime can die, each crashed once.
+
+For one configuration of the app (as shipped, or a control with a defence switched off) on one local cloud:
+
+1. **Record.** A batch runs with a ``record_calls`` rule on every task function: the runtime logs every AWS
+   call each invocation makes, and ``crash_points`` turns each function's sequence into its crash points
+   (before the body, after each call, after the body before Powertools' save, after the save before the
+   response, the response lost).
+2. **Crash.** For every (function, point) a small batch runs through the app's real state machine: a
+   subject order and two bystanders, and, in the "with duplicate" variant, the subject a second time in
+   the same batch (its two Map iterations race from the first step). A ``crash`` rule with ``once``
+   kills the runtime at that point exactly once for the subject (for the batch, at the summary): on the
+   first invocation that reaches it, which is the first attempt unless a racing duplicate took another
+   path. The state machine's retriers carry on. Cancel's subject is an order whose confirmation keeps
+   failing, so it is compensated with stock to release and a charge to refund. All batches of a
+   configuration run under one fault plan, several at a time: rules name their order or batch, so they
+   cannot interfere.
+3. **Judge.** The execution succeeded; the crash fired exactly once, at the call the recording had there;
+   the exactly-once audit passes (no order lost, no effect doubled, nothing left reserved or charged for
+   a failed order); every order ID has exactly one outcome that is not a duplicate's; the subject ends
+   as it would without the crash.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.lambda_service.crash_points import (
+    CrashPoint,
+    CrashRecord,
+    RecordedCall,
+    ResourceNames,
+    crash_records,
+    enumerate_crash_points,
+    recorded_calls,
+)
+from orderbatch.localcloud.lambda_service.faults import CRASH, ERROR_BEFORE_BODY, RECORD_CALLS
+from orderbatch.localcloud.runtime_shim import AFTER_CALL, BEFORE_CALL, parse_crash_point
+from orderbatch.project import PROJECT_ROOT, inventory_fixture
+
+TEMPLATE = PROJECT_ROOT / "template.yaml"
+QUOTA = 10
+PARAMETERS = {
+    "MapMaxConcurrency": "8",
+    # Short enough that an abandoned INPROGRESS record (it expires with the invocation's time) frees
+    # its order soon; long enough for a cold start on a loaded 2-core machine.
+    "FunctionTimeoutSeconds": "8",
+    "TaskTimeoutSeconds": "16",
+    "InProgressRetryIntervalSeconds": "2",
+}
+BATCH_TIMEOUT_SECONDS = 300.0
+DEFAULT_PARALLEL_BATCHES = 8
+CONFIRMATION_FAILURE = "InjectedConfirmationFailure"
+DUPLICATE = "DUPLICATE"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    function: str
+    # The step's `task body ran` log name; None for the summary, which logs none.
+    body_log_name: str | None
+    per_order: bool = True
+
+
+STEPS = (
+    Step("validate", "ValidateOrderFunction", "validate_order"),
+    Step("reserve", "ReserveInventoryFunction", "reserve_inventory"),
+    Step("charge", "ChargePaymentFunction", "charge_payment"),
+    Step("confirm", "ConfirmOrderFunction", "confirm_order"),
+    Step("cancel", "CancelOrderFunction", "cancel_order"),
+    Step("summarize", "SummarizeBatchFunction", None, per_order=False),
+)
+STEPS_BY_NAME = {step.name: step for step in STEPS}
+CONFIRM = STEPS_BY_NAME["confirm"]
+
+
+def find_steps(names: Iterable[str]) -> list[Step]:
+    """Steps by short name (``reserve``) or logical ID (``ReserveInventoryFunction``), in workflow order."""
+    wanted = set()
+    for name in names:
+        step = STEPS_BY_NAME.get(name) or next((s for s in STEPS if s.function == name), None)
+        if step is None:
+            known = ", ".join(step.name for step in STEPS)
+            raise ValueError(f"unknown function {name!r}; expected one of {known} (or their logical IDs)")
+        wanted.add(step.name)
+    return [step for step in STEPS if step.name in wanted]
+
+
+@dataclass(frozen=True)
+class Configuration:
+    name: str
+    slug: str
+    function_environment: Mapping[str, str] = field(default_factory=dict)
+
+
+AS_SHIPPED = Configuration("as shipped", "ship")
+IDEMPOTENCY_OFF = Configuration("idempotency off", "noidem", {"POWERTOOLS_IDEMPOTENCY_DISABLED": "true"})
+EFFECT_KEYS_OFF = Configuration("effect keys off", "nokeys", {"EFFECT_KEYS_DISABLED": "true"})
+BOTH_OFF = Configuration(
+    "both off", "none", {"POWERTOOLS_IDEMPOTENCY_DISABLED": "true", "EFFECT_KEYS_DISABLED": "true"}
+)
+CONTROLS = (IDEMPOTENCY_OFF, EFFECT_KEYS_OFF, BOTH_OFF)
+# The steps whose effects a second run would double once their keys are off.
+CONTROL_STEPS = ("reserve", "charge")
+ALONE = "alone"
+WITH_DUPLICATE = "with duplicate"
+VARIANTS = (ALONE, WITH_DUPLICATE)
+
+
+def subject_order(order_id: str) -> dict[str, Any]:
+    # Two lines: the reservation is one transaction of several items, the release another.
+    return {
+        "order_id": order_id,
+        "customer_id": "customer-001",
+        "currency": "USD",
+        "items": [
+            {"sku": "SKU-001", "quantity": 1, "unit_price": "5.00"},
+            {"sku": "SKU-002", "quantity": 2, "unit_price": "3.25"},
+        ],
+    }
+
+
+def bystander_order(order_id: str) -> dict[str, Any]:
+    return {
+        "order_id": order_id,
+        "customer_id": "customer-002",
+        "currency": "USD",
+        "items": [{"sku": "SKU-003", "quantity": 1, "unit_price": "7.50"}],
+    }
+
+
+@dataclass(frozen=True)
+class CrashCase:
+    configuration: Configuration
+    step: Step
+    point: CrashPoint
+    variant: str
+    batch_id: str
+    # The recorded call the point follows or precedes, to check the crash fired where it meant to.
+    call: RecordedCall | None = None
+
+    @property
+    def subject(self) -> str:
+        return f"{self.batch_id}-s"
+
+    @property
+    def compensated(self) -> bool:
+        """Cancel's subject is compensated: its confirmation keeps failing until the Map catches it."""
+        return self.step.name == "cancel"
+
+    @property
+    def expected_outcome(self) -> str:
+        return "FAILED" if self.compensated else "SUCCEEDED"
+
+    def orders(self) -> list[dict[str, Any]]:
+        subject = subject_order(self.subject)
+        bystanders = [bystander_order(f"{self.batch_id}-{number}") for number in (1, 2)]
+        if self.variant == WITH_DUPLICATE:
+            return [subject, dict(subject), *bystanders]
+        return [subject, *bystanders]
+
+    def crash_rule(self) -> dict[str, Any]:
+        scope = {"order_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
+        return {"kind": CRASH, "point": self.point.point, "once": True, **scope}
+
+
+def confirmation_failure(order_ids: Sequence[str]) -> dict[str, Any]:
+    """Every confirmation of these orders fails before its body: they are cancelled once retries run out."""
+    return {"kind": ERROR_BEFORE_BODY, "order_ids": list(order_ids), "error_type": CONFIRMATION_FAILURE}
+
+
+@dataclass
+class CaseResult:
+    configuration: str
+    function: str
+    step: str
+    point: str
+    label: str
+    key: str
+    variant: str
+    batch_id: str
+    verdict: str
+    ok: bool
+    execution_status: str
+    crashes: int
+    subject_outcome: str | None
+    # How many times the crashed step's body ran for the subject (None for the summary).
+    body_runs: int | None
+    lost: list[str]
+    doubled: list[str]
+    violations: list[str]
+    seconds: float
+
+    @property
+    def cell(self) -> str:
+        if not self.ok:
+            return self.verdict
+        return "ok" if not self.body_runs or self.body_runs == 1 else f"ok, body x{self.body_runs}"
+
+
+@dataclass
+class ConfigurationResult:
+    configuration: str
+    steps: list[str]
+    points: dict[str, list[dict[str, str]]]
+    cases: list[CaseResult]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return all(case.ok for case in self.cases)
+
+
+def start_cloud(configuration: Configuration, template: Path = TEMPLATE) -> LocalCloud:
+    _reset_moto()
+    config = LocalCloudConfig(
+        template=template,
+        account_concurrency=QUOTA,
+        parameter_overrides=PARAMETERS,
+        seed_files={"InventoryTable": inventory_fixture(template)},
+        function_environment=dict(configuration.function_environment),
+        state_dir=Path(tempfile.mkdtemp(prefix=f"orderbatch-crash-{configuration.slug}-")),
+    )
+    return LocalCloud(config).start()
+
+
+def _reset_moto() -> None:
+    """moto's backends are process-wide: a local cloud started before in this process left its stack there."""
+    from moto.moto_api._internal.models import moto_api_backend
+
+    moto_api_backend.reset()
+
+
+class ConfigurationRun:
+    """Records, crashes and judges every point of some steps in one configuration on one local cloud."""
+
+    def __init__(
+        self,
+        cloud: LocalCloud,
+        configuration: Configuration,
+        *,
+        parallel: int = DEFAULT_PARALLEL_BATCHES,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.cloud = cloud
+        self.configuration = configuration
+        self.parallel = parallel
+        self.progress = progress or (lambda _message: None)
+        self.locations = BatchLocations.from_outputs(cloud.stack.outputs)
+        self.names = ResourceNames.from_outputs(cloud.stack.outputs)
+        self.log_dir = cloud.state_dir / "logs"
+        assert cloud.lambda_service is not None, "the crash matrix needs the local Lambda service"
+        self.lambda_service = cloud.lambda_service
+
+    # ---------------------------------------------------------------------------- recording
+    def record(self, steps: Sequence[Step]) -> dict[str, list[RecordedCall]]:
+        """Each step's AWS calls in one run without faults: a normal order, and one that is cancelled."""
+        batch_id = f"cm-{self.configuration.slug}-record"
+        normal, cancelled = f"{batch_id}-s", f"{batch_id}-c"
+        record = {"kind": RECORD_CALLS, "batch_ids": [batch_id]}
+        rules: dict[str, list[dict[str, Any]]] = {step.function: [record] for step in STEPS}
+        rules[CONFIRM.function].insert(0, confirmation_failure([cancelled]))
+        self.lambda_service.set_fault_plan({"functions": rules})
+        try:
+            status = self._run_batch(batch_id, [subject_order(normal), subject_order(cancelled)])
+        finally:
+            self.lambda_service.set_fault_plan(None)
+        if status != "SUCCEEDED":
+            raise RuntimeError(f"the recording batch {batch_id} ended {status}")
+        recorded: dict[str, list[RecordedCall]] = {}
+        for step in steps:
+            if not step.per_order:
+                recorded[step.name] = recorded_calls(self.log_dir, step.function, batch_id=batch_id)
+                continue
+            subject = cancelled if step.name == "cancel" else normal
+            recorded[step.name] = recorded_calls(self.log_dir, step.function, tag=subject, batch_id=batch_id)
+        return recorded
+
+    def cases(
+        self,
+        recorded: Mapping[str, Sequence[RecordedCall]],
+        steps: Sequence[Step],
+        variants: Sequence[str],
+        *,
+        keep: Callable[[Step, CrashPoint], bool] | None = None,
+    ) -> list[CrashCase]:
+        cases = []
+        for step in steps:
+            calls = {call.number: call for call in recorded[step.name]}
+            for index, point in enumerate(enumerate_crash_points(recorded[step.name], self.names), start=1):
+                if keep is not None and not keep(step, point):
+                    continue
+                where, number = parse_crash_point(point.point)
+                call = calls.get(number) if where in (AFTER_CALL, BEFORE_CALL) else None
+                for variant in variants:
+                    suffix = "d" if variant == WITH_DUPLICATE else "a"
+                    batch_id = f"cm-{self.configuration.slug}-{step.name}-{index:02d}{suffix}"
+                    cases.append(CrashCase(self.configuration, step, point, variant, batch_id, call))
+        return cases
+
+    # ------------------------------------------------------------------------------ crashing
+    def run(self, cases: Sequence[CrashCase]) -> list[CaseResult]:
+        rules: dict[str, list[dict[str, Any]]] = {}
+        compensated = [case.subject for case in cases if case.compensated]
+        if compensated:
+            rules[CONFIRM.function] = [confirmation_failure(compensated)]
+        for case in cases:
+            rules.setdefault(case.step.function, []).append(case.crash_rule())
+        self.lambda_service.set_fault_plan({"functions": rules})
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, self.parallel)) as pool:
+                timed = list(pool.map(self._run_case, cases))
+        finally:
+            self.lambda_service.set_fault_plan(None)
+        body_runs = body_runs_from_logs(self.log_dir)
+        crashes = crash_records(self.log_dir)
+        return [
+            self.judge(case, status, seconds, body_runs, crashes)
+            for case, (status, seconds) in zip(cases, timed, strict=True)
+        ]
+
+    def _run_case(self, case: CrashCase) -> tuple[str, float]:
+        started = time.monotonic()
+        status = self._run_batch(case.batch_id, case.orders())
+        seconds = time.monotonic() - started
+        self.progress(
+            f"{self.configuration.name}: {case.step.name} {case.point.label} {case.variant}: {status}"
+        )
+        return status, seconds
+
+    def _run_batch(self, batch_id: str, orders: list[dict[str, Any]]) -> str:
+        stepfunctions = self.cloud.client("stepfunctions")
+        stepfunctions.start_execution(
+            stateMachineArn=self.locations.state_machine_arn,
+            name=batch_id,
+            input=json.dumps({"batch_id": batch_id, "orders": orders}),
+        )
+        try:
+            return wait_for_execution(
+                stepfunctions,
+                self.locations.execution_arn(batch_id),
+                timeout=BATCH_TIMEOUT_SECONDS,
+                poll_seconds=0.5,
+            )
+        except ExecutionStillRunningError:
+            return "STILL RUNNING"
+
+    # ------------------------------------------------------------------------------- judging
+    def judge(
+        self,
+        case: CrashCase,
+        status: str,
+        seconds: float,
+        body_runs: Mapping[tuple[str, str], int],
+        crashes: Sequence[CrashRecord],
+    ) -> CaseResult:
+        report = audit_batch(
+            case.batch_id,
+            self.locations,
+            stepfunctions=self.cloud.client("stepfunctions"),
+            dynamodb=self.cloud.client("dynamodb"),
+            s3=self.cloud.client("s3"),
+            body_runs=body_runs,
+        )
+        subject_tag = case.subject if case.step.per_order else None
+        fired = [
+            crash
+            for crash in crashes
+            if crash.labels.matches(case.step.function, tag=subject_tag, batch_id=case.batch_id)
+        ]
+        outcomes = self._outcomes(case.batch_id)
+        unprocessed, problems = _one_outcome_per_order(case.orders(), outcomes)
+        lost = sorted({*report.lost, *unprocessed})
+        problems = [violation.detail for violation in report.violations] + problems
+        subject_outcomes = [
+            o.get("outcome")
+            for o in outcomes
+            if o.get("order_id") == case.subject and o.get("outcome") != DUPLICATE
+        ]
+        subject_outcome = str(subject_outcomes[0]) if subject_outcomes else None
+        verdict = _verdict(case, status, fired, lost, report.doubled, problems, subject_outcome)
+        runs = body_runs.get((case.step.body_log_name, case.subject)) if case.step.body_log_name else None
+        return CaseResult(
+            configuration=case.configuration.name,
+            function=case.step.function,
+            step=case.step.name,
+            point=case.point.point,
+            label=case.point.label,
+            key=case.point.key,
+            variant=case.variant,
+            batch_id=case.batch_id,
+            verdict=verdict,
+            ok=verdict == "ok",
+            execution_status=status,
+            crashes=len(fired),
+            subject_outcome=subject_outcome,
+            body_runs=runs,
+            lost=lost,
+            doubled=report.doubled,
+            violations=problems,
+            seconds=round(seconds, 1),
+        )
+
+    def _outcomes(self, batch_id: str) -> list[dict[str, Any]]:
+        execution = self.cloud.client("stepfunctions").describe_execution(
+            executionArn=self.locations.execution_arn(batch_id)
+        )
+        if not execution.get("output"):
+            return []
+        orders: list[dict[str, Any]] = json.loads(execution["output"]).get("orders") or []
+        return orders
+
+
+def _one_outcome_per_order(
+    orders: Sequence[Mapping[str, Any]], outcomes: Sequence[Mapping[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """Each order ID of the batch must end with exactly one item that is not reported as a duplicate.
+
+    Returns the order IDs without one (lost: nobody processed them, though the audit, seeing only
+    duplicates, takes them for orders held elsewhere) and the problems found, one sentence each.
+    """
+    lost, problems = [], []
+    for order_id in dict.fromkeys(str(order["order_id"]) for order in orders):
+        own = [o for o in outcomes if o.get("order_id") == order_id and o.get("outcome") != DUPLICATE]
+        if len(own) == 1:
+            continue
+        reported = sorted(str(o.get("outcome")) for o in outcomes if o.get("order_id") == order_id)
+        problems.append(f"order {order_id}: {len(own)} outcomes of its own (its items report {reported})")
+        if not own:
+            lost.append(order_id)
+    return lost, problems
+
+
+def _verdict(
+    case: CrashCase,
+    status: str,
+    fired: Sequence[CrashRecord],
+    lost: Sequence[str],
+    doubled: Sequence[str],
+    problems: Sequence[str],
+    subject_outcome: str | None,
+) -> str:
+    if status != "SUCCEEDED":
+        return f"execution {status}"
+    if not fired:
+        return "crash not reached"
+    if len(fired) > 1:
+        return f"crashed {len(fired)} times"
+    if case.call is not None and (fired[0].call is None or not fired[0].call.same_call(case.call)):
+        return "crashed at another call"
+    if lost:
+        return "LOST " + ", ".join(lost)
+    if doubled:
+        return "DOUBLED " + ", ".join(doubled)
+    if problems:
+        return "VIOLATION " + problems[0]
+    if subject_outcome != case.expected_outcome:
+        return f"ended {subject_outcome}, expected {case.expected_outcome}"
+    return "ok"
+
+
+# ------------------------------------------------------------------------------------ the whole matrix
+
+
+@dataclass
+class MatrixResult:
+    main: ConfigurationResult
+    controls: list[ConfigurationResult]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.main.ok and (not self.controls or bool(self.defences_shown()))
+
+    def defences_shown(self) -> dict[str, list[str]]:
+        """For each defence, the points where it alone prevents a double effect (empty when not shown).
+
+        Effect keys: doubled once the keys are off, clean as shipped. Idempotency: clean with only the keys
+        off, doubled once idempotency is off too.
+        """
+        cells = self.cells_by_key()
+        keys, idempotency = [], []
+        for (step, key), by_configuration in cells.items():
+            shipped = by_configuration.get(AS_SHIPPED.name)
+            keys_off = by_configuration.get(EFFECT_KEYS_OFF.name)
+            both_off = by_configuration.get(BOTH_OFF.name)
+            if shipped and shipped.ok and keys_off and keys_off.doubled:
+                keys.append(f"{step}: {key}")
+            if keys_off and keys_off.ok and both_off and both_off.doubled:
+                idempotency.append(f"{step}: {key}")
+        if not keys or not idempotency:
+            return {}
+        return {"effect keys": keys, "idempotency": idempotency}
+
+    def cells_by_key(self) -> dict[tuple[str, str], dict[str, CaseResult]]:
+        """(step, point key) -> {configuration: result} for the controlled steps, run alone."""
+        cells: dict[tuple[str, str], dict[str, CaseResult]] = {}
+        controlled = {case.step for result in self.controls for case in result.cases}
+        for result in [self.main, *self.controls]:
+            for case in result.cases:
+                if case.variant == ALONE and case.step in controlled:
+                    cells.setdefault((case.step, case.key), {})[result.configuration] = case
+        return cells
+
+    def to_dict(self) -> dict[str, Any]:
+        def configuration(result: ConfigurationResult) -> dict[str, Any]:
+            return {
+                "configuration": result.configuration,
+                "ok": result.ok,
+                "seconds": result.seconds,
+                "points": result.points,
+                "cases": [vars(case) for case in result.cases],
+            }
+
+        return {
+            "ok": self.ok,
+            "seconds": self.seconds,
+            "main": configuration(self.main),
+            "controls": [configuration(result) for result in self.controls],
+            "defences_shown": self.defences_shown(),
+        }
+
+
+def run_configuration(
+    configuration: Configuration,
+    steps: Sequence[Step],
+    variants: Sequence[str] = VARIANTS,
+    *,
+    parallel: int = DEFAULT_PARALLEL_BATCHES,
+    template: Path = TEMPLATE,
+    progress: Callable[[str], None] | None = None,
+    keep: Callable[[Step, CrashPoint], bool] | None = None,
+) -> ConfigurationResult:
+    """Start a local cloud for the configuration, record, crash every point, judge; stop the cloud."""
+    started = time.monotonic()
+    cloud = start_cloud(configuration, template)
+    try:
+        run = ConfigurationRun(cloud, configuration, parallel=parallel, progress=progress)
+        recorded = run.record(steps)
+        cases = run.cases(recorded, steps, variants, keep=keep)
+        results = run.run(cases)
+        points = {
+            step.name: [
+                {"point": point.point, "label": point.label, "key": point.key}
+                for point in enumerate_crash_points(recorded[step.name], run.names)
+            ]
+            for step in steps
+        }
+    finally:
+        cloud.stop()
+        _reset_moto()
+    return ConfigurationResult(
+        configuration.name,
+        [step.name for step in steps],
+        points,
+        results,
+        round(time.monotonic() - started, 1),
+    )
+
+
+def run_matrix(
+    steps: Sequence[Step] = STEPS,
+    *,
+    controls: bool = True,
+    parallel: int = DEFAULT_PARALLEL_BATCHES,
+    template: Path = TEMPLATE,
+    progress: Callable[[str], None] | None = None,
+) -> MatrixResult:
+    """Every point of ``steps`` alone and with a duplicate as shipped; then the controls, on the
+    controlled steps among ``steps``, alone."""
+    started = time.monotonic()
+    main = run_configuration(AS_SHIPPED, steps, parallel=parallel, template=template, progress=progress)
+    control_steps = [step for step in steps if step.name in CONTROL_STEPS] if controls else []
+    results = [
+        run_configuration(
+            configuration, control_steps, (ALONE,), parallel=parallel, template=template, progress=progress
+        )
+        for configuration in (CONTROLS if control_steps else ())
+    ]
+    return MatrixResult(main, results, round(time.monotonic() - started, 1))
+
+
+# ------------------------------------------------------------------------------------------ printing
+
+
+def render(result: MatrixResult) -> str:
+    lines = [f"Crash-point matrix, {AS_SHIPPED.name}: each point crashed once per subject order"]
+    for step_name in result.main.steps:
+        cases = [case for case in result.main.cases if case.step == step_name]
+        if not cases:
+            continue
+        lines.append("")
+        lines.append(f"{STEPS_BY_NAME[step_name].function} ({step_name})")
+        by_label: dict[str, dict[str, CaseResult]] = {}
+        for case in cases:
+            by_label.setdefault(case.label, {})[case.variant] = case
+        rows = [
+            [label, *(variants[v].cell if v in variants else "-" for v in VARIANTS)]
+            for label, variants in by_label.items()
+        ]
+        lines.extend(_table(["point", *VARIANTS], rows))
+    passed = sum(case.ok for case in result.main.cases)
+    lines.append("")
+    lines.append(f"{passed} of {len(result.main.cases)} runs clean in {result.main.seconds:.0f} s")
+    if result.controls:
+        lines.extend(["", "Controls (alone): which defence prevents the double effect at each point"])
+        names = [AS_SHIPPED.name, *(control.configuration for control in result.controls)]
+        rows = [
+            [
+                f"{step}: {key}",
+                *(by_configuration[name].cell if name in by_configuration else "-" for name in names),
+            ]
+            for (step, key), by_configuration in result.cells_by_key().items()
+        ]
+        lines.extend(_table(["point", *names], rows))
+        shown = result.defences_shown()
+        for defence in ("effect keys", "idempotency"):
+            where = shown.get(defence)
+            lines.append(
+                f"{defence} prevent a double effect at: " + ("; ".join(where) if where else "NOT SHOWN")
+            )
+    lines.append("")
+    lines.append(f"{'OK' if result.ok else 'FAILED'}: matrix measured in {result.seconds:.0f} s")
+    return "\n".join(lines)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)) + " |"
+
+    return [line(header), "|" + "|".join("-" * (width + 2) for width in widths) + "|", *map(line, rows)]
