@@ -47,9 +47,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             "order_id": check.order_id,
             "order": check.content(item.order),
         }
-        state = as_seen_by(
-            OrderState.model_validate(validate_once(context, order_state=payload)), item, check
-        )
+        stored = OrderState.model_validate(validate_once(context, order_state=payload))
+        state = as_seen_by(stored, item, check, order_records())
     count_outcome(OUTCOME_METRICS, state)
     log_finished(STEP, state)
     return state.to_event()

@@ -101,18 +101,29 @@ def validate_and_claim(item: MapItem, orders: OrderRecordStore) -> OrderState:
     return _against_holder(state, check.subject, verdict, holder.holder)
 
 
-def as_seen_by(result: OrderState, item: MapItem, check: OrderCheck) -> OrderState:
+def as_seen_by(result: OrderState, item: MapItem, check: OrderCheck, orders: OrderRecordStore) -> OrderState:
     """Turn a result stored for the same order ID by another batch item into this item's outcome.
 
     The idempotency key is the order ID, so a second batch item with the same order replays the
-    first item's result; that result is the first item's, and this one is a duplicate.
+    other item's result, and the order record says which of them holds the order. Usually the other
+    one, and this item is a duplicate. But if this item claimed the order and its runtime died before
+    Powertools saved the result, a duplicate may have run meanwhile and stored its own DUPLICATE
+    outcome: this item, the holder, must go on as the valid order, or nobody processes it.
     """
     if (result.batch_id, result.item_index) == (item.batch_id, item.item_index):
         return result
     if check.order is None:
         return rejection(item, check)
     state = PlacedOrderState.for_valid_order(item.batch_id, item.item_index, check.order)
-    holder = Claimant(result.batch_id, result.item_index, check.content_hash)
+    claimant = Claimant(item.batch_id, item.item_index, check.content_hash)
+    record = orders.get(check.order.order_id)
+    if record is not None and claimant.same_item(record.holder):
+        return state
+    holder = (
+        record.holder
+        if record is not None
+        else Claimant(result.batch_id, result.item_index, check.content_hash)
+    )
     return _against_holder(state, check.subject, ClaimVerdict.DUPLICATE, holder)
 
 
