@@ -343,4 +343,6 @@ def run_env(args: argparse.Namespace) -> int:
     print("export AWS_ACCESS_KEY_ID=testing")
     print("export AWS_SECRET_ACCESS_KEY=testing")
     print("export AWS_DEFAULT_REGION=us-east-1")
+    # TestState's endpoint carries the host prefix "sync-", which no loopback name resolves.
+    print("export AWS_DISABLE_HOST_PREFIX_INJECTION=true")
     return 0

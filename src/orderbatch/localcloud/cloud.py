@@ -262,6 +262,8 @@ class LocalCloud:
             "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],
             "AWS_DEFAULT_REGION": self.stack.region,
             "AWS_REGION": self.stack.region,
+            # TestState's endpoint carries the host prefix "sync-", which no loopback name resolves.
+            "AWS_DISABLE_HOST_PREFIX_INJECTION": "true",
         }
 
     def audit(self, batch_id: str) -> Any:

@@ -24,6 +24,7 @@ from orderbatch.localcloud.stepfunctions import (
     redrive,
     service_tasks,
     task_clients,
+    test_state,
     wait_state,
 )
 from orderbatch.localcloud.stepfunctions.histories import (
@@ -72,6 +73,7 @@ def apply_interpreter_patches() -> None:
         jsonata.patch()
         redrive.patch()
         mock_config.patch()
+        test_state.patch()
         context_object.patch()
         wait_state.patch()
         service_tasks.patch()

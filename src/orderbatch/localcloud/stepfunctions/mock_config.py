@@ -384,6 +384,49 @@ def patch() -> None:
     _give_executions_their_test_case()
     _count_invocations_per_state()
     _runtime_error_ends_a_mocked_execution()
+    _throw_states_errors_by_name()
+
+
+def raise_mocked_error(env: Any, error: str, cause: str) -> None:
+    """A mocked Task failure (TaskFailed) with ``error``, a ``States.`` name included (moto refuses those)."""
+    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_name import ErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    error_name: Any
+    if not error.startswith("States."):
+        error_name = CustomErrorName(error)
+    else:
+        try:
+            error_name = StatesErrorName.from_name(error)
+        except ValueError:
+            error_name = ErrorName(error)  # a States. name Step Functions does not define: matched by name
+    raise FailureEventException(
+        failure_event=FailureEvent(
+            env=env,
+            error_name=error_name,
+            event_type=HistoryEventType.TaskFailed,
+            event_details=EventDetails(  # type: ignore[typeddict-item]  # total TypedDict
+                taskFailedEventDetails=TaskFailedEventDetails(error=error, cause=cause)
+            ),
+        )
+    )
+
+
+def _throw_states_errors_by_name() -> None:
+    """A mocked Throw of ``States.TaskFailed`` or ``States.Timeout`` is thrown, not refused as custom."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import mock_eval_utils
+
+    def throw(env: Any, mocked_response: Any) -> None:
+        raise_mocked_error(env, mocked_response.error, mocked_response.cause)
+
+    mock_eval_utils._eval_mocked_response_throw = throw
 
 
 def _start_test_case_executions() -> None:
