@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "orderbatch.commands.bench",
     "orderbatch.commands.plan",
     "orderbatch.commands.conformance",
+    "orderbatch.commands.faults",
 )
 
 

@@ -1,0 +1,69 @@
+"""`orderbatch faults crash-matrix`: crash every task function at every point its AWS calls define.
+
+It starts its own local cloud (one per configuration, on a free port), so nothing else needs to run;
+see docs/faults.md, "The crash-point matrix".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from orderbatch.project import default_template
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    faults = subparsers.add_parser("faults", help="fault experiments, each on a local cloud of its own")
+    experiments = faults.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
+    matrix = experiments.add_parser(
+        "crash-matrix",
+        help="kill each task function's runtime once at every point found by recording its AWS calls, "
+        "alone and with a concurrent duplicate, and audit each batch; then the control runs",
+    )
+    matrix.add_argument("--json", action="store_true", help="print every run as one JSON document")
+    matrix.add_argument(
+        "--functions",
+        nargs="+",
+        default=None,
+        metavar="FUNCTION",
+        help="steps to crash, by name (validate reserve charge confirm cancel summarize) or logical ID; "
+        "comma-separated lists work too (default: all six)",
+    )
+    matrix.add_argument(
+        "--no-controls",
+        action="store_true",
+        help="skip the control runs (idempotency off, effect keys off, both off)",
+    )
+    matrix.add_argument(
+        "--parallel", type=int, default=None, help="batches run at once on the local cloud (default 8)"
+    )
+    matrix.add_argument("--template", type=Path, default=None, help="SAM template (default ./template.yaml)")
+    matrix.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    matrix.set_defaults(func=run_crash_matrix)
+
+
+def run_crash_matrix(args: argparse.Namespace) -> int:
+    from orderbatch import crash_matrix
+
+    names = [name for value in args.functions or () for name in value.split(",") if name]
+    try:
+        steps = crash_matrix.find_steps(names) if names else list(crash_matrix.STEPS)
+    except ValueError as error:
+        print(f"orderbatch: {error}", file=sys.stderr)
+        return 2
+
+    def progress(message: str) -> None:
+        if not args.quiet:
+            print(message, file=sys.stderr, flush=True)
+
+    result = crash_matrix.run_matrix(
+        steps,
+        controls=not args.no_controls,
+        parallel=args.parallel or crash_matrix.DEFAULT_PARALLEL_BATCHES,
+        template=args.template or default_template(),
+        progress=progress,
+    )
+    print(json.dumps(result.to_dict(), indent=2) if args.json else crash_matrix.render(result))
+    return 0 if result.ok else 1

@@ -1,0 +1,266 @@
+"""Crash points: found by recording each function's AWS calls, crashed once each, audited.
+
+Without a cloud: crash points parse and validate, a ``once`` crash rides on one invocation at a time
+until it has crashed, and a recorded sequence enumerates its points. On a local cloud: the recording
+finds Reserve's and Charge's real calls in order; one point per function, crashed through the real
+state machine, audits clean (the default suite); the whole matrix with its controls is marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from orderbatch.crash_matrix import (
+    AS_SHIPPED,
+    STEPS,
+    VARIANTS,
+    WITH_DUPLICATE,
+    ConfigurationRun,
+    MatrixResult,
+    render,
+    run_matrix,
+    start_cloud,
+)
+from orderbatch.localcloud.cloud import LocalCloud
+from orderbatch.localcloud.lambda_service.crash_points import (
+    RecordedCall,
+    ResourceNames,
+    enumerate_crash_points,
+    idempotency_save,
+)
+from orderbatch.localcloud.lambda_service.faults import FaultDecision, FaultInjector, FaultPlan, FaultRule
+from orderbatch.localcloud.runtime_shim import describe_call, parse_crash_point
+
+NAMES = ResourceNames(
+    {
+        "stack-IdempotencyTable": "idempotency",
+        "stack-PaymentsTable": "payments",
+        "stack-OrdersTable": "orders",
+    }
+)
+CHARGE_CALLS = [
+    RecordedCall(1, "dynamodb", "PutItem", ("stack-IdempotencyTable",), "INPROGRESS"),
+    RecordedCall(2, "dynamodb", "PutItem", ("stack-PaymentsTable",), "CHARGED"),
+    RecordedCall(3, "dynamodb", "UpdateItem", ("stack-IdempotencyTable",), "COMPLETED"),
+]
+
+
+# ---------------------------------------------------------------------------------- without a cloud
+
+
+def test_crash_points_parse_and_a_bad_one_is_refused_by_name() -> None:
+    assert parse_crash_point("after_call:3") == ("after_call", 3)
+    assert parse_crash_point("before_call:1") == ("before_call", 1)
+    assert parse_crash_point("response_lost") == ("response_lost", 0)
+    for bad in ("after_call", "after_call:0", "before_body:2", "sometime"):
+        with pytest.raises(ValueError, match="unknown crash point"):
+            parse_crash_point(bad)
+    with pytest.raises(ValueError, match="fault crash: unknown crash point 'after_call:x'"):
+        FaultRule.from_dict({"kind": "crash", "point": "after_call:x"})
+    with pytest.raises(ValueError, match="only a crash has a point"):
+        FaultRule.from_dict({"kind": "timeout", "point": "before_body"})
+
+
+def test_a_crash_rule_from_a_flag_round_trips_as_in_a_plan_file() -> None:
+    rule = FaultRule.from_dict(
+        {"kind": "crash", "point": "after_call:2", "once": "true", "order_ids": "o-1+o-2"}
+    )
+
+    assert rule.to_dict() == {
+        "kind": "crash",
+        "point": "after_call:2",
+        "once": True,
+        "order_ids": ["o-1", "o-2"],
+    }
+    assert FaultPlan.from_dict({"functions": {"F": [rule.to_dict()]}}).functions["F"] == (rule,)
+
+
+def decided(injector: FaultInjector, order_id: str) -> FaultDecision:
+    decision = injector.decide("F", json.dumps({"batch_id": "b", "order_id": order_id}).encode())
+    assert decision is not None, "F has rules: every invocation gets a decision"
+    return decision
+
+
+def test_a_once_crash_rides_on_one_invocation_at_a_time_until_one_crashed() -> None:
+    rule = {"kind": "crash", "point": "before_body", "once": True, "order_ids": ["o-1"]}
+    injector = FaultInjector(FaultPlan.from_dict({"functions": {"F": [rule]}}))
+
+    first = decided(injector, "o-1")
+    racing = decided(injector, "o-1")  # a duplicate while the first still runs
+    other_order = decided(injector, "o-2")
+    assert [first.outcome is not None, racing.outcome, other_order.outcome] == [True, None, None]
+
+    injector.settle("F", first, crashed=False)  # it took another path: the crash is offered again
+    again = decided(injector, "o-1")
+    assert (again.attempt, again.outcome) == (3, first.outcome)
+
+    injector.settle("F", again, crashed=True)
+    assert decided(injector, "o-1").outcome is None
+
+
+def test_a_recorded_sequence_gives_every_point_labelled_by_its_call() -> None:
+    points = enumerate_crash_points(CHARGE_CALLS, NAMES)
+
+    assert [(p.point, p.label) for p in points] == [
+        ("before_body", "before the body"),
+        ("after_call:1", "after dynamodb.PutItem #1 (idempotency INPROGRESS)"),
+        ("after_call:2", "after dynamodb.PutItem #2 (payments CHARGED)"),
+        ("before_call:3", "after the body, before the save, dynamodb.UpdateItem #3 (idempotency COMPLETED)"),
+        ("after_call:3", "after dynamodb.UpdateItem #3 (idempotency COMPLETED)"),
+        ("before_response", "after the handler returned, before the response"),
+        ("response_lost", "the response lost on its way"),
+    ]
+    assert idempotency_save(CHARGE_CALLS) == CHARGE_CALLS[2]
+    # Without idempotency there is no save, and keys stay comparable across configurations.
+    unprotected = [RecordedCall(1, "dynamodb", "PutItem", ("stack-PaymentsTable",), "CHARGED")]
+    assert [p.key for p in enumerate_crash_points(unprotected, NAMES)] == [
+        "before the body",
+        "after dynamodb.PutItem (payments CHARGED)",
+        "before the response",
+        "the response lost",
+    ]
+
+
+def test_the_runtime_records_where_a_call_went_and_the_status_it_wrote_never_the_item() -> None:
+    update = {
+        "TableName": "t",
+        "Key": {"id": {"S": "secret"}},
+        "UpdateExpression": "SET #response_data = :response_data, #status = :status",
+        "ExpressionAttributeNames": {"#status": "status", "#response_data": "data"},
+        "ExpressionAttributeValues": {":status": {"S": "COMPLETED"}, ":response_data": {"S": "secret"}},
+    }
+    transaction = {
+        "TransactItems": [
+            {"Put": {"TableName": "r", "Item": {"status": {"S": "RESERVED"}}}},
+            {"Update": {"TableName": "i", "UpdateExpression": "SET stock = stock - :q"}},
+        ]
+    }
+
+    assert describe_call("dynamodb", "UpdateItem", update, 3) == {
+        "number": 3,
+        "service": "dynamodb",
+        "operation": "UpdateItem",
+        "tables": ["t"],
+        "status": "COMPLETED",
+    }
+    assert describe_call("dynamodb", "TransactWriteItems", transaction, 2)["writes"] == [
+        {"action": "Put", "table": "r", "status": "RESERVED"},
+        {"action": "Update", "table": "i", "status": None},
+    ]
+    assert describe_call("s3", "PutObject", {"Bucket": "b", "Key": "k", "Body": b"x"}, 1)["bucket"] == "b"
+
+
+# ---------------------------------------------------------------------------------- on a local cloud
+
+
+@pytest.fixture(scope="module")
+def crash_run() -> Iterator[ConfigurationRun]:
+    cloud: LocalCloud = start_cloud(AS_SHIPPED)
+    try:
+        yield ConfigurationRun(cloud, AS_SHIPPED)
+    finally:
+        cloud.stop()
+
+
+@pytest.fixture(scope="module")
+def recorded(crash_run: ConfigurationRun) -> dict[str, list[RecordedCall]]:
+    """Every step's calls, recorded once on the module's cloud."""
+    return crash_run.record(STEPS)
+
+
+@pytest.mark.e2e
+def test_the_recording_finds_reserves_and_charges_calls_in_order(
+    crash_run: ConfigurationRun, recorded: dict[str, list[RecordedCall]]
+) -> None:
+
+    def calls(step: str) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+        return [
+            (call.name, tuple(crash_run.names.short(t) for t in call.tables), call.statuses())
+            for call in recorded[step]
+        ]
+
+    assert calls("reserve") == [
+        ("dynamodb.PutItem", ("idempotency",), ("INPROGRESS",)),
+        ("dynamodb.TransactWriteItems", ("inventory", "reservations"), ("RESERVED",)),
+        ("dynamodb.UpdateItem", ("idempotency",), ("COMPLETED",)),
+    ]
+    assert calls("charge") == [
+        ("dynamodb.PutItem", ("idempotency",), ("INPROGRESS",)),
+        ("dynamodb.PutItem", ("payments",), ("CHARGED",)),
+        ("dynamodb.UpdateItem", ("idempotency",), ("COMPLETED",)),
+    ]
+    # Cancel releases the stock and refunds the charge: two writes between its idempotency record's two.
+    assert [call.name for call in recorded["cancel"]] == [
+        "dynamodb.GetItem",
+        "dynamodb.PutItem",
+        "dynamodb.PutItem",
+        "dynamodb.Query",
+        "dynamodb.TransactWriteItems",
+        "dynamodb.Query",
+        "dynamodb.TransactWriteItems",
+        "dynamodb.UpdateItem",
+    ]
+    assert [call.statuses() for call in recorded["summarize"]] == [("INPROGRESS",), ("COMPLETED",)]
+
+
+# One point per function, the one a crash is likeliest to break: right after its effect landed (the body
+# runs again and the keys must hold), between cancel's two writes, and for validate with a duplicate
+# racing for the order (the holder must still be the one to process it).
+ONE_POINT_EACH = {
+    "validate": ("after dynamodb.PutItem (orders RECEIVED)", WITH_DUPLICATE),
+    "reserve": ("after dynamodb.TransactWriteItems (inventory, reservations RESERVED)", VARIANTS[0]),
+    "charge": ("after dynamodb.PutItem (payments CHARGED)", VARIANTS[0]),
+    "confirm": ("after dynamodb.UpdateItem (orders SUCCEEDED)", VARIANTS[0]),
+    "cancel": ("after dynamodb.TransactWriteItems (inventory, reservations RELEASED)", VARIANTS[0]),
+    "summarize": ("the response lost", VARIANTS[0]),
+}
+
+
+@pytest.mark.e2e
+def test_one_crash_point_per_function_loses_nothing_and_doubles_nothing(
+    crash_run: ConfigurationRun, recorded: dict[str, list[RecordedCall]]
+) -> None:
+    cases = [
+        case
+        for case in crash_run.cases(recorded, STEPS, VARIANTS)
+        if (case.point.key, case.variant) == ONE_POINT_EACH[case.step.name]
+    ]
+    assert sorted(case.step.name for case in cases) == sorted(ONE_POINT_EACH)
+
+    results = {result.step: result for result in crash_run.run(cases)}
+
+    for step, result in results.items():
+        assert result.crashes == 1, f"{step}: {result.verdict}"
+        assert (result.lost, result.doubled, result.violations) == ([], [], []), f"{step}: {result.verdict}"
+        assert result.ok, f"{step}: {result.verdict}"
+    assert results["cancel"].subject_outcome == "FAILED"
+    assert results["confirm"].subject_outcome == "SUCCEEDED"
+    # Killed after the effect, before the save: the body ran again, and the effect key held.
+    assert results["reserve"].body_runs == 2
+    assert results["charge"].body_runs == 2
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+@pytest.mark.timeout(900)
+def test_the_whole_matrix_and_its_controls(capsys: pytest.CaptureFixture[str]) -> None:
+    result: MatrixResult = run_matrix()
+    with capsys.disabled():
+        print("\n" + render(result))
+
+    not_clean = [f"{c.step} {c.label} {c.variant}: {c.verdict}" for c in result.main.cases if not c.ok]
+    assert not_clean == []
+    for step in STEPS:
+        calls = [p for p in result.main.points[step.name] if p["point"].startswith("after_call:")]
+        assert calls, f"no AWS call recorded for {step.name}"
+        runs = [c for c in result.main.cases if c.step == step.name]
+        assert len(runs) == len(result.main.points[step.name]) * len(VARIANTS)
+    shown = result.defences_shown()
+    assert "charge: after dynamodb.PutItem (payments CHARGED)" in shown["effect keys"]
+    assert "charge: the response lost" in shown["idempotency"]
+    doubled = [c for control in result.controls for c in control.cases if c.doubled]
+    assert all(c.doubled == [c.batch_id + "-s"] for c in doubled), "the audit names the doubled subject"
+    assert result.ok
