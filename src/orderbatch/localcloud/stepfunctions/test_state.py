@@ -212,9 +212,11 @@ class TestStateRun:
     request: TestStateRequest
     state: Any
     inspection: dict[str, Any] = field(default_factory=dict)
-    outcome: tuple[str, ...] | None = (
-        None  # ("choice", next) / ("caught", next, error, cause) / ("retriable", error, cause)
-    )
+    # How the state ended before its end: ("choice", next), ("caught", next, error, cause) or
+    # ("retriable", error, cause).
+    outcome: tuple[str, ...] | None = None
+    # The context object the state entered with, before a given one replaces it.
+    execution_context: dict[str, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, key: str, value: Any) -> None:
@@ -273,15 +275,17 @@ def _environment_class() -> type:
             cls, env: Any, variable_store: Any, event_history_frame_cache: Any = None
         ) -> Any:
             run = _run_of(env)
-            if run is not None and run.request.context is not None:
-                # A given context object replaces the one the state entered with.
-                _replace_context(env, run.request.context)
+            given = run.request.context if run is not None else None
+            if given is not None and run is not None:
+                # moto builds a frame from the execution's context object; the given one replaces it after.
+                _replace_context(env, run.execution_context)
             frame: Any = super().as_inner_frame_of(
                 env=env, variable_store=variable_store, event_history_frame_cache=event_history_frame_cache
             )
             frame.orderbatch_test_state = run
-            if run is not None and run.request.context is not None:
-                _replace_context(frame, run.request.context)
+            if given is not None:
+                _replace_context(env, given)
+                _replace_context(frame, given)
             return frame
 
         def is_mocked_mode(self) -> bool:
@@ -495,13 +499,6 @@ def _validate(request: TestStateRequest, state: Any) -> None:
     from moto.stepfunctions.parser.asl.component.state.state_succeed.state_succeed import StateSucceed
 
     mock = request.mock
-    if mock is None and isinstance(state, StateMap | StateParallel):
-        raise _invalid_definition(
-            "TestState API does not support Map or Parallel states. Supported state types include: "
-            "[Task, Wait, Pass, Succeed, Fail, Choice]"
-        )
-    if mock is not None and isinstance(state, StatePass | StateFail | StateSucceed):
-        raise _validation(f"State type '{state.state_type.name}' is not supported when a mock is specified")
     if request.map_iteration_failure_count is not None:
         if mock is None:
             raise _validation(
@@ -511,6 +508,13 @@ def _validate(request: TestStateRequest, state: Any) -> None:
             raise _validation(
                 "Map iteration failure count must be less than or equal to the number of Map iterations"
             )
+    if mock is None and isinstance(state, StateMap | StateParallel):
+        raise _invalid_definition(
+            "TestState API does not support Map or Parallel states. Supported state types include: "
+            "[Task, Wait, Pass, Succeed, Fail, Choice]"
+        )
+    if mock is not None and isinstance(state, StatePass | StateFail | StateSucceed):
+        raise _validation(f"State type '{state.state_type.name}' is not supported when a mock is specified")
     if mock is not None and mock.has_result:
         _validate_mock_result(mock, state)
     if request.context is not None and "Task" in request.context and not _waits_for_a_token(state):
@@ -972,6 +976,7 @@ def _environment(run: TestStateRun, account_id: str, region: str) -> Any:
         variable_store=variables,
     )
     env.orderbatch_test_state = run
+    run.execution_context = copy.deepcopy(env.states.context_object.context_object_data)
     return env
 
 
