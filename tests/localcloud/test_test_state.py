@@ -26,6 +26,8 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from orderbatch.cli import main
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.stack import load_stack
+from orderbatch.project import PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -963,6 +965,72 @@ def test_present_and_none_modes_check_less(sfn: Any) -> None:
     )
     recorded = recording("TestFieldValidationModeNone::test_none_mode_sfn_task", "wrong_timestamp_type_bool")
     assert_as_recorded(answer, recorded["test_state_response"])
+
+
+# ---------------------------------------------------------------------------------------------- this app
+
+THROTTLED = {"errorOutput": {"error": "Lambda.TooManyRequestsException", "cause": "Rate Exceeded."}}
+
+
+@pytest.fixture(scope="module")
+def app_definition() -> str:
+    """This app's state machine as deployed (its DefinitionSubstitutions filled in)."""
+    (machine,) = load_stack(PROJECT_ROOT / "template.yaml").state_machines
+    return machine.definition
+
+
+def test_the_apps_throttle_retrier_waits_at_most_its_cap(sfn: Any, app_definition: str) -> None:
+    """Validate order's 429 retrier: IntervalSeconds 1, BackoffRate 2, MaxDelaySeconds 8, 20 attempts."""
+    waits = {}
+    for retries in (0, 1, 2, 3, 5, 19):
+        answer = call(
+            sfn,
+            definition=app_definition,
+            stateName="Validate order",
+            input=json.dumps({"batch_id": "b-1", "item_index": 0, "order": {}}),
+            mock=THROTTLED,
+            stateConfiguration={"retrierRetryCount": retries},
+            inspectionLevel="DEBUG",
+        )
+        assert (answer["status"], answer["error"]) == ("RETRIABLE", "Lambda.TooManyRequestsException")
+        assert answer["inspectionData"]["errorDetails"]["retryIndex"] == 0
+        waits[retries] = answer["inspectionData"]["errorDetails"]["retryBackoffIntervalSeconds"]
+    assert waits == {0: 1, 1: 2, 2: 4, 3: 8, 5: 8, 19: 8}
+
+
+def test_the_apps_exhausted_throttle_retrier_leads_to_cancel_order(sfn: Any, app_definition: str) -> None:
+    answer = call(
+        sfn,
+        definition=app_definition,
+        stateName="Validate order",
+        input=json.dumps({"batch_id": "b-1", "item_index": 0, "order": {}}),
+        mock=THROTTLED,
+        stateConfiguration={"retrierRetryCount": 20},
+        inspectionLevel="DEBUG",
+    )
+    assert (answer["status"], answer["nextState"]) == ("CAUGHT_ERROR", "Cancel order")
+    assert answer["inspectionData"]["errorDetails"] == {"retryIndex": 0, "catchIndex": 1}
+    output = json.loads(answer["output"])
+    assert output["error"] == {"Error": "Lambda.TooManyRequestsException", "Cause": "Rate Exceeded."}
+
+
+def test_the_apps_declined_payment_goes_to_cancel_order(sfn: Any, app_definition: str) -> None:
+    declined = {"order_id": "order-0001", "outcome": "FAILED", "code": "PAYMENT_DECLINED"}
+    answer = call(
+        sfn, definition=app_definition, stateName="Is the payment charged?", input=json.dumps(declined)
+    )
+    assert (answer["status"], answer["nextState"], json.loads(answer["output"])) == (
+        "SUCCEEDED",
+        "Cancel order",
+        declined,
+    )
+
+
+def test_a_wait_for_token_task_needs_a_mock(sfn: Any) -> None:
+    definition = json.loads(template("io_sqs_service_task_wait"))
+    answer = call(sfn, definition=json.dumps(definition), roleArn=role_arn(), inspectionLevel="TRACE")
+    assert answer["Error"]["Code"] == "ValidationException"
+    assert ".waitForTaskToken" in answer["Error"]["Message"]
 
 
 # ---------------------------------------------------------------------------------------------- helpers

@@ -524,6 +524,12 @@ def _validate(request: TestStateRequest, state: Any) -> None:
         )
     if request.role_arn is None and mock is None and isinstance(state, StateTask):
         raise _validation("RoleArn must be specified when testing a Task state")
+    if mock is None and _waits_for_a_token(state):
+        # AWS runs these patterns only with a mock (TestState's API reference); the wording is ours.
+        raise _validation(
+            "TestState supports the .sync and .waitForTaskToken integration patterns only when a mock is "
+            "specified"
+        )
 
 
 def _waits_for_a_token(state: Any) -> bool:
