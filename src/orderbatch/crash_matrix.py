@@ -625,11 +625,13 @@ def render(result: MatrixResult) -> str:
         ]
         lines.extend(_table(["point", *names], rows))
         shown = result.defences_shown()
-        for defence in ("effect keys", "idempotency"):
+        lines.append("Where one defence alone prevents the double effect:")
+        for defence, how in (
+            ("effect keys", "clean as shipped, doubled with the keys off"),
+            ("idempotency", "clean with only the keys off, doubled with both off"),
+        ):
             where = shown.get(defence)
-            lines.append(
-                f"{defence} prevent a double effect at: " + ("; ".join(where) if where else "NOT SHOWN")
-            )
+            lines.append(f"- {defence} ({how}): " + ("; ".join(where) if where else "NOT SHOWN"))
     lines.append("")
     lines.append(f"{'OK' if result.ok else 'FAILED'}: matrix measured in {result.seconds:.0f} s")
     return "\n".join(lines)
