@@ -369,7 +369,9 @@ def resolve_test_case(state_machine_arn: str) -> tuple[str, TestCaseRun | None]:
             f"'{state_machine_arn}' names test case '{case}' but no mock configuration is loaded: start the "
             f"local cloud with --mock-config FILE or {MOCK_CONFIG_ENV_VAR}=FILE"
         )
-    machine_name = base_arn.rsplit(":", 1)[-1]
+    # arn:aws:states:<region>:<account>:stateMachine:<name>[:<version or alias>]
+    parts = base_arn.split(":")
+    machine_name = parts[6] if len(parts) > 6 else base_arn
     return base_arn, config.test_case(machine_name, case)
 
 
