@@ -24,6 +24,7 @@ For one configuration of the app (as shipped, or a control with a defence switch
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -216,6 +217,8 @@ class ConfigurationResult:
     points: dict[str, list[dict[str, str]]]
     cases: list[CaseResult]
     seconds: float
+    # The local cloud's state folder (environment logs included), kept when a run was not clean.
+    kept_state_dir: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -520,6 +523,7 @@ class MatrixResult:
                 "ok": result.ok,
                 "seconds": result.seconds,
                 "points": result.points,
+                "kept_state_dir": result.kept_state_dir,
                 "cases": [vars(case) for case in result.cases],
             }
 
@@ -541,8 +545,12 @@ def run_configuration(
     template: Path = TEMPLATE,
     progress: Callable[[str], None] | None = None,
     keep: Callable[[Step, CrashPoint], bool] | None = None,
+    expect_clean: bool = True,
 ) -> ConfigurationResult:
-    """Start a local cloud for the configuration, record, crash every point, judge; stop the cloud."""
+    """Start a local cloud for the configuration, record, crash every point, judge; stop the cloud.
+
+    Its state folder is removed, unless a run ``expect_clean`` was not: then its logs are kept to read.
+    """
     started = time.monotonic()
     cloud = start_cloud(configuration, template)
     try:
@@ -560,13 +568,18 @@ def run_configuration(
     finally:
         cloud.stop()
         _reset_moto()
-    return ConfigurationResult(
+    result = ConfigurationResult(
         configuration.name,
         [step.name for step in steps],
         points,
         results,
         round(time.monotonic() - started, 1),
     )
+    if expect_clean and not result.ok:
+        result.kept_state_dir = str(cloud.state_dir)
+    else:
+        shutil.rmtree(cloud.state_dir, ignore_errors=True)
+    return result
 
 
 def run_matrix(
@@ -584,7 +597,13 @@ def run_matrix(
     control_steps = [step for step in steps if step.name in CONTROL_STEPS] if controls else []
     results = [
         run_configuration(
-            configuration, control_steps, (ALONE,), parallel=parallel, template=template, progress=progress
+            configuration,
+            control_steps,
+            (ALONE,),
+            parallel=parallel,
+            template=template,
+            progress=progress,
+            expect_clean=False,
         )
         for configuration in (CONTROLS if control_steps else ())
     ]
@@ -613,6 +632,9 @@ def render(result: MatrixResult) -> str:
     passed = sum(case.ok for case in result.main.cases)
     lines.append("")
     lines.append(f"{passed} of {len(result.main.cases)} runs clean in {result.main.seconds:.0f} s")
+    for kept in [result.main, *result.controls]:
+        if kept.kept_state_dir:
+            lines.append(f"{kept.configuration}: logs and state kept in {kept.kept_state_dir}")
     if result.controls:
         lines.extend(["", "Controls (alone): which defence prevents the double effect at each point"])
         names = [AS_SHIPPED.name, *(control.configuration for control in result.controls)]
@@ -625,7 +647,7 @@ def render(result: MatrixResult) -> str:
         ]
         lines.extend(_table(["point", *names], rows))
         shown = result.defences_shown()
-        lines.append("Where one defence alone prevents the double effect:")
+        lines.extend(["", "Where one defence alone prevents the double effect:"])
         for defence, how in (
             ("effect keys", "clean as shipped, doubled with the keys off"),
             ("idempotency", "clean with only the keys off, doubled with both off"),

@@ -9,6 +9,7 @@ state machine, audits clean (the default suite); the whole matrix with its contr
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -163,6 +164,7 @@ def crash_run() -> Iterator[ConfigurationRun]:
         yield ConfigurationRun(cloud, AS_SHIPPED)
     finally:
         cloud.stop()
+        shutil.rmtree(cloud.state_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
