@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -42,6 +43,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "http://127.0.0.1:4566 (SAM CLI passes only variables the template declares)",
     )
     docker.add_argument(
+        "--write-env-vars",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the `sam local --env-vars` file that gives the template's functions the local cloud's "
+        "table names, state machine ARNs ... (from --template)",
+    )
+    docker.add_argument("--template", type=Path, default=None, help="SAM template (default ./template.yaml)")
+    docker.add_argument(
+        "--parameter-overrides",
+        nargs="*",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the template parameters the local cloud runs with, for --write-env-vars",
+    )
+    docker.add_argument(
         "--state-dir",
         type=Path,
         default=DEFAULT_STATE_DIR,
@@ -71,6 +88,18 @@ def parse_tcp(value: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
+def write_env_vars(args: argparse.Namespace) -> None:
+    from orderbatch.commands.local import parse_pairs
+    from orderbatch.localcloud.docker_api.sam_env import sam_env_vars
+    from orderbatch.project import default_template
+
+    overrides = parse_pairs(args.parameter_overrides, "--parameter-overrides")
+    document = sam_env_vars((args.template or default_template()).resolve(), overrides)
+    args.write_env_vars.parent.mkdir(parents=True, exist_ok=True)
+    args.write_env_vars.write_text(json.dumps(document, indent=2) + "\n")
+    print(f"wrote {args.write_env_vars}: pass it as `sam local ... --env-vars {args.write_env_vars}`")
+
+
 def print_call(call: object) -> None:
     print(f"docker api: {call}", file=sys.stderr, flush=True)
 
@@ -79,6 +108,8 @@ def run_docker(args: argparse.Namespace) -> int:
     from orderbatch.commands.local import prepare_state_dir, stop_on_signals
     from orderbatch.localcloud.docker_api import DockerApi, DockerApiServer, ExecutionEnvironments
 
+    if args.write_env_vars is not None:
+        write_env_vars(args)
     state_dir = prepare_state_dir(args.state_dir)
     socket_path = (args.socket or default_socket_path()).resolve()
     environments = ExecutionEnvironments(

@@ -45,17 +45,32 @@ class EventLog:
             self._changed.notify_all()
 
     def follow(
-        self, filters: dict[str, list[str]], *, since: float | None, stop: threading.Event
+        self,
+        filters: dict[str, list[str]],
+        *,
+        since: float | None,
+        until: float | None,
+        stop: threading.Event,
     ) -> Iterator[dict[str, Any] | None]:
-        """Matching events (past ones from ``since`` on), then new ones; None now and then while idle."""
+        """Matching events (past ones from ``since`` on), then new ones until ``until`` (a time) or
+        ``stop``; None now and then while idle."""
         with self._changed:
-            past = [event for _, event in self._events if since is not None and event["time"] >= since]
+            past = [
+                event
+                for _, event in self._events
+                if since is not None and since <= event["time"] and (until is None or event["time"] <= until)
+            ]
             seen = self._published
         yield from (event for event in past if _matches(event, filters))
-        while not stop.is_set():
+        while not stop.is_set() and (until is None or time.time() <= until):
             with self._changed:
                 if self._published == seen:
-                    self._changed.wait(timeout=HEARTBEAT_SECONDS)
+                    wait = (
+                        HEARTBEAT_SECONDS
+                        if until is None
+                        else max(0.0, min(HEARTBEAT_SECONDS, until - time.time()))
+                    )
+                    self._changed.wait(timeout=wait)
                 new = [event for number, event in self._events if number > seen]
                 seen = self._published
             if not new:

@@ -267,6 +267,8 @@ class ExecutionEnvironments:
         )
         if not variables.get("AWS_ENDPOINT_URL"):
             variables.pop("AWS_ENDPOINT_URL", None)
+        if "AWS_SAM_LOCAL" not in container_variables:
+            variables.pop("AWS_SAM_LOCAL", None)  # the local cloud's marker; SAM CLI sets its own
         return variables
 
     def close(self) -> None:

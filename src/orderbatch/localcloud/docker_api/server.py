@@ -280,7 +280,8 @@ class DockerApi:
         filters = request.filters()
         check_filters(filters)
         since = float(request.param("since")) if request.param("since") else None
-        events = self.events.follow(filters, since=since, stop=self.stopping)
+        until = float(request.param("until")) if request.param("until") else None
+        events = self.events.follow(filters, since=since, until=until, stop=self.stopping)
         return Reply(200, stream=(None if event is None else json_line(event) for event in events))
 
     # -- images -------------------------------------------------------------------------------------

@@ -1,0 +1,131 @@
+"""`sam local invoke` with no Docker engine: the app's functions on its events, against a local cloud.
+
+The functions' AWS calls go to the local cloud: AWS_ENDPOINT_URL from the Docker API
+(``--aws-endpoint-url``), and the table names the local cloud deployed through ``--env-vars`` (the file
+``orderbatch local docker --write-env-vars`` writes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from samlocal_support import ServedDocker, record_calls, run_sam
+
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.docker_api.sam_env import sam_env_vars
+from orderbatch.project import PROJECT_ROOT, inventory_fixture
+
+pytestmark = pytest.mark.e2e
+
+TEMPLATE = PROJECT_ROOT / "template.yaml"
+EVENTS = PROJECT_ROOT / "events"
+# events/<file> -> the function it is the sample event of, and what the function answers to it, in an
+# order where each step finds what the one before it wrote (validate, reserve, charge, confirm ...).
+# batch_small.json is a batch, not a function's event: test_sam_local_services.py submits it.
+EVENT_FUNCTIONS = {
+    "validate_order.json": "ValidateOrderFunction",
+    "reserve_inventory.json": "ReserveInventoryFunction",
+    "charge_payment.json": "ChargePaymentFunction",
+    "confirm_order.json": "ConfirmOrderFunction",
+    "cancel_order.json": "CancelOrderFunction",
+    "summarize_batch.json": "SummarizeBatchFunction",
+    "batches_api_post.json": "BatchesApiFunction",
+    "batches_api_get.json": "BatchesApiFunction",
+}
+BATCH_EVENTS = {"batch_small.json"}
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[LocalCloud]:
+    config = LocalCloudConfig(template=TEMPLATE, seed_files={"InventoryTable": inventory_fixture(TEMPLATE)})
+    with LocalCloud(config) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def docker(serve_docker: Any, cloud: LocalCloud) -> ServedDocker:
+    served: ServedDocker = serve_docker(aws_endpoint_url=cloud.endpoint)
+    return served
+
+
+@pytest.fixture(scope="module")
+def env_vars(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sam") / "env.json"
+    path.write_text(json.dumps(sam_env_vars(TEMPLATE)))
+    return path
+
+
+def invoke(docker: ServedDocker, function: str, event_file: str, env_vars: Path) -> tuple[Any, str]:
+    result = run_sam(
+        docker, ["local", "invoke", function, "-e", str(EVENTS / event_file), "--env-vars", str(env_vars)]
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout), result.stderr
+
+
+def test_invoke_prints_the_handlers_result_and_its_logs(
+    request: pytest.FixtureRequest, docker: ServedDocker, cloud: LocalCloud, env_vars: Path
+) -> None:
+    mark = docker.mark()
+    result, logs = invoke(docker, "ValidateOrderFunction", "validate_order.json", env_vars)
+    assert result["order_id"] == "o-1001"
+    assert result["outcome"] == "VALID"
+    assert '"message":"task body ran"' in logs
+    assert "REPORT RequestId: " in logs
+    # Its DynamoDB calls landed in the local cloud: the order ID is claimed there.
+    orders = cloud.client("dynamodb").get_item(
+        TableName=cloud.stack.table_name("OrdersTable"), Key={"order_id": {"S": "o-1001"}}
+    )
+    assert orders["Item"]["status"]["S"] == "RECEIVED"
+    calls = docker.calls_since(mark)
+    record_calls(request, calls)
+    routes = [call.route for call in calls]
+    for expected in (
+        "POST /containers/create",
+        "POST /containers/{id}/start",
+        "POST /containers/{id}/attach",
+        "DELETE /containers/{id}",
+    ):
+        assert routes.count(expected) == 1, routes
+    assert all(call.status < 400 or call.route == "GET /images/{name}/json" for call in calls), calls
+
+
+def test_every_event_file_has_its_function() -> None:
+    assert {path.name for path in EVENTS.glob("*.json")} == set(EVENT_FUNCTIONS) | BATCH_EVENTS
+
+
+# What each function answers to its sample event, run in this order on one local cloud.
+EXPECTED = {
+    "validate_order.json": lambda result: result["outcome"] == "VALID",
+    "reserve_inventory.json": lambda result: result["outcome"] == "RESERVED",
+    "charge_payment.json": lambda result: result["outcome"] == "CHARGED",
+    "confirm_order.json": lambda result: result["outcome"] == "SUCCEEDED",
+    # The order was confirmed just before: the compensation leaves a succeeded order as it is.
+    "cancel_order.json": lambda result: result["outcome"] == "SUCCEEDED",
+    "summarize_batch.json": lambda result: (
+        (result["total"], result["succeeded"], result["failed"]) == (2, 1, 1)
+    ),
+    "batches_api_post.json": lambda result: (
+        result["statusCode"] == 202 and json.loads(result["body"])["batch_id"] == "b-2025-01-01-001"
+    ),
+    "batches_api_get.json": lambda result: (
+        result["statusCode"] == 200 and json.loads(result["body"])["batch_id"] == "b-2025-01-01-001"
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("event_file", list(EVENT_FUNCTIONS))
+def test_invoke_every_event(
+    request: pytest.FixtureRequest, docker: ServedDocker, env_vars: Path, event_file: str
+) -> None:
+    mark = docker.mark()
+    result, logs = invoke(docker, EVENT_FUNCTIONS[event_file], event_file, env_vars)
+    record_calls(request, docker.calls_since(mark))
+    assert "errorType" not in result, result
+    assert EXPECTED[event_file](result), result
+    assert "REPORT RequestId: " in logs
