@@ -8,15 +8,19 @@ The functions' AWS calls go to the local cloud: AWS_ENDPOINT_URL from the Docker
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from samlocal_support import ServedDocker, record_calls, run_sam
+from samlocal_support import SAM, ServedDocker, record_calls, run_sam, sam_environment
 
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.docker_api.execution import is_built
 from orderbatch.localcloud.docker_api.sam_env import sam_env_vars
+from orderbatch.localcloud.lambda_service.runtimes import find_interpreter
 from orderbatch.project import PROJECT_ROOT, inventory_fixture
 
 pytestmark = pytest.mark.e2e
@@ -129,3 +133,34 @@ def test_invoke_every_event(
     assert "errorType" not in result, result
     assert EXPECTED[event_file](result), result
     assert "REPORT RequestId: " in logs
+
+
+@pytest.mark.slow
+def test_invoke_what_sam_build_built(
+    docker: ServedDocker, env_vars: Path, tmp_path: Path, cloud: LocalCloud
+) -> None:
+    """A built CodeUri holds its packages already: it runs on the runtime's own packages and its folder."""
+    interpreter = find_interpreter("3.12")
+    if interpreter is None:
+        pytest.skip("sam build for python3.12 needs python3.12")
+    environment = sam_environment(docker)
+    environment["PATH"] = f"{Path(interpreter.executable).parent}{os.pathsep}{environment.get('PATH', '')}"
+    build_dir = tmp_path / "build"
+    command = [str(SAM), "build", "--template-file", str(TEMPLATE), "--build-dir", str(build_dir)]
+    command += ["--cache-dir", str(tmp_path / "cache")]
+    built = subprocess.run(
+        command, cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    assert is_built(build_dir / "ValidateOrderFunction")
+    event = json.loads((EVENTS / "validate_order.json").read_text())
+    event["order"]["order_id"] = "o-built"
+    arguments = ["local", "invoke", "ValidateOrderFunction", "--template", str(build_dir / "template.yaml")]
+    result = run_sam(docker, [*arguments, "-e", "-", "--env-vars", str(env_vars)], stdin=json.dumps(event))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["outcome"] == "VALID"
+    assert f"Mounting {build_dir / 'ValidateOrderFunction'} as /var/task" in result.stderr
+    claimed = cloud.client("dynamodb").get_item(
+        TableName=cloud.stack.table_name("OrdersTable"), Key={"order_id": {"S": "o-built"}}
+    )
+    assert claimed["Item"]["status"]["S"] == "RECEIVED"
