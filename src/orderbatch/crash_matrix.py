@@ -9,9 +9,10 @@ For one configuration of the app (as shipped, or a control with a defence switch
 2. **Crash.** For every (function, point) a small batch runs through the app's real state machine: a
    subject order and two bystanders, and, in the "with duplicate" variant, the subject a second time in
    the same batch (its two Map iterations race from the first step). A ``crash`` rule with ``once``
-   kills the runtime at that point exactly once for the subject (for the batch, at the summary): on the
-   first invocation that reaches it, which is the first attempt unless a racing duplicate took another
-   path. The state machine's retriers carry on. Cancel's subject is an order whose confirmation keeps
+   kills the runtime at that point exactly once for the subject (for the batch, at the summary): in the
+   first invocation that reaches it, the first attempt unless a racing duplicate took another path (the
+   rule names the call, so a duplicate whose N-th call is another does not crash there). The state
+   machine's retriers carry on. Cancel's subject is an order whose confirmation keeps
    failing, so it is compensated with stock to release and a charge to refund. All batches of a
    configuration run under one fault plan, several at a time: rules name their order or batch, so they
    cannot interfere.
@@ -173,7 +174,9 @@ class CrashCase:
 
     def crash_rule(self) -> dict[str, Any]:
         scope = {"order_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
-        return {"kind": CRASH, "point": self.point.point, "once": True, **scope}
+        # The call pins the point: a racing duplicate's N-th call may be another (a replay's read, say).
+        call = {"call": self.call.spec()} if self.call is not None else {}
+        return {"kind": CRASH, "point": self.point.point, "once": True, **call, **scope}
 
 
 def confirmation_failure(order_ids: Sequence[str]) -> dict[str, Any]:

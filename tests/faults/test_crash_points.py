@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -33,7 +34,7 @@ from orderbatch.localcloud.lambda_service.crash_points import (
     idempotency_save,
 )
 from orderbatch.localcloud.lambda_service.faults import FaultDecision, FaultInjector, FaultPlan, FaultRule
-from orderbatch.localcloud.runtime_shim import describe_call, parse_crash_point
+from orderbatch.localcloud.runtime_shim import call_matches, describe_call, parse_crash_point
 
 NAMES = ResourceNames(
     {
@@ -85,21 +86,43 @@ def decided(injector: FaultInjector, order_id: str) -> FaultDecision:
     return decision
 
 
-def test_a_once_crash_rides_on_one_invocation_at_a_time_until_one_crashed() -> None:
+def test_a_once_crash_rides_on_every_invocation_of_its_order_until_one_crashed(tmp_path: Path) -> None:
     rule = {"kind": "crash", "point": "before_body", "once": True, "order_ids": ["o-1"]}
-    injector = FaultInjector(FaultPlan.from_dict({"functions": {"F": [rule]}}))
+    injector = FaultInjector(FaultPlan.from_dict({"functions": {"F": [rule]}}), marker_dir=tmp_path)
 
     first = decided(injector, "o-1")
-    racing = decided(injector, "o-1")  # a duplicate while the first still runs
+    racing = decided(injector, "o-1")  # a duplicate while the first still runs: whoever gets there first
     other_order = decided(injector, "o-2")
-    assert [first.outcome is not None, racing.outcome, other_order.outcome] == [True, None, None]
+    assert first.outcome is not None
+    assert racing.outcome == first.outcome
+    assert first.once_marker is not None
+    assert racing.once_marker == first.once_marker, "one marker: the runtimes race for it"
+    assert Path(first.once_marker).parent == tmp_path
+    assert (other_order.outcome, other_order.once_marker) == (None, None)
 
-    injector.settle("F", first, crashed=False)  # it took another path: the crash is offered again
-    again = decided(injector, "o-1")
-    assert (again.attempt, again.outcome) == (3, first.outcome)
-
-    injector.settle("F", again, crashed=True)
+    injector.settle("F", first, crashed=False)  # it took another path: the crash is still to come
+    assert decided(injector, "o-1").outcome is not None
+    injector.settle("F", racing, crashed=True)
     assert decided(injector, "o-1").outcome is None
+
+    injector.set_plan(injector.plan)  # a new plan: its crashes happen again, with fresh markers
+    again = decided(injector, "o-1")
+    assert again.outcome is not None
+    assert again.once_marker != first.once_marker
+
+
+def test_a_crash_names_the_call_it_follows_down_to_its_tables_and_error() -> None:
+    put = {"service": "dynamodb", "operation": "PutItem", "tables": ["idem"]}
+    refused = {**put, "error": "ConditionalCheckFailedException"}
+    recorded = RecordedCall(1, "dynamodb", "PutItem", ("idem",), "INPROGRESS")
+
+    assert recorded.spec() == "dynamodb.PutItem:idem"
+    assert call_matches(put, recorded.spec())
+    assert not call_matches(refused, recorded.spec()), "a refused write is another point"
+    assert call_matches(refused, "dynamodb.PutItem:idem!ConditionalCheckFailedException")
+    assert call_matches(put, "dynamodb.PutItem")
+    assert not call_matches({**put, "operation": "GetItem"}, "dynamodb.PutItem")
+    assert not call_matches(put, "dynamodb.PutItem:orders")
 
 
 def test_a_recorded_sequence_gives_every_point_labelled_by_its_call() -> None:

@@ -101,6 +101,8 @@ class Invocation:
 
     def __init__(self, fault: dict[str, Any], event: dict[str, Any]) -> None:
         self.crash_at = parse_crash_point(str(fault.get("point"))) if fault.get("kind") == CRASH else None
+        self.expected_call = str(fault.get("call") or "")
+        self.once_marker = fault.get("once_marker")
         self.record = bool(fault.get(RECORD_CALLS))
         # Whose invocation this is, in every log line: the order key its attempts count by, and the batch.
         self.labels = {
@@ -113,6 +115,13 @@ class Invocation:
     def crash(self, where: str, number: int = 0, call: dict[str, Any] | None = None) -> None:
         if self.crash_at != (where, number):
             return
+        if self.expected_call and (call is None or not call_matches(call, self.expected_call)):
+            return  # this invocation took another path: its N-th call is not the point's
+        if self.once_marker:
+            try:
+                os.close(os.open(self.once_marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            except FileExistsError:
+                return  # another runtime crashed here first for this order
         point = f"{where}:{number}" if number else where
         _log_line({CRASH_LOG_KEY: point, "call": call, **self.labels})
         os.kill(os.getpid(), signal.SIGKILL)
@@ -125,6 +134,15 @@ class Invocation:
 
 # One invocation at a time per runtime, as on Lambda.
 _current: Invocation | None = None
+
+
+def call_matches(call: dict[str, Any], expected: str) -> bool:
+    """Whether a call is ``service.Operation[:table+table][!ErrorCode]`` (an error code only if given)."""
+    head, _, error = expected.partition("!")
+    name, _, tables = head.partition(":")
+    if f"{call.get('service')}.{call.get('operation')}" != name or (call.get("error") or "") != error:
+        return False
+    return not tables or sorted(tables.split("+")) == sorted(call.get("tables") or ())
 
 
 def _function_name() -> str:

@@ -81,6 +81,11 @@ class RecordedCall:
         written = [self.status] if self.status else [status for _, _, status in self.writes if status]
         return tuple(dict.fromkeys(written))
 
+    def spec(self) -> str:
+        """The call as a crash rule's ``call`` names it: ``service.Operation:table+table[!ErrorCode]``."""
+        tables = ":" + "+".join(self.tables) if self.tables else ""
+        return f"{self.name}{tables}" + (f"!{self.error}" if self.error else "")
+
     def same_call(self, other: RecordedCall) -> bool:
         """The same operation on the same tables or bucket, writing the same statuses (number aside)."""
         return (self.name, self.tables, self.bucket, self.statuses()) == (

@@ -20,9 +20,11 @@ runtime process is killed at ``point``: ``before_body``, ``after_call:N`` or ``b
 the invocation's N-th AWS call, ``before_response`` or ``response_lost``; the caller gets
 ``Runtime.ExitError``), and ``record_calls``, which is no fault: the runtime logs every AWS call the
 invocation makes, so crash points can be enumerated (``crash_points``). A crash with ``once`` fires
-exactly once per order key, on the first invocation that reaches its point: the instruction rides on
-one invocation of that key at a time until one has crashed (a concurrent duplicate that took another
-path, say refused as in progress, does not use it up).
+exactly once per order key, in the first invocation that reaches its point: every invocation of the key
+carries it until one has crashed, and the runtime that gets there first claims a marker file (created
+exclusively, so two racing runtimes cannot both claim it); a concurrent duplicate that took another
+path does not use it up. A crash's ``call`` (``service.Operation[:table+table][!ErrorCode]``) makes
+``after_call:N``/``before_call:N`` fire only when the N-th call is that one.
 
 A rule fires on the listed ``attempts`` (attempt n = the n-th admitted invocation of that function
 with the same order key, counted from when the plan was set), with ``probability``, or always; and
@@ -35,8 +37,10 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -76,6 +80,7 @@ class FaultRule:
     order_ids: frozenset[str] = frozenset()
     batch_ids: frozenset[str] = frozenset()
     once: bool = False
+    call: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -95,8 +100,8 @@ class FaultRule:
                 parse_crash_point(self.point)
             except ValueError as error:
                 raise ValueError(f"fault {self.kind}: {error}") from None
-        elif self.point or self.once:
-            raise ValueError(f"fault {self.kind}: only a crash has a point or once")
+        elif self.point or self.once or self.call:
+            raise ValueError(f"fault {self.kind}: only a crash has a point, once or call")
 
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> FaultRule:
@@ -112,6 +117,7 @@ class FaultRule:
             "order_ids",
             "batch_ids",
             "once",
+            "call",
         }
         unknown = set(document) - known
         if unknown:
@@ -147,6 +153,8 @@ class FaultRule:
             document["point"] = self.point
             if self.once:
                 document["once"] = True
+            if self.call:
+                document["call"] = self.call
         if self.order_ids:
             document["order_ids"] = sorted(self.order_ids)
         if self.batch_ids:
@@ -246,6 +254,8 @@ class FaultDecision:
     record_calls: bool = False
     # What the attempts were counted by; the runtime tags its log lines with it.
     order_key: str = ""
+    # For a `once` crash: the file whose exclusive creation lets exactly one runtime crash.
+    once_marker: str | None = None
 
 
 def order_key(event: Any, payload: bytes) -> str:
@@ -261,12 +271,14 @@ def order_key(event: Any, payload: bytes) -> str:
 class FaultInjector:
     """Holds the current plan and the attempt counters; thread-safe."""
 
-    def __init__(self, plan: FaultPlan | None = None) -> None:
+    def __init__(self, plan: FaultPlan | None = None, *, marker_dir: Path | None = None) -> None:
         self._lock = threading.Lock()
         self._plan = FaultPlan()
         self._attempts: dict[tuple[str, str], int] = {}
-        # `once` crashes riding on an invocation now, or that crashed: (function, order key, rule).
-        self._once_taken: set[tuple[str, str, FaultRule]] = set()
+        # `once` crashes known to have happened: (function, order key, rule).
+        self._crashed: set[tuple[str, str, FaultRule]] = set()
+        self._markers = Path(marker_dir) if marker_dir else Path(tempfile.gettempdir()) / "orderbatch-crashes"
+        self._generation = ""
         self._rng = random.Random()
         self.set_plan(plan or FaultPlan())
 
@@ -278,7 +290,9 @@ class FaultInjector:
         with self._lock:
             self._plan = plan
             self._attempts = {}
-            self._once_taken = set()
+            self._crashed = set()
+            # Markers of an earlier plan must not stop this one's crashes.
+            self._generation = uuid.uuid4().hex[:12]
             self._rng = random.Random(plan.seed)
 
     def has_rules(self, function_name: str) -> bool:
@@ -312,20 +326,25 @@ class FaultInjector:
                 elif rule.kind == RECORD_CALLS:
                     record_calls = True
                 elif outcome is None:
-                    if rule.once:
-                        if (function_name, order, rule) in self._once_taken:
-                            continue
-                        self._once_taken.add((function_name, order, rule))
+                    if rule.once and (function_name, order, rule) in self._crashed:
+                        continue
                     outcome = rule
-        return FaultDecision(attempt, latency, delay, outcome, record_calls, order)
+        marker = self._once_marker(function_name, order, outcome) if outcome and outcome.once else None
+        return FaultDecision(attempt, latency, delay, outcome, record_calls, order, marker)
+
+    def _once_marker(self, function_name: str, order: str, rule: FaultRule) -> str:
+        """The file the runtime that crashes creates exclusively: at most one does per order and rule."""
+        self._markers.mkdir(parents=True, exist_ok=True)
+        identity = json.dumps([function_name, order, rule.to_dict()], sort_keys=True).encode()
+        return str(self._markers / f"{self._generation}-{hashlib.sha256(identity).hexdigest()[:32]}")
 
     def settle(self, function_name: str, decision: FaultDecision, *, crashed: bool) -> None:
-        """After an invocation: a ``once`` crash it carried is used up if it crashed, else offered again."""
+        """After an invocation: a ``once`` crash that happened is no longer sent to that order's calls."""
         rule = decision.outcome
-        if rule is None or not rule.once or crashed:
+        if rule is None or not rule.once or not crashed:
             return
         with self._lock:
-            self._once_taken.discard((function_name, decision.order_key, rule))
+            self._crashed.add((function_name, decision.order_key, rule))
 
 
 class NoisyNeighbourRunner:

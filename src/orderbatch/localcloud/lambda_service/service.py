@@ -149,7 +149,8 @@ class LambdaService:
                 max_environments=max_environments,
                 functions=functions,
             )
-        self.faults = FaultInjector()
+        # The runtimes claim `once` crashes with marker files here (see FaultInjector).
+        self.faults = FaultInjector(marker_dir=Path(log_dir) / "crash-markers")
         self._neighbour = NoisyNeighbourRunner(
             self.accounting.hold_unreserved, self.accounting.release_unreserved
         )
@@ -487,7 +488,9 @@ def _with_fault_instruction(payload: bytes, rule: FaultRule | None, decision: Fa
     if rule is None:
         instruction = {"kind": runtime_shim.RECORD_CALLS}
     elif rule.kind == CRASH:
-        instruction = {"kind": runtime_shim.CRASH, "point": rule.point}
+        instruction = {"kind": runtime_shim.CRASH, "point": rule.point, "call": rule.call}
+        if decision.once_marker:
+            instruction["once_marker"] = decision.once_marker
     elif rule.kind == ERROR_AFTER_BODY:
         instruction = {
             "kind": runtime_shim.ERROR_AFTER_BODY,
