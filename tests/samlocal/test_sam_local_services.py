@@ -63,6 +63,13 @@ def docker(serve_docker: Any, cloud: LocalCloud) -> ServedDocker:
 
 
 @pytest.fixture(scope="module")
+def api_docker(serve_docker: Any, cloud: LocalCloud) -> ServedDocker:
+    """start-api's own Docker API, so its calls are not mixed with start-lambda's during a batch."""
+    served: ServedDocker = serve_docker(aws_endpoint_url=cloud.endpoint)
+    return served
+
+
+@pytest.fixture(scope="module")
 def env_vars(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("sam") / "env.json"
     path.write_text(json.dumps(sam_env_vars(TEMPLATE)))
@@ -83,10 +90,14 @@ def start_lambda(
 
 @pytest.fixture(scope="module")
 def start_api(
-    docker: ServedDocker, env_vars: Path, start_lambda: SamService, tmp_path_factory: pytest.TempPathFactory
+    api_docker: ServedDocker,
+    env_vars: Path,
+    start_lambda: SamService,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[SamService]:
     log = tmp_path_factory.mktemp("start-api") / "sam.log"
-    service = start_sam_service(docker, ["local", "start-api", "--env-vars", str(env_vars)], free_port(), log)
+    arguments = ["local", "start-api", "--env-vars", str(env_vars)]
+    service = start_sam_service(api_docker, arguments, free_port(), log)
     yield service
     service.stop()
 
@@ -188,7 +199,9 @@ def test_the_local_cloud_runs_a_batch_on_start_lambda(
     assert containers == 10, containers
 
 
-def test_start_api_serves_the_http_api_routes_without_iam(start_api: SamService) -> None:
+def test_start_api_serves_the_http_api_routes_without_iam(
+    request: pytest.FixtureRequest, api_docker: ServedDocker, start_api: SamService
+) -> None:
     """SAM CLI does not check SigV4 for an AWS_IAM authorizer (it says so); the routes answer unsigned."""
     body = (EVENTS / "batch_small.json").read_text()
     headers = {"Content-Type": "application/json"}
@@ -212,3 +225,7 @@ def test_start_api_serves_the_http_api_routes_without_iam(start_api: SamService)
     for route in HTTP_API_ROUTES:
         warning = f"Authorizer 'AWS_IAM' for route '{route}' is not supported for local emulation"
         assert f"{warning}, requests will not be authorized" in start_api.log()
+    # start-api starts a warm container per function up front and sends every request to its function's.
+    calls = api_docker.calls_since(0)
+    record_calls(request, calls)
+    assert sum(1 for call in calls if call.route == "POST /containers/create") == 7
