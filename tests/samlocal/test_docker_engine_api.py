@@ -232,3 +232,21 @@ def test_every_version_prefix_and_none(client: docker.DockerClient) -> None:
     missing = session.get(f"{session.base_url}/v1.35/containers/nope/json", timeout=10)
     assert missing.status_code == 404
     assert json.loads(missing.text) == {"message": "No such container: nope"}
+
+
+def test_a_stopped_container_starts_again_as_docker_restarts_it(client: docker.DockerClient) -> None:
+    port = free_port()
+    container = lambda_container(client, port)
+    try:
+        for attempt in (1, 2):
+            container.start()
+            answer = requests.post(
+                f"http://127.0.0.1:{port}{INVOCATIONS}", json={"attempt": attempt}, timeout=60
+            )
+            assert answer.json()["event"] == {"attempt": attempt}
+            container.stop(timeout=3)
+        container.reload()
+        assert container.status == "exited"
+        assert container.logs().count(b"START RequestId: ") == 2
+    finally:
+        container.remove(force=True)

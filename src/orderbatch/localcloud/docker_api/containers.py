@@ -260,29 +260,35 @@ class ContainerStore:
         """False when it was already running (Docker answers 304)."""
         container = self.get(reference)
         with self._lock:
-            if container.running:
+            if container.running or container.status == "starting":
                 return False
-            if container.status != "created":
-                raise conflict(f"container {container.id[:12]} has run already: create a new one")
-            container.status = "starting"
+            previous, container.status = container.status, "starting"
+        if previous == "exited":
+            # Started again, as Docker restarts a stopped container: a fresh environment, the same output log.
+            container.exited.clear()
+            container.output.reopen()
         try:
             self._start(container)
         except BaseException:
             if container.status == "starting":
-                container.status = "created"
+                container.status = previous
             raise
         return True
 
     def _start(self, container: Container) -> None:
         binding = container.config.rie_binding
         host_port = binding.host_port or PORTS.take()
-        _check_port_free(binding.host_ip, host_port)
         try:
+            _check_port_free(binding.host_ip, host_port)
             launch = self.environments.start(
                 container.config, container.image.runtime, container.paths, host_port
             )
-        except (RuntimeUnavailableError, RuntimeBuildError, ForkServerError, OSError) as error:
-            raise server_error(f"cannot start container {container.id[:12]}: {error}") from None
+        except BaseException as error:
+            if not binding.host_port:
+                PORTS.give_back(host_port)
+            if isinstance(error, RuntimeUnavailableError | RuntimeBuildError | ForkServerError | OSError):
+                raise server_error(f"cannot start container {container.id[:12]}: {error}") from None
+            raise
         container.launch, container.host_port = launch, host_port
         container.started_at = _now()
         container.status = "running"
@@ -462,6 +468,9 @@ def _signal_number(name: str) -> int:
 def _check_port_free(host_ip: str, port: int) -> None:
     """Docker's own words when the host port is taken (SAM CLI recognises them and says so)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As the emulator binds (Go listeners reuse addresses): connections of an earlier run of this
+        # port in TIME_WAIT do not make it taken; another listener does.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host_ip or "0.0.0.0", port))
         except OSError as error:

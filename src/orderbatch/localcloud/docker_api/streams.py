@@ -114,6 +114,11 @@ class OutputLog:
             self._closed = True
             self._changed.notify_all()
 
+    def reopen(self) -> None:
+        """More output after all (a restarted container): later appends are kept again."""
+        with self._changed:
+            self._closed = False
+
     @property
     def closed(self) -> bool:
         return self._closed
