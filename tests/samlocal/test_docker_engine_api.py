@@ -141,6 +141,20 @@ def test_a_sam_dockerfile_is_built_on_files_and_seen_in_containers(client: docke
             names = sorted(archive.getnames())
         assert stat["name"] == "python"
         assert names == ["python", "python/first.py", "python/second.py"]
+        # Copied in and out of the container's own files (docker cp both ways).
+        copied = build_context("", {"notes/hello.txt": b"hello\n"})
+        assert container.put_archive("/tmp", copied.getvalue()) is True
+        stream, _ = container.get_archive("/tmp/notes/hello.txt")
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            member = archive.extractfile("hello.txt")
+            assert member is not None
+            assert member.read() == b"hello\n"
+        read_only = lambda_container(client, free_port())  # /var/task bound read-only, as SAM CLI binds it
+        try:
+            with pytest.raises(APIError, match="read-only bind mount"):
+                read_only.put_archive("/var/task", copied.getvalue())
+        finally:
+            read_only.remove()
     finally:
         container.remove()
 

@@ -228,7 +228,8 @@ class ContainerStore:
         config = parse_create(body, image.config)
         container_id = secrets.token_hex(32)
         scratch = self.state_dir / "containers" / container_id[:12]
-        scratch.mkdir(parents=True, exist_ok=True)
+        # The container's own files: what is neither mounted nor the image's, starting with an empty /tmp.
+        (scratch / "rootfs" / "tmp").mkdir(parents=True, exist_ok=True)
         paths = PathMap(config.binds, image.rootfs, scratch / "rootfs")
         container = Container(
             id=container_id,
