@@ -19,6 +19,7 @@ def default_socket_path() -> Path:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `docker` to the actions of `orderbatch local` (registered before this module, in cli.py)."""
     local = subparsers.choices["local"]
     actions = next(action for action in local._actions if isinstance(action, argparse._SubParsersAction))
     docker = actions.add_parser(
