@@ -42,6 +42,8 @@ class OrderFacts:
     item_indexes: list[int] = field(default_factory=list)
     outcome: str | None = None
     status: str | None = None
+    # The batch whose item holds the order record (the one that processes the order).
+    holder_batch: str | None = None
     charges: int = 0
     refunds: int = 0
     active_reservations: int = 0
@@ -184,6 +186,12 @@ def audit_orders(
 
     doubled: list[str] = []
     for entry in facts.values():
+        if _processed_by_nobody(entry, batch_id):
+            lost.append(entry.order_id)
+            holder = "no batch holds its record" if entry.status is None else "this batch holds its record"
+            detail = f"every item of it reports a duplicate or a conflict, yet {holder}: nobody processed it"
+            found_violations.append(_violation(entry, "lost", detail))
+            continue
         order_violations = list(_check_order(entry))
         found_violations.extend(order_violations)
         if any(v.check.startswith("doubled") for v in order_violations):
@@ -213,6 +221,12 @@ def _body_run_histogram(facts: Iterable[OrderFacts]) -> dict[str, dict[str, int]
         for step, runs in entry.body_runs.items():
             histogram[step][str(runs)] += 1
     return {step: dict(sorted(counts.items())) for step, counts in sorted(histogram.items())}
+
+
+def _processed_by_nobody(entry: OrderFacts, batch_id: str) -> bool:
+    """Only duplicates and conflicts of an order reached the output, and no other batch holds it: the item
+    that claimed the order (or nothing at all) never reported it as its own."""
+    return entry.outcome is None and (entry.status is None or entry.holder_batch == batch_id)
 
 
 def _check_order(entry: OrderFacts) -> Iterator[Violation]:
@@ -305,6 +319,7 @@ def _load_effects(facts: dict[str, OrderFacts], locations: BatchLocations, dynam
         entry = facts.get(item["order_id"]["S"])
         if entry is not None:
             entry.status = item.get("status", {}).get("S")
+            entry.holder_batch = item.get("batch_id", {}).get("S")
     for item in _scan(dynamodb, locations.reservations_table):
         entry = facts.get(item["order_id"]["S"])
         if entry is None:

@@ -17,6 +17,7 @@ from handlers import validate_order
 from handlers.dependencies import order_records
 from order_processing.orders import Claimant
 from order_processing.validation import check_order
+from orderbatch.audit import AuditedOrder, BatchLocations, audit_orders
 
 
 def test_the_holder_replaying_its_duplicates_outcome_goes_on_as_the_valid_order(
@@ -52,3 +53,36 @@ def test_a_third_item_replaying_the_duplicates_outcome_is_a_duplicate_of_the_hol
 
     assert (third["batch_id"], third["outcome"]) == ("b-2", "DUPLICATE")
     assert "duplicates the order sent by batch b-1 item 0" in third["reason"]
+
+
+def _audit_with_both_items_reporting_duplicate(task_env: Any, batch_id: str) -> Any:
+    order = an_order("o-crashed", ("SKU-001", 1, "5.00"))
+    names = task_env.names
+    locations = BatchLocations("arn:aws:states:us-east-1:123456789012:stateMachine:m", names.orders,
+                               names.reservations, names.payments)  # fmt: skip
+    duplicate = {"outcome": "DUPLICATE", "code": "DUPLICATE_ORDER"}
+    items = [AuditedOrder(0, order, duplicate), AuditedOrder(1, order, duplicate)]
+    return audit_orders(batch_id, items, locations, dynamodb=task_env.client)
+
+
+def test_the_audit_finds_the_order_lost_when_its_holder_in_this_batch_reports_a_duplicate(
+    task_env: Any,
+) -> None:
+    order = an_order("o-crashed", ("SKU-001", 1, "5.00"))
+    order_records().claim("o-crashed", Claimant("b-1", 0, check_order(order, "inline", 0).content_hash))
+
+    report = _audit_with_both_items_reporting_duplicate(task_env, "b-1")
+
+    assert report.lost == ["o-crashed"]
+    assert [v.check for v in report.violations] == ["lost"]
+    assert "nobody processed it" in report.violations[0].detail
+
+
+def test_the_audit_accepts_duplicates_of_an_order_another_batch_processed(task_env: Any) -> None:
+    order = an_order("o-earlier", ("SKU-001", 1, "5.00"))
+    order_records().claim("o-crashed", Claimant("b-0", 3, check_order(order, "inline", 0).content_hash))
+
+    report = _audit_with_both_items_reporting_duplicate(task_env, "b-1")
+
+    assert report.lost == []
+    assert report.violations == []
