@@ -89,6 +89,8 @@ class MemorySample:
     tree_pss_mib: float
     process_rss_mib: float
     processes: int
+    # Summed RSS counts the pages the runtimes share with their fork server once per process.
+    tree_rss_mib: float = 0.0
 
 
 def memory(root: int | None = None) -> MemorySample:
@@ -98,6 +100,7 @@ def memory(root: int | None = None) -> MemorySample:
         tree_pss_mib=sum(pss_kib(pid) for pid in tree) / 1024,
         process_rss_mib=rss_kib(root) / 1024,
         processes=len(tree),
+        tree_rss_mib=sum(rss_kib(pid) for pid in tree) / 1024,
     )
 
 

@@ -153,9 +153,20 @@ SCALE = Scenario(
 )
 SCENARIOS[SCALE.name] = SCALE
 
+SOAK = Scenario(
+    "soak",
+    "batches back to back on one local cloud for --minutes, inline and S3 alternating, every fault kind "
+    "at 5% on every function and a neighbour that comes and goes (run by orderbatch.bench.soak)",
+    1.0,
+    Targets(max_lost=0),
+    changed=("MapMaxConcurrency = C", "faults at 5% of invocations", "neighbour C/2, 30 s on, 60 s off"),
+    keep_every_environment=False,
+)
+SCENARIOS[SOAK.name] = SOAK
+
 # What `orderbatch bench` runs when no scenario is named: the policy comparison at N = 200, not the
-# scale run, which is meant for thousands of orders.
-DEFAULT_SCENARIOS = tuple(name for name in SCENARIOS if name != SCALE.name)
+# scale run, which is meant for thousands of orders, nor the soak, which runs for half an hour.
+DEFAULT_SCENARIOS = tuple(name for name in SCENARIOS if name not in {SCALE.name, SOAK.name})
 
 
 def select(names: list[str] | None) -> list[Scenario]:

@@ -11,7 +11,7 @@ from typing import Any
 from orderbatch.bench.engine import compare_engines
 from orderbatch.bench.model import UnitPrices
 from orderbatch.bench.runner import BenchSettings, Progress, run_scenario
-from orderbatch.bench.scenarios import Scenario, select
+from orderbatch.bench.scenarios import SOAK, Scenario, select
 
 
 def simulated(scenario: Scenario, settings: BenchSettings) -> dict[str, Any] | None:
@@ -44,6 +44,8 @@ def run_bench(
     started = time.monotonic()
     results = []
     for scenario in select(scenario_names):
+        if scenario.name == SOAK.name:
+            raise ValueError("the soak runs on its own, with orderbatch.bench.soak.run_soak")
         announce(f"scenario {scenario.name}: {scenario.description}")
         figures = run_scenario(scenario, settings, prices, progress)
         figures["simulated"] = simulated(scenario, settings)

@@ -1,0 +1,429 @@
+"""The soak run: batches back to back on one local cloud for many minutes, under faults of every kind.
+
+One local cloud serves the whole run. Batches alternate between the inline Map and the Distributed Map
+(orders in S3), ``in_flight`` at a time, until the time is up; the ones still running are then waited
+for. Every Lambda function of the batch gets each fault kind its retriers are meant to absorb with the
+same probability, and a noisy neighbour takes part of the quota for a window and leaves, again and again
+(the fault plan is set anew every cycle, which re-arms the neighbour). Every finished batch is audited;
+every ``report_every_seconds`` one line says how far it got and what the local cloud's process tree
+holds in memory, so growth over time shows.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from orderbatch.bench import resources
+from orderbatch.bench.runner import (
+    BATCH_FUNCTIONS,
+    COMPENSATION_FUNCTION,
+    MACHINE_SECONDS_PER_ORDER,
+    STEP_FUNCTIONS,
+)
+from orderbatch.bench.scenarios import SOAK
+
+# Crash points every task function reaches: the first AWS call of each is the idempotency record's put.
+CRASH_POINTS = ("before_body", "before_call:1", "after_call:1", "before_response", "response_lost")
+# Long enough to shift the timing of a whole Map, well within the Tasks' TimeoutSeconds (15 s).
+RESPONSE_DELAY_SECONDS = 2.0
+POLL_SECONDS = 1.0
+BATCH_SOURCES = ("inline", "s3")
+
+
+@dataclass(frozen=True)
+class SoakSettings:
+    template: Path
+    minutes: float = 30.0
+    orders: int = 200
+    quota: int = 10
+    work_seconds: float = 0.5
+    report_every_seconds: float = 60.0
+    fault_probability: float = 0.05
+    in_flight: int = 2
+    neighbour_on_seconds: float = 30.0
+    neighbour_off_seconds: float = 60.0
+    # Memory is judged against the first report at or after this many minutes (warm-up excluded).
+    baseline_minute: float = 5.0
+    max_memory_growth: float = 0.10
+    seed: int = 7
+
+    @property
+    def neighbour_slots(self) -> int:
+        return max(1, self.quota // 2)
+
+
+def fault_plan(settings: SoakSettings, cycle: int) -> dict[str, Any]:
+    """Every outcome fault at ``fault_probability`` on every batch function, plus the neighbour's window."""
+    probability = settings.fault_probability
+    rules: list[dict[str, Any]] = []
+    if probability > 0:
+        rules = [
+            {"kind": "error_before_body", "probability": probability},
+            {"kind": "error_after_body", "probability": probability},
+            {"kind": "timeout", "phase": "before_body", "probability": probability},
+            {"kind": "timeout", "phase": "after_body", "probability": probability},
+            {"kind": "response_delay", "seconds": RESPONSE_DELAY_SECONDS, "probability": probability},
+            # One crash kind, its probability spread over the points, so a crash lands at a random one.
+            *(
+                {"kind": "crash", "point": point, "probability": probability / len(CRASH_POINTS)}
+                for point in CRASH_POINTS
+            ),
+        ]
+    functions: dict[str, list[dict[str, Any]]] = {name: list(rules) for name in BATCH_FUNCTIONS}
+    plan: dict[str, Any] = {
+        "seed": settings.seed + cycle,
+        "functions": functions,
+        "noisy_neighbour": {
+            "slots": settings.neighbour_slots,
+            "duration_seconds": settings.neighbour_on_seconds,
+            "start_after_seconds": settings.neighbour_off_seconds,
+        },
+    }
+    if settings.work_seconds > 0:
+        plan["latency"] = {name: settings.work_seconds for name in (*STEP_FUNCTIONS, COMPENSATION_FUNCTION)}
+    return plan
+
+
+def batch_deadline_seconds(settings: SoakSettings) -> float:
+    """Generous: the batch's work at the quota with the neighbour always in, six times, plus the machine."""
+    capacity = max(1, settings.quota - settings.neighbour_slots)
+    bound = settings.orders * len(STEP_FUNCTIONS) * settings.work_seconds / capacity
+    return 6 * bound + 180 + MACHINE_SECONDS_PER_ORDER * settings.orders
+
+
+@dataclass
+class _Batch:
+    batch_id: str
+    source: str
+    execution_arn: str
+    started: float
+
+
+@dataclass
+class SoakTotals:
+    batches_finished: int = 0
+    batches_by_status: dict[str, int] = field(default_factory=dict)
+    orders: int = 0
+    succeeded: int = 0
+    lost: int = 0
+    doubled: int = 0
+    violations: int = 0
+    body_runs_beyond_one: int = 0
+
+
+@dataclass(frozen=True)
+class Interval:
+    minute: float
+    batches_finished: int
+    orders: int
+    lost: int
+    doubled: int
+    violations: int
+    tree_rss_mib: float
+    tree_pss_mib: float
+    process_rss_mib: float
+    processes: int
+    rss_change_since_baseline: float | None
+    load_average: tuple[float, float, float]
+
+
+Announce = Callable[[str], None]
+
+INTERVAL_HEADER = (
+    f"{'minute':>6} {'batches':>7} {'orders':>7} {'lost':>5} {'doubled':>7} {'violations':>10} "
+    f"{'tree RSS MiB':>12} {'vs baseline':>11} {'tree PSS MiB':>12} {'procs':>5}  load 1/5/15"
+)
+
+
+def format_interval(interval: Interval) -> str:
+    change = interval.rss_change_since_baseline
+    load = " ".join(f"{value:.2f}" for value in interval.load_average)
+    return (
+        f"{interval.minute:6.1f} {interval.batches_finished:7d} {interval.orders:7d} {interval.lost:5d} "
+        f"{interval.doubled:7d} {interval.violations:10d} {interval.tree_rss_mib:12.1f} "
+        f"{'-' if change is None else f'{change:+.1%}':>11} {interval.tree_pss_mib:12.1f} "
+        f"{interval.processes:5d}  {load}"
+    )
+
+
+class SoakRun:
+    def __init__(self, cloud: Any, settings: SoakSettings, announce: Announce) -> None:
+        from orderbatch.audit import BatchLocations
+        from orderbatch.commands.demo import fixture_skus
+
+        self.cloud = cloud
+        self.settings = settings
+        self.announce = announce
+        self.sfn = cloud.client("stepfunctions")
+        self.s3 = cloud.client("s3")
+        self.locations = BatchLocations.from_outputs(cloud.stack.outputs)
+        self.bucket = cloud.stack.outputs["BatchBucketName"]
+        self.skus = fixture_skus(settings.template)
+        self.totals = SoakTotals()
+        self.batches: list[dict[str, Any]] = []
+        self.intervals: list[Interval] = []
+        self.baseline_rss_mib: float | None = None
+        self.submitted = 0
+        self.cycles = 0
+
+    def run(self) -> None:
+        settings = self.settings
+        service = self.cloud.lambda_service
+        started = time.monotonic()
+        stop_submitting = started + settings.minutes * 60
+        cycle_seconds = settings.neighbour_on_seconds + settings.neighbour_off_seconds
+        next_cycle = started
+        next_report = started + settings.report_every_seconds
+        running: list[_Batch] = []
+        self.announce(INTERVAL_HEADER)
+        while True:
+            now = time.monotonic()
+            if now >= next_cycle:
+                service.set_fault_plan(fault_plan(settings, self.cycles))
+                self.cycles += 1
+                next_cycle += cycle_seconds
+            if now < stop_submitting:
+                while len(running) < settings.in_flight:
+                    running.append(self._submit())
+            running = [batch for batch in running if not self._finished(batch)]
+            if now >= stop_submitting and not running:
+                break
+            if time.monotonic() >= next_report:
+                self._report(started)
+                next_report += settings.report_every_seconds
+            time.sleep(POLL_SECONDS)
+        service.set_fault_plan(None)
+        self._report(started)
+
+    def _submit(self) -> _Batch:
+        from orderbatch.commands.demo import generate_orders
+
+        self.submitted += 1
+        source = BATCH_SOURCES[(self.submitted - 1) % len(BATCH_SOURCES)]
+        batch_id = f"soak-{self.submitted:04d}-{source}"
+        orders = generate_orders(
+            self.settings.orders, self.skus, prefix=batch_id, seed=self.settings.seed + self.submitted
+        )
+        batch_input: dict[str, Any] = {"batch_id": batch_id}
+        if source == "inline":
+            batch_input["orders"] = orders
+        else:
+            key = f"incoming/{batch_id}.json"
+            self.s3.put_object(Bucket=self.bucket, Key=key, Body=json.dumps(orders).encode())
+            batch_input["source"] = {"bucket": self.bucket, "key": key}
+        execution_arn = self.sfn.start_execution(
+            stateMachineArn=self.locations.state_machine_arn, name=batch_id, input=json.dumps(batch_input)
+        )["executionArn"]
+        return _Batch(batch_id, source, execution_arn, time.monotonic())
+
+    def _finished(self, batch: _Batch) -> bool:
+        """Audits the batch once it has ended (stopping it past its deadline); False while it runs."""
+        status = self.sfn.describe_execution(executionArn=batch.execution_arn)["status"]
+        seconds = time.monotonic() - batch.started
+        if status == "RUNNING":
+            if seconds <= batch_deadline_seconds(self.settings):
+                return False
+            self.sfn.stop_execution(executionArn=batch.execution_arn, cause="soak batch deadline")
+            status = self.sfn.describe_execution(executionArn=batch.execution_arn)["status"]
+        audit = self.cloud.audit(batch.batch_id)
+        totals = self.totals
+        totals.batches_finished += 1
+        totals.batches_by_status[status] = totals.batches_by_status.get(status, 0) + 1
+        totals.orders += audit.orders_in_input
+        totals.succeeded += audit.outcomes.get("SUCCEEDED", 0)
+        totals.lost += len(audit.lost)
+        totals.doubled += len(audit.doubled)
+        totals.violations += len(audit.violations)
+        totals.body_runs_beyond_one += audit.body_runs_beyond_one
+        # Only counts are kept: the harness shares the local cloud's process, whose memory is measured.
+        self.batches.append(
+            {
+                "batch_id": batch.batch_id,
+                "source": batch.source,
+                "status": status,
+                "seconds": round(seconds, 1),
+                "orders": audit.orders_in_input,
+                "outcomes": audit.outcomes,
+                "lost": len(audit.lost),
+                "doubled": len(audit.doubled),
+                "violations": len(audit.violations),
+                "body_runs_beyond_one": audit.body_runs_beyond_one,
+            }
+        )
+        return True
+
+    def _report(self, started: float) -> None:
+        sample = resources.memory()
+        minute = (time.monotonic() - started) / 60
+        if self.baseline_rss_mib is None and minute >= self.settings.baseline_minute:
+            self.baseline_rss_mib = sample.tree_rss_mib
+        baseline = self.baseline_rss_mib
+        totals = self.totals
+        interval = Interval(
+            minute=round(minute, 2),
+            batches_finished=totals.batches_finished,
+            orders=totals.orders,
+            lost=totals.lost,
+            doubled=totals.doubled,
+            violations=totals.violations,
+            tree_rss_mib=round(sample.tree_rss_mib, 1),
+            tree_pss_mib=round(sample.tree_pss_mib, 1),
+            process_rss_mib=round(sample.process_rss_mib, 1),
+            processes=sample.processes,
+            rss_change_since_baseline=None if baseline is None else sample.tree_rss_mib / baseline - 1,
+            load_average=os.getloadavg(),
+        )
+        self.intervals.append(interval)
+        self.announce(format_interval(interval))
+
+
+def verdict(settings: SoakSettings, totals: SoakTotals, intervals: list[Interval]) -> dict[str, Any]:
+    """The goal: 0 lost, 0 doubled, tree RSS within ``max_memory_growth`` of the baseline from then on."""
+    judged = [i.rss_change_since_baseline for i in intervals if i.rss_change_since_baseline is not None]
+    worst = max(judged, key=abs) if judged else None
+    memory_met = None if worst is None else abs(worst) <= settings.max_memory_growth
+    checks: dict[str, dict[str, Any]] = {
+        "lost": {"actual": totals.lost, "target": 0, "met": totals.lost == 0},
+        "doubled": {"actual": totals.doubled, "target": 0, "met": totals.doubled == 0},
+        "tree_rss_flat": {
+            "actual": None if worst is None else round(worst, 4),
+            "target": f"within {settings.max_memory_growth:.0%} of minute {settings.baseline_minute:g}",
+            # None: the run ended before the baseline minute, so flatness was not judged.
+            "met": memory_met,
+        },
+    }
+    return {"checks": checks, "met": all(check["met"] is not False for check in checks.values())}
+
+
+def run_soak(settings: SoakSettings, announce: Announce = lambda _text: None) -> dict[str, Any]:
+    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+    from orderbatch.project import inventory_fixture
+
+    state_dir = Path(tempfile.mkdtemp(prefix="orderbatch-bench-soak-"))
+    config = LocalCloudConfig(
+        template=settings.template,
+        account_concurrency=settings.quota,
+        parameter_overrides={"MapMaxConcurrency": str(SOAK.max_concurrency(settings.quota))},
+        seed_files={"InventoryTable": inventory_fixture(settings.template)},
+        state_dir=state_dir,
+    )
+    started = time.monotonic()
+    try:
+        with LocalCloud(config) as cloud:
+            announce(
+                f"local cloud up in {time.monotonic() - started:.0f} s; soaking for {settings.minutes:g} min"
+            )
+            run = SoakRun(cloud, settings, announce)
+            run.run()
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
+    document_settings = {
+        key: str(value) if isinstance(value, Path) else value for key, value in asdict(settings).items()
+    }
+    return {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "settings": {**document_settings, "max_concurrency": SOAK.max_concurrency(settings.quota)},
+        "soak": {
+            "name": SOAK.name,
+            "description": SOAK.description,
+            "fault_plan": fault_plan(settings, 0),
+            "fault_plan_cycles": run.cycles,
+            "totals": asdict(run.totals),
+            "intervals": [asdict(interval) for interval in run.intervals],
+            "batches": run.batches,
+            "verdict": verdict(settings, run.totals, run.intervals),
+        },
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def format_summary(document: dict[str, Any]) -> str:
+    soak, settings = document["soak"], document["settings"]
+    totals, checks = soak["totals"], soak["verdict"]["checks"]
+    statuses = ", ".join(f"{count} {status}" for status, count in sorted(totals["batches_by_status"].items()))
+    intervals = soak["intervals"]
+    memory = checks["tree_rss_flat"]
+    if memory["met"] is None:
+        memory_line = f"not judged: the run ended before minute {settings['baseline_minute']:g}"
+    else:
+        memory_line = f"largest change since minute {settings['baseline_minute']:g}: {memory['actual']:+.1%}"
+    lines = [
+        f"soak: {settings['minutes']:g} min, {totals['batches_finished']} batches ({statuses}) of "
+        f"{settings['orders']} orders, inline and S3 alternating, {settings['in_flight']} at a time",
+        f"orders {totals['orders']}: {totals['succeeded']} succeeded, lost {totals['lost']}, doubled "
+        f"{totals['doubled']}, audit violations {totals['violations']}, bodies run again "
+        f"{totals['body_runs_beyond_one']}",
+        f"local cloud's process tree RSS: {intervals[0]['tree_rss_mib'] if intervals else '-'} MiB first, "
+        f"{intervals[-1]['tree_rss_mib'] if intervals else '-'} MiB last; {memory_line}",
+        "goal (0 lost, 0 doubled, RSS flat within "
+        f"{settings['max_memory_growth']:.0%}): "
+        + ("met" if soak["verdict"]["met"] else "NOT met")
+        + ("" if memory["met"] is not None else " (memory not judged)"),
+    ]
+    return "\n".join(lines)
+
+
+def render_soak_plot(document: dict[str, Any]) -> bytes:
+    """PNG: memory of the process tree and orders audited, minute by minute."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    intervals = document["soak"]["intervals"]
+    minutes = [i["minute"] for i in intervals]
+    fig, (memory, orders) = pyplot.subplots(2, 1, figsize=(8, 6), sharex=True)
+    try:
+        memory.plot(minutes, [i["tree_rss_mib"] for i in intervals], marker=".", label="tree RSS")
+        memory.plot(minutes, [i["tree_pss_mib"] for i in intervals], marker=".", label="tree PSS")
+        memory.plot(minutes, [i["process_rss_mib"] for i in intervals], marker=".", label="local cloud RSS")
+        memory.axvline(document["settings"]["baseline_minute"], color="grey", linestyle=":")
+        memory.set_ylabel("MiB")
+        memory.legend(loc="lower right", fontsize=8)
+        orders.step(minutes, [i["orders"] for i in intervals], where="post", label="orders audited")
+        orders.step(
+            minutes, [i["lost"] + i["doubled"] for i in intervals], where="post", label="lost + doubled"
+        )
+        orders.set_ylabel("orders")
+        orders.set_xlabel("minutes")
+        orders.legend(loc="upper left", fontsize=8)
+        fig.tight_layout()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=90)
+        return buffer.getvalue()
+    finally:
+        pyplot.close(fig)
+
+
+def write_soak_html(document: dict[str, Any], path: Path) -> None:
+    intervals = [
+        format_interval(Interval(**{**i, "load_average": tuple(i["load_average"])}))
+        for i in document["soak"]["intervals"]
+    ]
+    png = render_soak_plot(document)
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>orderbatch soak</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}}
+pre{{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}}img{{max-width:100%}}</style>
+</head><body>
+<h1>orderbatch soak</h1>
+<p>Generated {html.escape(str(document["generated_at"]))} on the local cloud.</p>
+<pre>{html.escape(format_summary(document))}</pre>
+<pre>{html.escape(chr(10).join([INTERVAL_HEADER, *intervals]))}</pre>
+<img alt="memory and orders by minute" src="data:image/png;base64,{base64.b64encode(png).decode()}">
+</body></html>
+"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page)
