@@ -196,6 +196,14 @@ def write_json(document: dict[str, Any], path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- plots
 
 
+def figure_png(fig: Any) -> bytes:
+    """A finished matplotlib figure as the PNG every report embeds (laid out, 90 dpi)."""
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    return buffer.getvalue()
+
+
 def render_scenario_plot(figures: dict[str, Any]) -> bytes:
     """PNG in the spirit of the Lambda console's Monitoring tab: concurrency, throttles, completions."""
     import matplotlib
@@ -240,10 +248,7 @@ def render_scenario_plot(figures: dict[str, Any]) -> bytes:
         done.set_ylabel("orders completed")
         done.set_xlabel("seconds since the execution started")
         done.legend(loc="lower right", fontsize=8)
-        fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=90)
-        return buffer.getvalue()
+        return figure_png(fig)
     finally:
         pyplot.close(fig)
 

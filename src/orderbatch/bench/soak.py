@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 import os
 import shutil
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from orderbatch.bench import resources
+from orderbatch.bench.report import figure_png
 from orderbatch.bench.runner import (
     BATCH_FUNCTIONS,
     COMPENSATION_FUNCTION,
@@ -406,10 +406,7 @@ def render_soak_plot(document: dict[str, Any]) -> bytes:
         orders.set_ylabel("orders")
         orders.set_xlabel("minutes")
         orders.legend(loc="upper left", fontsize=8)
-        fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=90)
-        return buffer.getvalue()
+        return figure_png(fig)
     finally:
         pyplot.close(fig)
 

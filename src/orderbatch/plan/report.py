@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import itertools
 import json
 from pathlib import Path
 from typing import Any
 
+from orderbatch.bench.report import figure_png
 from orderbatch.plan.results import PlanResult
 
 TABLE_COLUMNS = (
@@ -170,10 +170,7 @@ def render_plot(result: PlanResult) -> bytes:
         finished.set_ylabel("orders finished")
         finished.set_xlabel("virtual seconds since the batches started")
         finished.legend(loc="lower right", fontsize=8)
-        fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=90)
-        return buffer.getvalue()
+        return figure_png(fig)
     finally:
         pyplot.close(fig)
 
