@@ -105,3 +105,27 @@ def test_the_benchmarks_retrier_rewrites_apply(app_model: TemplateModel) -> None
     for step in no_jitter.steps:
         assert step.throttle_retry is not None
         assert (step.throttle_retry.max_attempts, step.throttle_retry.full_jitter) == (20, False)
+
+
+@pytest.mark.parametrize(
+    ("orders", "map_state"), [(500, "Process inline orders"), (501, "Process JSON orders from S3")]
+)
+def test_the_benchmarks_batches_past_the_inline_limit_go_through_the_distributed_map(
+    orders: int, map_state: str
+) -> None:
+    from orderbatch.bench.runner import BenchSettings
+    from orderbatch.bench.scenarios import SCENARIOS
+    from orderbatch.plan.scenarios import BENCH_MAP_STATES, plan_scenario
+    from orderbatch.project import default_template
+
+    # Given a policy scenario, whose batch is inline as long as the API would take it inline
+    scenario = SCENARIOS["tuned"]
+
+    # Then above 500 orders the benchmark puts it in S3, and its forecast simulates the same Map
+    assert BENCH_MAP_STATES[scenario.source_for(orders)] == map_state
+    assert scenario.source_for(orders) == ("inline" if orders <= 500 else "s3")
+    forecast = plan_scenario(
+        scenario, BenchSettings(template=default_template(), orders=orders, work_seconds=0.1)
+    )
+    assert forecast.workflow.map_state == map_state
+    assert (forecast.counters.orders, forecast.failed_orders) == (orders, 0)

@@ -19,12 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from orderbatch.bench.scenarios import MAX_INLINE_ORDERS
+
 ENGINE_APP = Path(__file__).resolve().parent / "engine_app"
 ENGINE_TEMPLATE = ENGINE_APP / "template.yaml"
 INTERPRETERS = ("patched", "moto")
 WARMUP_ITEMS = 20
-# The app's inline batches hold at most this many orders, each of them four Lambda tasks.
-MAX_INLINE_ORDERS = 500
+# Each of the app's orders is four Lambda tasks.
 APP_TASKS_PER_ORDER = 4
 
 

@@ -39,6 +39,7 @@ def _row(figures: dict[str, Any]) -> list[str]:
     else:
         verdict = "met" if targets["met"] else "MISSED"
     ratio = figures["bound_ratio"]
+    children_counted = figures.get("source", "inline") == "inline"
     return [
         figures["name"],
         f"{figures['makespan_seconds']:.1f}",
@@ -48,10 +49,10 @@ def _row(figures: dict[str, Any]) -> list[str]:
         str(figures["doubled"]),
         f"{figures['lambda']['attempts_per_order']:.2f}",
         f"{figures['lambda']['throttles_per_order']:.2f}",
-        f"{figures['transitions']['per_order']:.1f}",
+        f"{figures['transitions']['per_order']:.1f}" if children_counted else "-",
         f"{figures['dynamodb']['write_units_per_order']:.1f}",
-        f"{cost['total_standard']:.0f}",
-        f"{cost['total_express_children']:.0f}",
+        f"{cost['total_standard']:.0f}" if children_counted else "-",
+        f"{cost['total_express_children']:.0f}" if children_counted else "-",
         f"{figures['lambda']['invocations'] / figures['makespan_seconds']:.0f}"
         if figures["makespan_seconds"]
         else "-",
@@ -86,10 +87,12 @@ def format_details(document: dict[str, Any]) -> str:
         f"d = {settings['work_seconds']} s, account quota C = {settings['quota']}; "
         "bound = max(N.k.d / capacity available, k.d); a ratio below 1 means orders failed before "
         "doing their work.",
-        f"Each scenario ran on its own fresh local cloud (same local cloud code, fresh tables); "
+        f"Each scenario ran on its own fresh local cloud (same local cloud code, fresh tables); batches of "
+        f"up to 500 orders inline, larger ones from a JSON object in S3 (the Distributed Map); "
         f"{'environments pre-warmed' if settings['warm'] else 'cold environments'}.",
         "calls/ord = Lambda invocation attempts per order (429s included); trans/ord = billed Step Functions "
-        "state transitions per order (retries included); WRU/ord = DynamoDB write request units per order.",
+        "state transitions per order (retries included; '-' for a batch from S3, whose child executions' "
+        "histories the local cloud does not keep); WRU/ord = DynamoDB write request units per order.",
         "$/M = modelled dollars per million orders (Lambda + DynamoDB writes + Step Functions), "
         "std = Standard workflow, expr = Distributed Map with Express children.",
         "tasks/s = Lambda invocations / makespan; cpu ms/task = CPU of the local cloud's process + CPU "

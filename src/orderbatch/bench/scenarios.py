@@ -13,6 +13,10 @@ from typing import Any
 
 THROTTLE_ERROR = "Lambda.TooManyRequestsException"
 
+# The API's limit on orders in the execution input (MAX_INLINE_ORDERS, the inline Map); larger batches
+# go to S3 and the Distributed Map, as the app itself routes them.
+MAX_INLINE_ORDERS = 500
+
 # AWS's "Handle Lambda service exceptions" page, as published: TooManyRequests is named there but not listed.
 DOCS_RETRIER: dict[str, Any] = {
     "ErrorEquals": [
@@ -63,6 +67,12 @@ class Scenario:
 
     def max_concurrency(self, quota: int) -> int:
         return max(1, round(self.concurrency_factor * quota))
+
+    def source_for(self, orders: int) -> str:
+        """Where a batch of ``orders`` goes: an inline scenario too large for the input goes to S3."""
+        if self.source == "inline" and orders > MAX_INLINE_ORDERS:
+            return "s3"
+        return self.source
 
 
 def task_states(definition: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """The benchmark's scenarios as plans, so a measured run and its simulation can be set side by side.
 
 ``plan_scenario(SCENARIOS["oversubscribed"], BenchSettings(template=Path("template.yaml")))`` simulates
-what ``orderbatch bench`` runs on the local cloud: the inline Map with MaxConcurrency set from the quota,
+what ``orderbatch bench`` runs on the local cloud: the Map its batch goes through (inline up to 500 orders,
+the Distributed Map over a JSON object in S3 above) with MaxConcurrency set from the quota,
 the scenario's retrier rewrite, d seconds of fixed work per step, C warm environments per function when
 the benchmark warms them, and its noisy neighbour.
 """
@@ -16,8 +17,8 @@ from orderbatch.plan.settings import PlanSettings
 from orderbatch.plan.simulator import simulate
 from orderbatch.plan.workflow import load_workflow
 
-# The benchmark submits its batches inline (orders in the execution input).
-BENCH_MAP_STATE = "Process inline orders"
+# The Map each of the benchmark's sources runs: orders in the execution input, or a JSON object in S3.
+BENCH_MAP_STATES = {"inline": "Process inline orders", "s3": "Process JSON orders from S3"}
 
 
 def retrier_name(scenario: Scenario) -> str:
@@ -59,6 +60,6 @@ def plan_scenario(
     workflow = load_workflow(
         model or read_template_file(bench.template),
         retrier=retrier_name(scenario),
-        map_state=BENCH_MAP_STATE,
+        map_state=BENCH_MAP_STATES[scenario.source_for(bench.orders)],
     )
     return simulate(workflow, scenario_settings(scenario, bench, **overrides)).labelled(scenario.name)
