@@ -369,3 +369,69 @@ def test_a_stop_signal_mid_invocation_leaves_no_runtime_emulator_or_server_behin
     assert [pid for pid in tree if _alive(pid)] == []
     caller.join(timeout=30)
     assert outcome  # the caller got an answer or an error, not a hang
+
+
+_WITH_LOCAL_CLOUD = """
+import sys
+from pathlib import Path
+
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+
+config = LocalCloudConfig(template=Path(sys.argv[1]), state_dir=Path(sys.argv[2]), enforce_iam=False)
+with LocalCloud(config) as cloud:
+    print("serving", flush=True)
+    cloud.client("lambda").invoke(FunctionName="Sleeper", Payload=b'{"sleep": 60}')
+print("unreachable: the invocation sleeps past the signal", flush=True)
+"""
+
+
+def test_sigterm_to_a_program_inside_with_local_cloud_stops_every_environment(tmp_path: Path) -> None:
+    # Given a program (as the demo, the bench and the soak are) running a local cloud in a `with` block,
+    # its one function mid-invocation
+    runs = tmp_path / "runs.jsonl"
+    template = tmp_path / "template.yaml"
+    template.write_text(
+        "Transform: AWS::Serverless-2016-10-31\n"
+        "Resources:\n"
+        "  Sleeper:\n"
+        "    Type: AWS::Serverless::Function\n"
+        "    Properties:\n"
+        "      FunctionName: Sleeper\n"
+        "      Runtime: python3.12\n"
+        f"      CodeUri: {PROBE_FUNCTIONS}\n"
+        "      Handler: probe.handler\n"
+        "      Timeout: 120\n"
+        "      Environment:\n"
+        f"        Variables: {{PROBE_RUN_LOG: {runs}}}\n"
+    )
+    program = subprocess.Popen(
+        [sys.executable, "-c", _WITH_LOCAL_CLOUD, str(template), str(tmp_path / "state")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (runs.exists() and runs.read_text()) and time.monotonic() < deadline:
+            assert program.poll() is None, program.stdout.read() if program.stdout else ""
+            time.sleep(0.05)
+        runtime_pid = json.loads(runs.read_text().splitlines()[0])["pid"]
+        tree = _process_tree(program.pid)
+        assert runtime_pid in tree
+        assert "aws-lambda-rie" in " ".join(_command_line(pid) for pid in tree)
+
+        # When it gets SIGTERM (what `kill`, systemd or a CI runner's timeout sends)
+        program.send_signal(signal.SIGTERM)
+
+        # Then it exits with 128 + 15 after stopping the local cloud: no emulator, runtime or server is left
+        output = program.communicate(timeout=60)[0]
+        assert program.returncode == 128 + signal.SIGTERM, output
+        assert "unreachable" not in output
+        deadline = time.monotonic() + 5
+        while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [_command_line(pid) for pid in tree if _alive(pid)] == []
+    finally:
+        if program.poll() is None:
+            program.kill()
+            program.wait()

@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import os
+import signal
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -116,6 +117,7 @@ class LocalCloud:
         # Until the template is deployed every caller but the deployer gets a 503: a script that waits for
         # the port must not see a half-deployed stack (no functions or state machines yet).
         self._deployed = threading.Event()
+        self._sigterm_before: Any = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LocalCloud:
@@ -216,10 +218,20 @@ class LocalCloud:
             self._thread.join(timeout=10)
 
     def __enter__(self) -> LocalCloud:
-        return self.start()
+        self._sigterm_before = _exit_on_sigterm()
+        try:
+            return self.start()
+        except BaseException:
+            self.__exit__()
+            raise
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        try:
+            self.stop()
+        finally:
+            if self._sigterm_before is not None:
+                signal.signal(signal.SIGTERM, self._sigterm_before)
+                self._sigterm_before = None
 
     # ------------------------------------------------------------------ addresses and clients
     @property
@@ -459,3 +471,21 @@ def _numbers_where_expected(node: Any) -> Any:
     if isinstance(node, list):
         return [_numbers_where_expected(item) for item in node]
     return node
+
+
+def _exit_on_sigterm() -> Any:
+    """Make SIGTERM unwind the ``with`` block, as Ctrl-C does, so the environments stop with the process.
+
+    Python's default SIGTERM ends the process without running ``__exit__``; the emulators and runtimes,
+    which live in their own sessions, would outlive it. Only the main thread can set a handler, and a
+    handler the program set itself is left alone. Returns the handler to restore, or None.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+
+    def on_sigterm(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, on_sigterm)
