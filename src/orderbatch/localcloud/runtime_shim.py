@@ -12,9 +12,11 @@ Run by path with the function's handler, in one of two ways:
 awslambdaric itself imports the handler's module and reports a failed import exactly as AWS does
 (``Runtime.ImportModuleError``). Two things are added inside it:
 
-- faults the local Lambda service injects arrive as an instruction under ``FAULT_EVENT_KEY`` in the
-  event; the key is always removed before the real handler runs. A ``crash`` kills this process
-  (SIGKILL, as a Lambda timeout or an out-of-memory kills the runtime) at a point of the invocation:
+- faults the local Lambda service injects arrive as a directive under ``FAULT_EVENT_KEY`` in the
+  event, named by its fault kind (``DIRECTIVES`` has the kinds the runtime acts on, by the names of the
+  service's ``FAULT_KINDS``); the key is always removed before the real handler runs. A ``crash``
+  kills this process (SIGKILL, as a Lambda timeout or an out-of-memory kills the runtime) at a point
+  of the invocation:
   before the body, before or after its N-th AWS call, as the handler returns, or as the finished
   response is sent. ``record_calls`` logs every AWS call the invocation makes, one JSON line each
   (``CALL_LOG_KEY``), so the crash points of a function can be enumerated from a real run;

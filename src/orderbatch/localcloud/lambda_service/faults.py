@@ -114,7 +114,8 @@ class FaultRule:
         unknown = sorted(name for name in foreign if not _kinds_with_field(name))
         if unknown:
             raise ValueError(f"unknown fault rule fields {unknown}")
-        for name in sorted(foreign):
+        if foreign:
+            name = min(foreign)
             owners = " or ".join(_kinds_with_field(name))
             raise ValueError(f"fault {kind_class.kind}: only a {owners} has a {name}")
         return kind_class(**_parsed_fields(values))

@@ -326,12 +326,10 @@ class LambdaService:
             injected = _with_directive(payload, directive)
             if injected is not None:
                 return self.backend.invoke(spec, injected, tail_log=tail_log, hold_after_seconds=delay)
-        return self._emulate_fault(
-            spec, payload, Emulation(spec, request_id, delay), decision.outcome, tail_log
-        )
+        return self._emulate_fault(payload, Emulation(spec, request_id, delay), decision.outcome, tail_log)
 
     def _emulate_fault(
-        self, spec: FunctionSpec, payload: bytes, emulation: Emulation, rule: FaultRule | None, tail_log: bool
+        self, payload: bytes, emulation: Emulation, rule: FaultRule | None, tail_log: bool
     ) -> BackendResult:
         """The service's part of the faults: all of it for the backends or events the shim cannot reach."""
         if rule is not None:
@@ -340,7 +338,7 @@ class LambdaService:
                 return settled
         started = time.monotonic()
         result = self.backend.invoke(
-            spec, payload, tail_log=tail_log, hold_after_seconds=emulation.response_delay_seconds
+            emulation.spec, payload, tail_log=tail_log, hold_after_seconds=emulation.response_delay_seconds
         )
         if rule is None or result.function_error:
             return result
