@@ -46,7 +46,7 @@ from orderbatch.localcloud.lambda_service.crash_points import (
     enumerate_crash_points,
     recorded_calls,
 )
-from orderbatch.localcloud.lambda_service.faults import CRASH, ERROR_BEFORE_BODY, RECORD_CALLS
+from orderbatch.localcloud.lambda_service.faults import Crash, ErrorBeforeBody, RecordCalls
 from orderbatch.localcloud.runtime_shim import AFTER_CALL, BEFORE_CALL, parse_crash_point
 from orderbatch.project import PROJECT_ROOT, inventory_fixture
 
@@ -176,12 +176,12 @@ class CrashCase:
         scope = {"order_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
         # The call pins the point: a racing duplicate's N-th call may be another (a replay's read, say).
         call = {"call": self.call.spec()} if self.call is not None else {}
-        return {"kind": CRASH, "point": self.point.point, "once": True, **call, **scope}
+        return {"kind": Crash.kind, "point": self.point.point, "once": True, **call, **scope}
 
 
 def confirmation_failure(order_ids: Sequence[str]) -> dict[str, Any]:
     """Every confirmation of these orders fails before its body: they are cancelled once retries run out."""
-    return {"kind": ERROR_BEFORE_BODY, "order_ids": list(order_ids), "error_type": CONFIRMATION_FAILURE}
+    return {"kind": ErrorBeforeBody.kind, "order_ids": list(order_ids), "error_type": CONFIRMATION_FAILURE}
 
 
 @dataclass
@@ -274,7 +274,7 @@ class ConfigurationRun:
         """Each step's AWS calls in one run without faults: a normal order, and one that is cancelled."""
         batch_id = f"cm-{self.configuration.slug}-record"
         normal, cancelled = f"{batch_id}-s", f"{batch_id}-c"
-        record = {"kind": RECORD_CALLS, "batch_ids": [batch_id]}
+        record = {"kind": RecordCalls.kind, "batch_ids": [batch_id]}
         rules: dict[str, list[dict[str, Any]]] = {step.function: [record] for step in STEPS}
         rules[CONFIRM.function].insert(0, confirmation_failure([cancelled]))
         self.lambda_service.set_fault_plan({"functions": rules})

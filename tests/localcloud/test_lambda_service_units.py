@@ -11,7 +11,7 @@ import pytest
 from orderbatch.localcloud.lambda_service.accounting import Accounting
 from orderbatch.localcloud.lambda_service.backends import is_function_error_payload
 from orderbatch.localcloud.lambda_service.errors import InvalidParameterValueError, TooManyRequestsError
-from orderbatch.localcloud.lambda_service.faults import FaultInjector, FaultPlan, FaultRule, order_key
+from orderbatch.localcloud.lambda_service.faults import ErrorBeforeBody, FaultInjector, FaultPlan, order_key
 from orderbatch.localcloud.lambda_service.functions import FunctionRegistry, FunctionSpec
 
 
@@ -178,8 +178,8 @@ def test_attempts_are_counted_per_function_and_order_key() -> None:
 
 
 def test_probabilities_are_reproducible_with_a_seed() -> None:
-    rule = FaultRule(kind="error_before_body", probability=0.5)
+    rule = ErrorBeforeBody(probability=0.5)
     first, second = random.Random(7), random.Random(7)
 
     assert [rule.fires(1, first) for _ in range(20)] == [rule.fires(1, second) for _ in range(20)]
-    assert FaultRule(kind="error_before_body").fires(5, first), "a rule without a condition always fires"
+    assert ErrorBeforeBody().fires(5, first), "a rule without a condition always fires"

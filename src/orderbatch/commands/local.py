@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from orderbatch.localcloud.lambda_service.faults import FAULT_KINDS
 from orderbatch.localcloud.stepfunctions.histories import DEFAULT_MAX_EVENTS_IN_MEMORY
 from orderbatch.project import DEFAULT_LOCAL_PORT, default_endpoint, default_template, inventory_fixture
 
@@ -87,8 +88,9 @@ def add_cloud_arguments(parser: argparse.ArgumentParser, *, default_port: int) -
         action="append",
         default=[],
         metavar=FAULT_FLAG_FORMAT,
-        help="one fault rule, added to --faults; e.g. ChargePaymentFunction:error_after_body:attempts=1 "
-        "or ReserveInventoryFunction:timeout:phase=before_body,probability=0.05 (attempts: 1+3 for 1 and 3)",
+        help=f"one fault rule, added to --faults; KIND is one of {', '.join(FAULT_KINDS)}; e.g. "
+        "ChargePaymentFunction:error_after_body:attempts=1 or "
+        "ReserveInventoryFunction:timeout:phase=before_body,probability=0.05 (attempts: 1+3 for 1 and 3)",
     )
     parser.add_argument(
         "--noisy-neighbour",
@@ -148,6 +150,10 @@ def parse_fault_flag(flag: str) -> tuple[str, dict[str, Any]]:
     kind, _, options = rest.partition(":")
     if not function or not kind:
         raise SystemExit(f"orderbatch: --fault must look like {FAULT_FLAG_FORMAT}, got {flag!r}")
+    if kind not in FAULT_KINDS:
+        raise SystemExit(
+            f"orderbatch: unknown fault kind {kind!r} in {flag!r}; expected one of {', '.join(FAULT_KINDS)}"
+        )
     rule: dict[str, Any] = {"kind": kind}
     for option in filter(None, options.split(",")):
         key, separator, value = option.partition("=")

@@ -12,9 +12,11 @@ Run by path with the function's handler, in one of two ways:
 awslambdaric itself imports the handler's module and reports a failed import exactly as AWS does
 (``Runtime.ImportModuleError``). Two things are added inside it:
 
-- faults the local Lambda service injects arrive as an instruction under ``FAULT_EVENT_KEY`` in the
-  event; the key is always removed before the real handler runs. A ``crash`` kills this process
-  (SIGKILL, as a Lambda timeout or an out-of-memory kills the runtime) at a point of the invocation:
+- faults the local Lambda service injects arrive as a directive under ``FAULT_EVENT_KEY`` in the
+  event, named by its fault kind (``DIRECTIVES`` has the kinds the runtime acts on, by the names of the
+  service's ``FAULT_KINDS``); the key is always removed before the real handler runs. A ``crash``
+  kills this process (SIGKILL, as a Lambda timeout or an out-of-memory kills the runtime) at a point
+  of the invocation:
   before the body, before or after its N-th AWS call, as the handler returns, or as the finished
   response is sent. ``record_calls`` logs every AWS call the invocation makes, one JSON line each
   (``CALL_LOG_KEY``), so the crash points of a function can be enumerated from a real run;
@@ -39,11 +41,12 @@ from collections.abc import Callable
 from typing import Any
 
 FAULT_EVENT_KEY = "__orderbatch_fault__"
-ERROR_AFTER_BODY = "error_after_body"
-TIMEOUT_BEFORE_BODY = "timeout_before_body"
-TIMEOUT_AFTER_BODY = "timeout_after_body"
-CRASH = "crash"
-RECORD_CALLS = "record_calls"
+# Keys of the directive besides ``kind`` (the kind's name, as in ``DIRECTIVES``).
+RECORD_CALLS_FLAG = "record_calls"  # also log the AWS calls, whatever the kind
+ONCE_MARKER = "once_marker"
+TAG = "tag"
+# Where a timeout strikes (``phase``); before_body is also a crash point.
+AFTER_BODY = "after_body"
 
 # Crash points: where in the invocation the runtime is killed.
 BEFORE_BODY = "before_body"
@@ -100,14 +103,14 @@ class Invocation:
     """One invocation's instruction: where to crash and whether to log its AWS calls."""
 
     def __init__(self, fault: dict[str, Any], event: dict[str, Any]) -> None:
-        self.crash_at = parse_crash_point(str(fault.get("point"))) if fault.get("kind") == CRASH else None
+        self.crash_at = parse_crash_point(str(fault["point"])) if "point" in fault else None
         self.expected_call = str(fault.get("call") or "")
-        self.once_marker = fault.get("once_marker")
-        self.record = bool(fault.get(RECORD_CALLS))
+        self.once_marker = fault.get(ONCE_MARKER)
+        self.record = bool(fault.get(RECORD_CALLS_FLAG))
         # Whose invocation this is, in every log line: the order key its attempts count by, and the batch.
         self.labels = {
             "function": _function_name(),
-            "tag": fault.get("tag"),
+            "tag": fault.get(TAG),
             "batch_id": event.get("batch_id"),
         }
         self.calls = 0
@@ -230,8 +233,53 @@ def _crash_as_the_response_is_sent() -> None:
     LambdaRuntimeClient.post_invocation_result = post_invocation_result
 
 
+class Directive:
+    """What the runtime does for one fault kind, around the real handler; the service names the kind."""
+
+    # Whether the invocation's AWS calls are observed (for crash points and recording).
+    observes_calls = False
+
+    def before_body(self, fault: dict[str, Any], context: Any) -> None:
+        """Before the real handler runs."""
+
+    def after_body(self, fault: dict[str, Any], context: Any) -> None:
+        """After the real handler returned, before its result goes back."""
+
+
+class _Crash(Directive):
+    observes_calls = True  # the crash itself fires from the Invocation's points
+
+
+class _RecordCalls(Directive):
+    observes_calls = True
+
+
+class _Timeout(Directive):
+    def before_body(self, fault: dict[str, Any], context: Any) -> None:
+        if fault.get("phase") == BEFORE_BODY:
+            _sleep_past_deadline(context)
+
+    def after_body(self, fault: dict[str, Any], context: Any) -> None:
+        if fault.get("phase", AFTER_BODY) == AFTER_BODY:
+            _sleep_past_deadline(context)
+
+
+class _ErrorAfterBody(Directive):
+    def after_body(self, fault: dict[str, Any], context: Any) -> None:
+        raise _injected_error(fault.get("error_type", "InjectedFaultError"), fault.get("error_message", ""))
+
+
+# The fault kinds the runtime has a part in, by the names of the service's FAULT_KINDS registry.
+DIRECTIVES: dict[str, Directive] = {
+    "crash": _Crash(),
+    "record_calls": _RecordCalls(),
+    "timeout": _Timeout(),
+    "error_after_body": _ErrorAfterBody(),
+}
+
+
 def with_faults(real_handler: Handler) -> Handler:
-    """The real handler behind the fault instructions of the local Lambda service."""
+    """The real handler behind the fault directives of the local Lambda service."""
 
     def handler(event: Any, context: Any) -> Any:
         global _current
@@ -239,22 +287,16 @@ def with_faults(real_handler: Handler) -> Handler:
         _current = None
         if not fault:
             return real_handler(event, context)
-        kind = fault.get("kind")
-        if kind == CRASH or fault.get(RECORD_CALLS):
+        directive = DIRECTIVES[fault["kind"]]
+        if directive.observes_calls or fault.get(RECORD_CALLS_FLAG):
             _observe_aws_calls()
             _current = Invocation(fault, event)
             _current.crash(BEFORE_BODY)
-        if kind == TIMEOUT_BEFORE_BODY:
-            _sleep_past_deadline(context)
+        directive.before_body(fault, context)
         result = real_handler(event, context)
         if _current is not None:
             _current.crash(BEFORE_RESPONSE)
-        if kind == TIMEOUT_AFTER_BODY:
-            _sleep_past_deadline(context)
-        if kind == ERROR_AFTER_BODY:
-            raise _injected_error(
-                fault.get("error_type", "InjectedFaultError"), fault.get("error_message", "")
-            )
+        directive.after_body(fault, context)
         return result
 
     return handler

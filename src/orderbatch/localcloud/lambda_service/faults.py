@@ -11,20 +11,14 @@ A plan as YAML or JSON::
         - {kind: timeout, phase: before_body, attempts: [2]}
     noisy_neighbour: {slots: 8, duration_seconds: 30, start_after_seconds: 0}
 
-Kinds: ``latency`` (seconds added inside the invocation, holding the slot), ``error_before_body``
-(a function error, the body does not run), ``error_after_body`` (the body runs and its effects land,
-then the caller gets a function error), ``timeout`` (the environment is killed past the function
-timeout; ``phase`` says whether the body ran first), ``response_delay`` (the response is held
-``seconds`` after the body finished, still holding the environment and the slot), ``crash`` (the
-runtime process is killed at ``point``: ``before_body``, ``after_call:N`` or ``before_call:N`` for
-the invocation's N-th AWS call, ``before_response`` or ``response_lost``; the caller gets
-``Runtime.ExitError``), and ``record_calls``, which is no fault: the runtime logs every AWS call the
-invocation makes, so crash points can be enumerated (``crash_points``). A crash with ``once`` fires
-exactly once per order key, in the first invocation that reaches its point: every invocation of the key
-carries it until one has crashed, and the runtime that gets there first claims a marker file (created
-exclusively, so two racing runtimes cannot both claim it); a concurrent duplicate that took another
-path does not use it up. A crash's ``call`` (``service.Operation[:table+table][!ErrorCode]``) makes
-``after_call:N``/``before_call:N`` fire only when the N-th call is that one.
+Each kind is a ``FaultRule`` subclass in ``FAULT_KINDS`` (docs/faults.md has the table) holding its own
+fields, what it adds to an invocation's ``FaultDecision``, its directive for the runtime shim (which
+acts on it by the same kind name, see ``runtime_shim.DIRECTIVES``) and its emulation by the Lambda
+service, for the faults the runtime cannot take (a backend without the shim, an event that is not a
+JSON object) or that never reach it. A ``crash`` with ``once`` fires exactly once per order key, in the
+first invocation that reaches its point: every invocation of the key carries it until one has crashed,
+and the runtime that gets there first claims a marker file (created exclusively, so two racing runtimes
+cannot both claim it); a concurrent duplicate that took another path does not use it up.
 
 A rule fires on the listed ``attempts`` (attempt n = the n-th admitted invocation of that function
 with the same order key, counted from when the plan was set), with ``probability``, or always; and
@@ -42,100 +36,89 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
-from orderbatch.localcloud.runtime_shim import parse_crash_point
+from orderbatch.localcloud import runtime_shim
+from orderbatch.localcloud.lambda_service.backends import BackendResult
+from orderbatch.localcloud.lambda_service.functions import FunctionSpec
 
-LATENCY = "latency"
-ERROR_BEFORE_BODY = "error_before_body"
-ERROR_AFTER_BODY = "error_after_body"
-TIMEOUT = "timeout"
-RESPONSE_DELAY = "response_delay"
-CRASH = "crash"
-RECORD_CALLS = "record_calls"
-FAULT_KINDS = frozenset(
-    {LATENCY, ERROR_BEFORE_BODY, ERROR_AFTER_BODY, TIMEOUT, RESPONSE_DELAY, CRASH, RECORD_CALLS}
-)
-# Kinds that decide the invocation's outcome; the first matching one wins, delays add up.
-OUTCOME_KINDS = frozenset({ERROR_BEFORE_BODY, ERROR_AFTER_BODY, TIMEOUT, CRASH})
-TIMEOUT_PHASES = frozenset({"before_body", "after_body"})
+TIMEOUT_PHASES = frozenset({runtime_shim.BEFORE_BODY, runtime_shim.AFTER_BODY})
+DEFAULT_ERROR_TYPE = "InjectedFaultError"
+DEFAULT_ERROR_MESSAGE = "fault injected by the local Lambda service"
 _NEIGHBOUR_POLL_SECONDS = 0.02
+
+
+def function_error_document(error_type: str, message: str, request_id: str) -> bytes:
+    return json.dumps(
+        {"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": []}
+    ).encode()
+
+
+def runtime_exit_document(request_id: str) -> bytes:
+    # What Lambda answers when the runtime process is killed mid-invocation (timeout or out of memory).
+    message = f"RequestId: {request_id} Error: Runtime exited with error: signal: killed"
+    return json.dumps({"errorType": "Runtime.ExitError", "errorMessage": message}).encode()
+
+
+@dataclass(frozen=True)
+class Emulation:
+    """The invocation a kind's emulation acts on, in the Lambda service."""
+
+    spec: FunctionSpec
+    request_id: str
+    response_delay_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
 class FaultRule:
-    kind: str
+    """A fault rule: the decision every kind shares (attempts, probability, order and batch filters).
+
+    A subclass per kind adds its fields and overrides the parts it has: ``add_to`` (its share of the
+    invocation's decision; an outcome kind takes the outcome if no earlier rule did), ``directive`` (the
+    runtime shim's instruction, None when the runtime has no part) and ``emulate_before_body`` /
+    ``emulate_after_body`` (what the Lambda service does when the runtime is not reached).
+    """
+
+    kind: ClassVar[str]
+    # Whether the kind decides the outcome (the first matching rule wins) rather than adding to it.
+    decides_outcome: ClassVar[bool] = False
+
     probability: float | None = None
     attempts: frozenset[int] = frozenset()
-    seconds: float = 0.0
-    error_type: str = "InjectedFaultError"
-    error_message: str = "fault injected by the local Lambda service"
-    phase: str = "after_body"
-    point: str = ""
     order_ids: frozenset[str] = frozenset()
     batch_ids: frozenset[str] = frozenset()
-    once: bool = False
-    call: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {self.kind!r}; expected one of {sorted(FAULT_KINDS)}")
         if self.probability is not None and self.attempts:
             raise ValueError(f"fault {self.kind}: give either probability or attempts, not both")
         if self.probability is not None and not 0 <= self.probability <= 1:
             raise ValueError(f"fault {self.kind}: probability must be between 0 and 1")
         if any(attempt < 1 for attempt in self.attempts):
             raise ValueError(f"fault {self.kind}: attempts are numbered from 1")
-        if self.kind in {LATENCY, RESPONSE_DELAY} and self.seconds <= 0:
-            raise ValueError(f"fault {self.kind}: seconds must be positive")
-        if self.phase not in TIMEOUT_PHASES:
-            raise ValueError(f"fault {self.kind}: phase must be one of {sorted(TIMEOUT_PHASES)}")
-        if self.kind == CRASH:
-            try:
-                parse_crash_point(self.point)
-            except ValueError as error:
-                raise ValueError(f"fault {self.kind}: {error}") from None
-        elif self.point or self.once or self.call:
-            raise ValueError(f"fault {self.kind}: only a crash has a point, once or call")
 
-    @classmethod
-    def from_dict(cls, document: Mapping[str, Any]) -> FaultRule:
-        known = {
-            "kind",
-            "probability",
-            "attempts",
-            "seconds",
-            "error_type",
-            "error_message",
-            "phase",
-            "point",
-            "order_ids",
-            "batch_ids",
-            "once",
-            "call",
-        }
-        unknown = set(document) - known
-        if unknown:
-            raise ValueError(f"unknown fault rule fields {sorted(unknown)}")
+    # -- the plan file ---------------------------------------------------------------------------
+
+    @staticmethod
+    def from_dict(document: Mapping[str, Any]) -> FaultRule:
+        """The rule of the kind ``document["kind"]`` names, its fields checked against that kind's."""
         if "kind" not in document:
             raise ValueError("a fault rule needs a kind")
-        values = dict(document)
-        values["attempts"] = frozenset(int(a) for a in values.get("attempts", ()))
-        if values.get("probability") is not None:
-            values["probability"] = float(values["probability"])
-        values["seconds"] = float(values.get("seconds", 0.0))
-        for name in ("order_ids", "batch_ids"):
-            listed = values.get(name, ())
-            # `--fault` flags give lists as one string, `a+b` (as for attempts).
-            values[name] = frozenset(listed.split("+") if isinstance(listed, str) else map(str, listed))
-        if isinstance(values.get("once"), str):
-            values["once"] = values["once"].lower() in {"1", "true", "yes"}
-        return cls(**values)
+        kind_class = fault_kind(str(document["kind"]))
+        values = {name: value for name, value in document.items() if name != "kind"}
+        foreign = set(values) - _field_names(kind_class)
+        unknown = sorted(name for name in foreign if not _kinds_with_field(name))
+        if unknown:
+            raise ValueError(f"unknown fault rule fields {unknown}")
+        if foreign:
+            name = min(foreign)
+            owners = " or ".join(_kinds_with_field(name))
+            raise ValueError(f"fault {kind_class.kind}: only a {owners} has a {name}")
+        return kind_class(**_parsed_fields(values))
 
     def to_dict(self) -> dict[str, Any]:
         document: dict[str, Any] = {"kind": self.kind}
@@ -143,23 +126,18 @@ class FaultRule:
             document["probability"] = self.probability
         if self.attempts:
             document["attempts"] = sorted(self.attempts)
-        if self.kind in {LATENCY, RESPONSE_DELAY}:
-            document["seconds"] = self.seconds
-        if self.kind in {ERROR_BEFORE_BODY, ERROR_AFTER_BODY}:
-            document.update(error_type=self.error_type, error_message=self.error_message)
-        if self.kind == TIMEOUT:
-            document["phase"] = self.phase
-        if self.kind == CRASH:
-            document["point"] = self.point
-            if self.once:
-                document["once"] = True
-            if self.call:
-                document["call"] = self.call
+        document.update(self.own_fields())
         if self.order_ids:
             document["order_ids"] = sorted(self.order_ids)
         if self.batch_ids:
             document["batch_ids"] = sorted(self.batch_ids)
         return document
+
+    def own_fields(self) -> dict[str, Any]:
+        """The kind's own fields as the plan file has them."""
+        return {}
+
+    # -- the decision ----------------------------------------------------------------------------
 
     def applies_to(self, key: str, batch_id: Any) -> bool:
         """Whether the rule's ``order_ids`` and ``batch_ids`` (when given) include this invocation."""
@@ -173,6 +151,254 @@ class FaultRule:
         if self.probability is not None:
             return rng.random() < self.probability
         return True
+
+    def fires_once(self) -> bool:
+        """Whether the rule stops firing for an order key once it has crashed an invocation of it."""
+        return False
+
+    def add_to(self, decision: FaultDecision) -> FaultDecision:
+        """The decision with this fired rule in it."""
+        if self.decides_outcome and decision.outcome is None:
+            return replace(decision, outcome=self)
+        return decision
+
+    # -- the runtime part ------------------------------------------------------------------------
+
+    def directive(self) -> dict[str, Any] | None:
+        """The runtime shim's instruction (keyed ``kind`` by this kind's name), None if it has no part."""
+        return None
+
+    # -- the emulation ---------------------------------------------------------------------------
+
+    def emulate_before_body(self, emulation: Emulation) -> BackendResult | None:
+        """The invocation's result without running the body, or None to run it."""
+        return None
+
+    def emulate_after_body(
+        self, emulation: Emulation, result: BackendResult, started: float
+    ) -> BackendResult:
+        """The invocation's result once the body ran (successfully) and returned ``result``."""
+        return result
+
+
+@dataclass(frozen=True)
+class Latency(FaultRule):
+    """``seconds`` added before the body, holding the environment and the slot (by the service)."""
+
+    kind: ClassVar[str] = "latency"
+
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.seconds <= 0:
+            raise ValueError(f"fault {self.kind}: seconds must be positive")
+
+    def own_fields(self) -> dict[str, Any]:
+        return {"seconds": self.seconds}
+
+    def add_to(self, decision: FaultDecision) -> FaultDecision:
+        return replace(decision, latency_seconds=decision.latency_seconds + self.seconds)
+
+
+@dataclass(frozen=True)
+class ResponseDelay(FaultRule):
+    """The response held ``seconds`` after the body finished, still holding the environment and slot."""
+
+    kind: ClassVar[str] = "response_delay"
+
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.seconds <= 0:
+            raise ValueError(f"fault {self.kind}: seconds must be positive")
+
+    def own_fields(self) -> dict[str, Any]:
+        return {"seconds": self.seconds}
+
+    def add_to(self, decision: FaultDecision) -> FaultDecision:
+        return replace(decision, response_delay_seconds=decision.response_delay_seconds + self.seconds)
+
+
+@dataclass(frozen=True)
+class ErrorBeforeBody(FaultRule):
+    """A function error from the service; the runtime is never reached, the body never runs."""
+
+    kind: ClassVar[str] = "error_before_body"
+    decides_outcome: ClassVar[bool] = True
+
+    error_type: str = DEFAULT_ERROR_TYPE
+    error_message: str = DEFAULT_ERROR_MESSAGE
+
+    def own_fields(self) -> dict[str, Any]:
+        return {"error_type": self.error_type, "error_message": self.error_message}
+
+    def emulate_before_body(self, emulation: Emulation) -> BackendResult | None:
+        time.sleep(emulation.response_delay_seconds)
+        document = function_error_document(self.error_type, self.error_message, emulation.request_id)
+        return BackendResult(document, function_error=True)
+
+
+@dataclass(frozen=True)
+class ErrorAfterBody(FaultRule):
+    """The body runs and its effects land, then the runtime raises: the response is lost."""
+
+    kind: ClassVar[str] = "error_after_body"
+    decides_outcome: ClassVar[bool] = True
+
+    error_type: str = DEFAULT_ERROR_TYPE
+    error_message: str = DEFAULT_ERROR_MESSAGE
+
+    def own_fields(self) -> dict[str, Any]:
+        return {"error_type": self.error_type, "error_message": self.error_message}
+
+    def directive(self) -> dict[str, Any] | None:
+        return {"kind": self.kind, "error_type": self.error_type, "error_message": self.error_message}
+
+    def emulate_after_body(
+        self, emulation: Emulation, result: BackendResult, started: float
+    ) -> BackendResult:
+        document = function_error_document(self.error_type, self.error_message, emulation.request_id)
+        return BackendResult(document, True, False, result.cold_start_seconds, result.log_tail)
+
+
+@dataclass(frozen=True)
+class Timeout(FaultRule):
+    """The environment killed past the function timeout, before or after the body (``phase``)."""
+
+    kind: ClassVar[str] = "timeout"
+    decides_outcome: ClassVar[bool] = True
+
+    phase: str = runtime_shim.AFTER_BODY
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.phase not in TIMEOUT_PHASES:
+            raise ValueError(f"fault {self.kind}: phase must be one of {sorted(TIMEOUT_PHASES)}")
+
+    def own_fields(self) -> dict[str, Any]:
+        return {"phase": self.phase}
+
+    def directive(self) -> dict[str, Any] | None:
+        return {"kind": self.kind, "phase": self.phase}
+
+    def emulate_before_body(self, emulation: Emulation) -> BackendResult | None:
+        if self.phase != runtime_shim.BEFORE_BODY:
+            return None
+        time.sleep(emulation.spec.timeout_seconds)
+        return BackendResult(b"", function_error=True, timed_out=True)
+
+    def emulate_after_body(
+        self, emulation: Emulation, result: BackendResult, started: float
+    ) -> BackendResult:
+        time.sleep(max(0.0, emulation.spec.timeout_seconds - (time.monotonic() - started)))
+        return BackendResult(b"", True, True, result.cold_start_seconds, result.log_tail)
+
+
+@dataclass(frozen=True)
+class Crash(FaultRule):
+    """The runtime process killed at ``point`` (see ``runtime_shim.parse_crash_point``).
+
+    ``call`` (``service.Operation[:table+table][!ErrorCode]``) makes ``after_call:N``/``before_call:N``
+    fire only when the N-th call is that one; ``once`` makes it fire once per order key.
+    """
+
+    kind: ClassVar[str] = "crash"
+    decides_outcome: ClassVar[bool] = True
+
+    point: str = ""
+    once: bool = False
+    call: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        try:
+            runtime_shim.parse_crash_point(self.point)
+        except ValueError as error:
+            raise ValueError(f"fault {self.kind}: {error}") from None
+
+    def own_fields(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"point": self.point}
+        if self.once:
+            document["once"] = True
+        if self.call:
+            document["call"] = self.call
+        return document
+
+    def fires_once(self) -> bool:
+        return self.once
+
+    def directive(self) -> dict[str, Any] | None:
+        return {"kind": self.kind, "point": self.point, "call": self.call}
+
+    def emulate_before_body(self, emulation: Emulation) -> BackendResult | None:
+        if self.point != runtime_shim.BEFORE_BODY:
+            return None
+        return BackendResult(runtime_exit_document(emulation.request_id), function_error=True)
+
+    def emulate_after_body(
+        self, emulation: Emulation, result: BackendResult, started: float
+    ) -> BackendResult:
+        # Out of the runtime's reach, any later point is the response lost.
+        document = runtime_exit_document(emulation.request_id)
+        return BackendResult(document, True, False, result.cold_start_seconds)
+
+
+@dataclass(frozen=True)
+class RecordCalls(FaultRule):
+    """No fault: the runtime logs every AWS call of the invocation, so crash points can be enumerated."""
+
+    kind: ClassVar[str] = "record_calls"
+
+    def add_to(self, decision: FaultDecision) -> FaultDecision:
+        return replace(decision, record_calls=True)
+
+    def directive(self) -> dict[str, Any] | None:
+        return {"kind": self.kind}
+
+
+# The kinds by name: the plan's `kind:`, the `--fault` flag's KIND and the runtime shim's directives.
+FAULT_KINDS: Mapping[str, type[FaultRule]] = MappingProxyType(
+    {
+        kind.kind: kind
+        for kind in (Latency, ErrorBeforeBody, ErrorAfterBody, Timeout, ResponseDelay, Crash, RecordCalls)
+    }
+)
+
+
+def fault_kind(name: str) -> type[FaultRule]:
+    try:
+        return FAULT_KINDS[name]
+    except KeyError:
+        raise ValueError(f"unknown fault kind {name!r}; expected one of {sorted(FAULT_KINDS)}") from None
+
+
+def _field_names(kind_class: type[FaultRule]) -> set[str]:
+    return {each.name for each in fields(kind_class)}
+
+
+def _kinds_with_field(name: str) -> list[str]:
+    return [kind for kind, kind_class in FAULT_KINDS.items() if name in _field_names(kind_class)]
+
+
+def _parsed_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Field values as the rule classes take them; `--fault` flags give every value as a string."""
+    parsed = dict(values)
+    if "attempts" in parsed:
+        parsed["attempts"] = frozenset(int(attempt) for attempt in parsed["attempts"])
+    if parsed.get("probability") is not None:
+        parsed["probability"] = float(parsed["probability"])
+    if "seconds" in parsed:
+        parsed["seconds"] = float(parsed["seconds"])
+    for name in ("order_ids", "batch_ids"):
+        if name in parsed:
+            listed = parsed[name]
+            # `--fault` flags give lists as one string, `a+b` (as for attempts).
+            parsed[name] = frozenset(listed.split("+") if isinstance(listed, str) else map(str, listed))
+    if isinstance(parsed.get("once"), str):
+        parsed["once"] = parsed["once"].lower() in {"1", "true", "yes"}
+    return parsed
 
 
 @dataclass(frozen=True)
@@ -222,7 +448,7 @@ class FaultPlan:
         """This plan plus a latency rule (every invocation) for each function named."""
         functions = {name: list(rules) for name, rules in self.functions.items()}
         for name, seconds in latency.items():
-            functions.setdefault(name, []).append(FaultRule(kind=LATENCY, seconds=float(seconds)))
+            functions.setdefault(name, []).append(Latency(seconds=float(seconds)))
         rules_by_function = MappingProxyType({name: tuple(rules) for name, rules in functions.items()})
         return replace(self, functions=rules_by_function)
 
@@ -244,7 +470,7 @@ class FaultPlan:
 
 @dataclass(frozen=True)
 class FaultDecision:
-    """What to do to one invocation."""
+    """What to do to one invocation: the fired rules' ``add_to`` built it."""
 
     attempt: int
     latency_seconds: float = 0.0
@@ -256,6 +482,24 @@ class FaultDecision:
     order_key: str = ""
     # For a `once` crash: the file whose exclusive creation lets exactly one runtime crash.
     once_marker: str | None = None
+
+    def directive(self) -> dict[str, Any] | None:
+        """The runtime shim's instruction, or None when the runtime has no part in this invocation."""
+        directive: dict[str, Any] | None
+        if self.outcome is not None:
+            directive = self.outcome.directive()
+            if directive is None:
+                return None  # the service settles the outcome before the runtime is reached
+        elif self.record_calls:
+            directive = {"kind": RecordCalls.kind}
+        else:
+            return None
+        if self.record_calls:
+            directive[runtime_shim.RECORD_CALLS_FLAG] = True
+        if self.once_marker:
+            directive[runtime_shim.ONCE_MARKER] = self.once_marker
+        directive[runtime_shim.TAG] = self.order_key
+        return directive
 
 
 def order_key(event: Any, payload: bytes) -> str:
@@ -310,27 +554,20 @@ class FaultInjector:
         order = order_key(event, payload)
         batch_id = event.get("batch_id") if isinstance(event, dict) else None
         key = (function_name, order)
-        latency = delay = 0.0
-        outcome: FaultRule | None = None
-        record_calls = False
         with self._lock:
             attempt = self._attempts.get(key, 0) + 1
             self._attempts[key] = attempt
+            decision = FaultDecision(attempt, order_key=order)
             for rule in rules:
                 if not rule.applies_to(order, batch_id) or not rule.fires(attempt, self._rng):
                     continue
-                if rule.kind == LATENCY:
-                    latency += rule.seconds
-                elif rule.kind == RESPONSE_DELAY:
-                    delay += rule.seconds
-                elif rule.kind == RECORD_CALLS:
-                    record_calls = True
-                elif outcome is None:
-                    if rule.once and (function_name, order, rule) in self._crashed:
-                        continue
-                    outcome = rule
-        marker = self._once_marker(function_name, order, outcome) if outcome and outcome.once else None
-        return FaultDecision(attempt, latency, delay, outcome, record_calls, order, marker)
+                if rule.fires_once() and (function_name, order, rule) in self._crashed:
+                    continue
+                decision = rule.add_to(decision)
+        outcome = decision.outcome
+        if outcome is not None and outcome.fires_once():
+            decision = replace(decision, once_marker=self._once_marker(function_name, order, outcome))
+        return decision
 
     def _once_marker(self, function_name: str, order: str, rule: FaultRule) -> str:
         """The file the runtime that crashes creates exclusively: at most one does per order and rule."""
@@ -341,7 +578,7 @@ class FaultInjector:
     def settle(self, function_name: str, decision: FaultDecision, *, crashed: bool) -> None:
         """After an invocation: a ``once`` crash that happened is no longer sent to that order's calls."""
         rule = decision.outcome
-        if rule is None or not rule.once or not crashed:
+        if rule is None or not rule.fires_once() or not crashed:
             return
         with self._lock:
             self._crashed.add((function_name, decision.order_key, rule))

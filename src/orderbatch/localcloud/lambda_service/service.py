@@ -30,10 +30,7 @@ from orderbatch.localcloud.lambda_service.errors import (
     TooManyRequestsError,
 )
 from orderbatch.localcloud.lambda_service.faults import (
-    CRASH,
-    ERROR_AFTER_BODY,
-    ERROR_BEFORE_BODY,
-    TIMEOUT,
+    Emulation,
     FaultDecision,
     FaultInjector,
     FaultPlan,
@@ -65,18 +62,6 @@ class InvokeResult:
     function_error: str | None = None
     executed_version: str | None = None
     log_result: str | None = None
-
-
-def _error_document(error_type: str, message: str, request_id: str) -> bytes:
-    return json.dumps(
-        {"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": []}
-    ).encode()
-
-
-def _crash_document(request_id: str) -> bytes:
-    # What Lambda answers when the runtime process is killed mid-invocation (timeout or out of memory).
-    message = f"RequestId: {request_id} Error: Runtime exited with error: signal: killed"
-    return json.dumps({"errorType": "Runtime.ExitError", "errorMessage": message}).encode()
 
 
 def _runtime_exited(payload: bytes) -> bool:
@@ -335,44 +320,29 @@ class LambdaService:
     ) -> BackendResult:
         if decision.latency_seconds:
             time.sleep(decision.latency_seconds)
-        rule = decision.outcome
         delay = decision.response_delay_seconds
-        if rule is not None and rule.kind == ERROR_BEFORE_BODY:
-            time.sleep(delay)
-            return BackendResult(_error_document(rule.error_type, rule.error_message, request_id), True)
-        in_runtime = (rule is not None or decision.record_calls) and self.backend.supports_runtime_faults
-        if in_runtime:
-            injected = _with_fault_instruction(payload, rule, decision)
+        directive = decision.directive() if self.backend.supports_runtime_faults else None
+        if directive is not None:
+            injected = _with_directive(payload, directive)
             if injected is not None:
                 return self.backend.invoke(spec, injected, tail_log=tail_log, hold_after_seconds=delay)
-        return self._emulate_fault(spec, payload, request_id, rule, delay, tail_log)
+        return self._emulate_fault(payload, Emulation(spec, request_id, delay), decision.outcome, tail_log)
 
     def _emulate_fault(
-        self,
-        spec: FunctionSpec,
-        payload: bytes,
-        request_id: str,
-        rule: FaultRule | None,
-        delay: float,
-        tail_log: bool,
+        self, payload: bytes, emulation: Emulation, rule: FaultRule | None, tail_log: bool
     ) -> BackendResult:
-        """The service-side equivalent of the runtime faults, for backends or events the shim cannot reach."""
-        if rule is not None and rule.kind == TIMEOUT and rule.phase == "before_body":
-            time.sleep(spec.timeout_seconds)
-            return BackendResult(b"", function_error=True, timed_out=True)
-        if rule is not None and rule.kind == CRASH and rule.point == runtime_shim.BEFORE_BODY:
-            return BackendResult(_crash_document(request_id), function_error=True)
+        """The service's part of the faults: all of it for the backends or events the shim cannot reach."""
+        if rule is not None:
+            settled = rule.emulate_before_body(emulation)
+            if settled is not None:
+                return settled
         started = time.monotonic()
-        result = self.backend.invoke(spec, payload, tail_log=tail_log, hold_after_seconds=delay)
+        result = self.backend.invoke(
+            emulation.spec, payload, tail_log=tail_log, hold_after_seconds=emulation.response_delay_seconds
+        )
         if rule is None or result.function_error:
             return result
-        if rule.kind == CRASH:  # out of the runtime's reach, any later point is the response lost
-            return BackendResult(_crash_document(request_id), True, False, result.cold_start_seconds)
-        if rule.kind == ERROR_AFTER_BODY:
-            document = _error_document(rule.error_type, rule.error_message, request_id)
-            return BackendResult(document, True, False, result.cold_start_seconds, result.log_tail)
-        time.sleep(max(0.0, spec.timeout_seconds - (time.monotonic() - started)))
-        return BackendResult(b"", True, True, result.cold_start_seconds, result.log_tail)
+        return rule.emulate_after_body(emulation, result, started)
 
     # -- asynchronous invocations --------------------------------------------------------------
 
@@ -479,35 +449,12 @@ class LambdaService:
         self.close()
 
 
-def _with_fault_instruction(payload: bytes, rule: FaultRule | None, decision: FaultDecision) -> bytes | None:
-    """The payload with the shim's instruction added, or None when the event is not a JSON object."""
+def _with_directive(payload: bytes, directive: dict[str, Any]) -> bytes | None:
+    """The payload with the shim's directive added, or None when the event is not a JSON object."""
     event = json.loads(payload)
     if not isinstance(event, dict):
         return None
-    instruction: dict[str, Any]
-    if rule is None:
-        instruction = {"kind": runtime_shim.RECORD_CALLS}
-    elif rule.kind == CRASH:
-        instruction = {"kind": runtime_shim.CRASH, "point": rule.point, "call": rule.call}
-        if decision.once_marker:
-            instruction["once_marker"] = decision.once_marker
-    elif rule.kind == ERROR_AFTER_BODY:
-        instruction = {
-            "kind": runtime_shim.ERROR_AFTER_BODY,
-            "error_type": rule.error_type,
-            "error_message": rule.error_message,
-        }
-    else:
-        phase = (
-            runtime_shim.TIMEOUT_BEFORE_BODY
-            if rule.phase == "before_body"
-            else runtime_shim.TIMEOUT_AFTER_BODY
-        )
-        instruction = {"kind": phase}
-    if decision.record_calls:
-        instruction[runtime_shim.RECORD_CALLS] = True
-    instruction["tag"] = decision.order_key
-    event[runtime_shim.FAULT_EVENT_KEY] = instruction
+    event[runtime_shim.FAULT_EVENT_KEY] = directive
     return json.dumps(event).encode()
 
 
