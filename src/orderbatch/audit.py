@@ -14,17 +14,18 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-FINAL_STATUSES = {"SUCCEEDED", "FAILED", "REJECTED"}
+from order_processing.contract import FINAL_ORDER_STATUSES, ORDER_ID_PATTERN, TASK_BODY_RAN
+
+FINAL_STATUSES = {str(status) for status in FINAL_ORDER_STATUSES}
 # An order ID that can key records (the app's own rule); an order without one is only checked for an outcome.
-USABLE_ORDER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-BODY_RAN_MESSAGE = "task body ran"
+USABLE_ORDER_ID = ORDER_ID_PATTERN
+BODY_RAN_MESSAGE = TASK_BODY_RAN
 
 
 @dataclass(frozen=True)

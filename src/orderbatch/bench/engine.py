@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orderbatch.bench.scenarios import MAX_INLINE_ORDERS
+from order_processing.contract import MAX_INLINE_ORDERS
 
 ENGINE_APP = Path(__file__).resolve().parent / "engine_app"
 ENGINE_TEMPLATE = ENGINE_APP / "template.yaml"

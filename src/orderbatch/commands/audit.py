@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 
 from orderbatch.commands.local import DEFAULT_STATE_DIR
-from orderbatch.project import default_endpoint, default_template
+from orderbatch.project import DUMMY_CREDENTIALS, default_template, local_cloud_endpoint
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,12 +40,9 @@ def run(args: argparse.Namespace) -> int:
     from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
 
     session = boto3.Session(region_name=args.region)
-    endpoint = None if args.stack else (args.endpoint or default_endpoint())
+    endpoint = None if args.stack else (args.endpoint or local_cloud_endpoint())
     if endpoint and session.get_credentials() is None:
-        # The local cloud accepts any credentials; without some, boto3 would refuse to sign.
-        session = boto3.Session(
-            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=args.region
-        )
+        session = boto3.Session(**DUMMY_CREDENTIALS, region_name=args.region)
 
     def client(service: str) -> Any:
         region = args.region or session.region_name or "us-east-1"

@@ -10,7 +10,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
-from orderbatch.project import default_endpoint, default_template
+from orderbatch.project import DUMMY_CREDENTIALS, default_template, local_cloud_endpoint
 
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
 EXECUTION_INPUT_LIMIT_BYTES = 256 * 1024
@@ -54,7 +54,7 @@ def _client(args: argparse.Namespace) -> Any:
     from orderbatch.api_client import BatchesApiClient, local_api_url
 
     return BatchesApiClient(
-        args.api or local_api_url(args.endpoint or default_endpoint()), region=args.region
+        args.api or local_api_url(args.endpoint or local_cloud_endpoint()), region=args.region
     )
 
 
@@ -136,12 +136,8 @@ def _upload_orders(args: argparse.Namespace, batch: dict[str, Any]) -> dict[str,
         bucket = load_stack(default_template()).outputs["BatchBucketName"]
     session = boto3.Session(region_name=args.region)
     if local and session.get_credentials() is None:
-        session = boto3.Session(
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name=args.region or "us-east-1",
-        )
-    s3 = session.client("s3", endpoint_url=(args.endpoint or default_endpoint()) if local else None)
+        session = boto3.Session(**DUMMY_CREDENTIALS, region_name=args.region or "us-east-1")
+    s3 = session.client("s3", endpoint_url=(args.endpoint or local_cloud_endpoint()) if local else None)
     key = f"incoming/{batch['batch_id']}.json"
     s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(batch["orders"]).encode())
     return {"bucket": bucket, "key": key}

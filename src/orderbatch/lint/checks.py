@@ -10,9 +10,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from orderbatch.aws_limits import THROTTLE_ERROR
 from orderbatch.lint.asl import (
     IN_PROGRESS_ERROR,
-    THROTTLE_ERROR,
     AslPath,
     LambdaTask,
     MapState,

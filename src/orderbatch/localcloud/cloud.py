@@ -44,8 +44,8 @@ from orderbatch.localcloud.stepfunctions import (
 )
 from orderbatch.localcloud.stepfunctions.mock_config import MockConfig, mock_config_path, use_mock_config
 from orderbatch.localcloud.stepfunctions.task_clients import give_task_roles_credentials
+from orderbatch.project import DUMMY_CREDENTIALS
 
-DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 # The deployment's own calls carry this key: they are the only ones served before the template is deployed.
 DEPLOYER_CREDENTIALS = {"aws_access_key_id": "orderbatch-deployer", "aws_secret_access_key": "deployer"}
 HEALTH_PATH = "/_orderbatch/health"
