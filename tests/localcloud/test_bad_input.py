@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from orderbatch.api_client import BatchesApiClient
-from orderbatch.audit import AuditReport, BatchLocations, audit_batch, body_runs_from_logs
+from orderbatch.audit import AuditReport, BatchLocations
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.project import PROJECT_ROOT, inventory_fixture
@@ -113,14 +113,8 @@ def wait_for(cloud: LocalCloud, batch_id: str, timeout: float = 240.0) -> str:
 
 
 def audit(cloud: LocalCloud, batch_id: str) -> AuditReport:
-    return audit_batch(
-        batch_id,
-        BatchLocations.from_outputs(cloud.stack.outputs),
-        stepfunctions=cloud.client("stepfunctions"),
-        dynamodb=cloud.client("dynamodb"),
-        s3=cloud.client("s3"),
-        body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
-    )
+    report: AuditReport = cloud.audit(batch_id)
+    return report
 
 
 def outcomes_by_index(api: BatchesApiClient, batch_id: str) -> dict[int, dict[str, Any]]:

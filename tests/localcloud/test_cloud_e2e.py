@@ -18,8 +18,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orderbatch.api_client import BatchesApiClient
+from orderbatch.app_batches import fixture_skus, generate_orders
 from orderbatch.audit import BatchLocations, body_runs_from_logs
-from orderbatch.commands.demo import fixture_skus, generate_orders
+from orderbatch.aws_limits import THROTTLE_ERROR
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.project import PROJECT_ROOT, inventory_fixture
@@ -187,9 +188,7 @@ def throttled_task_failures(cloud: LocalCloud, execution_arn: str) -> int:
     for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
         for event in page["events"]:
             details = event.get("taskFailedEventDetails") or {}
-            count += (
-                event["type"] == "TaskFailed" and details.get("error") == "Lambda.TooManyRequestsException"
-            )
+            count += event["type"] == "TaskFailed" and details.get("error") == THROTTLE_ERROR
     return count
 
 

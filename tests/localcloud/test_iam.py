@@ -20,8 +20,8 @@ import pytest
 from samcli.yamlhelper import yaml_dump, yaml_parse
 
 from orderbatch.api_client import BatchesApiClient
+from orderbatch.app_batches import fixture_skus, generate_orders
 from orderbatch.audit import BatchLocations
-from orderbatch.commands.demo import fixture_skus, generate_orders
 from orderbatch.commands.local import register
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig

@@ -19,9 +19,9 @@ import boto3
 import pytest
 
 from orderbatch.api_client import BatchesApiClient
+from orderbatch.app_batches import fixture_skus, generate_orders
 from orderbatch.audit import AuditedOrder, BatchLocations, audit_orders, body_runs_from_logs
 from orderbatch.cli import main
-from orderbatch.commands.demo import fixture_skus, generate_orders
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.project import PROJECT_ROOT, inventory_fixture

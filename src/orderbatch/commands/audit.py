@@ -9,8 +9,7 @@ from typing import Any
 
 import boto3
 
-from orderbatch.commands.local import DEFAULT_STATE_DIR
-from orderbatch.project import DUMMY_CREDENTIALS, default_template, local_cloud_endpoint
+from orderbatch.project import DEFAULT_STATE_DIR, DUMMY_CREDENTIALS, default_template, local_cloud_endpoint
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+    from orderbatch.app_batches import audit_stack_batch
 
     session = boto3.Session(region_name=args.region)
     endpoint = None if args.stack else (args.endpoint or local_cloud_endpoint())
@@ -56,14 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
         outputs = load_stack(args.template or default_template()).outputs
     log_dir = None if args.no_logs else (args.logs or _default_log_dir(args))
-    report = audit_batch(
-        args.batch_id,
-        BatchLocations.from_outputs(outputs),
-        stepfunctions=client("stepfunctions"),
-        dynamodb=client("dynamodb"),
-        s3=client("s3"),
-        body_runs=body_runs_from_logs(log_dir) if log_dir else None,
-    )
+    report = audit_stack_batch(args.batch_id, outputs, client, log_dir=log_dir)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

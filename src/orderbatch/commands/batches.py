@@ -10,10 +10,10 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
+from orderbatch.aws_limits import MAX_STATE_PAYLOAD_BYTES
 from orderbatch.project import DUMMY_CREDENTIALS, default_template, local_cloud_endpoint
 
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
-EXECUTION_INPUT_LIMIT_BYTES = 256 * 1024
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -82,7 +82,7 @@ def _report(args: argparse.Namespace, status: int, body: dict[str, Any]) -> int:
 
 
 def run_submit(args: argparse.Namespace) -> int:
-    from orderbatch.commands.demo import fixture_skus, generate_orders
+    from orderbatch.app_batches import fixture_skus, generate_orders
 
     if args.generate is not None:
         batch_id = args.batch_id or f"batch-{time.strftime('%Y%m%dT%H%M%S')}"
@@ -118,7 +118,7 @@ def run_submit(args: argparse.Namespace) -> int:
 
 def _too_large_for_inline(batch: dict[str, Any]) -> bool:
     """Step Functions refuses execution input over 256 KiB: such a batch can only go through S3."""
-    return "orders" in batch and len(json.dumps(batch).encode()) > EXECUTION_INPUT_LIMIT_BYTES
+    return "orders" in batch and len(json.dumps(batch).encode()) > MAX_STATE_PAYLOAD_BYTES
 
 
 def _upload_orders(args: argparse.Namespace, batch: dict[str, Any]) -> dict[str, str]:

@@ -10,10 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from orderbatch.localcloud.stepfunctions.histories import DEFAULT_MAX_EVENTS_IN_MEMORY
-from orderbatch.project import DEFAULT_LOCAL_PORT, default_template, inventory_fixture, local_cloud_endpoint
+from orderbatch.project import (
+    DEFAULT_LOCAL_PORT,
+    DEFAULT_STATE_DIR,
+    default_template,
+    inventory_fixture,
+    local_cloud_endpoint,
+)
 
 # Where `local up` keeps its state (the environments' logs); `orderbatch audit` reads the logs from here.
-DEFAULT_STATE_DIR = Path(".orderbatch") / "local"
 STATE_DIR_MARKER = ".orderbatch-local-state"
 FAULT_FLAG_FORMAT = "FUNCTION:KIND[:key=value,...]"
 
