@@ -29,14 +29,13 @@ import math
 import random
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
 from orderbatch.bench.model import lower_bound_seconds
 from orderbatch.plan import writes
 from orderbatch.plan.durations import Duration
-from orderbatch.plan.results import PlanResult, RunCounters, TimelinePoint
+from orderbatch.plan.results import AttemptRecord, PlanResult, RunCounters, TimelinePoint
 from orderbatch.plan.settings import PlanSettings
 from orderbatch.plan.workflow import Workflow
 
@@ -54,16 +53,6 @@ _NEIGHBOUR_LEAVES = -2
 _SAMPLE = -1
 
 _SAMPLES_PER_DRAW = 65_536
-
-
-@dataclass(frozen=True)
-class AttemptRecord:
-    """One call attempt of a traced order (``PlanSettings.trace_orders``)."""
-
-    order: int
-    step: str
-    time_seconds: float
-    admitted: bool
 
 
 def simulate(workflow: Workflow, settings: PlanSettings) -> PlanResult:
