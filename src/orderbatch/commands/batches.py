@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from orderbatch.aws_limits import MAX_STATE_PAYLOAD_BYTES
+from orderbatch.executions import FINISHED_STATUSES
 from orderbatch.project import DUMMY_CREDENTIALS, default_template, local_cloud_endpoint
-
-TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -109,7 +108,7 @@ def run_submit(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         current = client.status(batch_id)
-        if current.body.get("status") in TERMINAL or current.status >= 400:
+        if current.body.get("status") in FINISHED_STATUSES or current.status >= 400:
             return _report(args, current.status, current.body)
         time.sleep(2.0)
     print(f"orderbatch: batch {batch_id} still running after {args.timeout:.0f} s")
