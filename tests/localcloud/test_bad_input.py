@@ -17,7 +17,7 @@ from orderbatch.api_client import BatchesApiClient
 from orderbatch.audit import AuditReport, BatchLocations
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.project import PROJECT_ROOT, inventory_fixture
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
 
 pytestmark = pytest.mark.e2e
 
@@ -49,9 +49,7 @@ def cloud() -> Iterator[LocalCloud]:
 
 @pytest.fixture(scope="module")
 def api(cloud: LocalCloud) -> BatchesApiClient:
-    session = boto3.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
-    )
+    session = boto3.Session(**DUMMY_CREDENTIALS, region_name="us-east-1")
     return BatchesApiClient(cloud.api_url, session=session)
 
 
