@@ -9,13 +9,12 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
+from order_processing.contract import TASK_BODY_RAN
 from order_processing.models import OrderState, Outcome
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
-
-TASK_BODY_RAN = "task body ran"
 
 
 def log_task_body(step: str, order_id: str | None) -> None:

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import boto3
 from botocore.exceptions import ClientError
 
+from order_processing.contract import MAX_INLINE_ORDERS
+
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
     from mypy_boto3_stepfunctions.client import SFNClient
@@ -61,7 +63,7 @@ class BatchConflictError(BatchRequestError):
     status_code = 409
 
 
-DEFAULT_MAX_INLINE_ORDERS = 500
+DEFAULT_MAX_INLINE_ORDERS = MAX_INLINE_ORDERS
 
 
 class BatchTooLargeError(BatchRequestError):

@@ -11,7 +11,6 @@ import hashlib
 import json
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -25,7 +24,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-ORDER_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+from order_processing.contract import ORDER_ID_PATTERN, Code, Outcome
+
 SKU_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 CURRENCY_PATTERN = re.compile(r"[A-Za-z]{3}")
 DIGITS_PATTERN = re.compile(r"[0-9]+")
@@ -38,28 +38,6 @@ MAX_UNIT_PRICE = Decimal("1000000000000")
 MAX_PRICE_DECIMALS = 6
 
 SourceFormat = Literal["inline", "json", "csv"]
-
-
-class Outcome(StrEnum):
-    VALID = "VALID"
-    RESERVED = "RESERVED"
-    CHARGED = "CHARGED"
-    SUCCEEDED = "SUCCEEDED"
-    REJECTED = "REJECTED"
-    FAILED = "FAILED"
-    DUPLICATE = "DUPLICATE"
-
-
-class Code(StrEnum):
-    INVALID_ORDER = "INVALID_ORDER"
-    CONFLICTING_ORDER = "CONFLICTING_ORDER"
-    UNKNOWN_SKU = "UNKNOWN_SKU"
-    OUT_OF_STOCK = "OUT_OF_STOCK"
-    PAYMENT_DECLINED = "PAYMENT_DECLINED"
-    TASK_FAILED = "TASK_FAILED"
-    DUPLICATE_ORDER = "DUPLICATE_ORDER"
-    # The batch's execution ended (stopped, failed, timed out) before the order did; reconcile failed it.
-    RECONCILED = "RECONCILED"
 
 
 def shown(value: object, limit: int = 40) -> str:

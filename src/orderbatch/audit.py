@@ -14,17 +14,25 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-FINAL_STATUSES = {"SUCCEEDED", "FAILED", "REJECTED"}
+from order_processing.contract import (
+    FINAL_ORDER_STATUSES,
+    ORDER_ID_PATTERN,
+    TASK_BODY_RAN,
+    Code,
+    OrderStatus,
+    Outcome,
+)
+
+FINAL_STATUSES = {str(status) for status in FINAL_ORDER_STATUSES}
 # An order ID that can key records (the app's own rule); an order without one is only checked for an outcome.
-USABLE_ORDER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-BODY_RAN_MESSAGE = "task body ran"
+USABLE_ORDER_ID = ORDER_ID_PATTERN
+BODY_RAN_MESSAGE = TASK_BODY_RAN
 
 
 @dataclass(frozen=True)
@@ -173,8 +181,8 @@ def audit_orders(
             continue
         entry = facts.setdefault(order_id, OrderFacts(order_id=order_id, lines=_line_count(audited.order)))
         entry.item_indexes.append(index)
-        if outcome.get("code") != "CONFLICTING_ORDER" and outcome.get("outcome") != "DUPLICATE":
-            if entry.outcome == "SUCCEEDED" and outcome.get("outcome") == "SUCCEEDED":
+        if outcome.get("code") != Code.CONFLICTING_ORDER and outcome.get("outcome") != Outcome.DUPLICATE:
+            if entry.outcome == Outcome.SUCCEEDED and outcome.get("outcome") == Outcome.SUCCEEDED:
                 detail = f"items {entry.item_indexes} of the batch all report it succeeded"
                 found_violations.append(_violation(entry, "final status", detail))
             entry.outcome = outcome.get("outcome")
@@ -247,9 +255,9 @@ def _check_order(entry: OrderFacts) -> Iterator[Violation]:
     elif entry.outcome in FINAL_STATUSES and entry.status != entry.outcome:
         detail = f"batch output says {entry.outcome} but the order record says {entry.status}"
         yield _violation(entry, "final status", detail)
-    if entry.status == "SUCCEEDED":
+    if entry.status == OrderStatus.SUCCEEDED:
         yield from _check_succeeded(entry)
-    elif entry.status in ("FAILED", "REJECTED"):
+    elif entry.status in (OrderStatus.FAILED, OrderStatus.REJECTED):
         yield from _check_compensated(entry)
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from order_processing.contract import PER_ORDER_FUNCTIONS, STEP_LOG_NAMES, SUMMARIZE_BATCH_FUNCTION, Outcome
 from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
 from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
@@ -63,7 +64,7 @@ PARAMETERS = {
 BATCH_TIMEOUT_SECONDS = 300.0
 DEFAULT_PARALLEL_BATCHES = 8
 CONFIRMATION_FAILURE = "InjectedConfirmationFailure"
-DUPLICATE = "DUPLICATE"
+DUPLICATE = Outcome.DUPLICATE.value
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,13 @@ class Step:
 
 
 STEPS = (
-    Step("validate", "ValidateOrderFunction", "validate_order"),
-    Step("reserve", "ReserveInventoryFunction", "reserve_inventory"),
-    Step("charge", "ChargePaymentFunction", "charge_payment"),
-    Step("confirm", "ConfirmOrderFunction", "confirm_order"),
-    Step("cancel", "CancelOrderFunction", "cancel_order"),
-    Step("summarize", "SummarizeBatchFunction", None, per_order=False),
+    *(
+        Step(short_name, function, STEP_LOG_NAMES[function])
+        for short_name, function in zip(
+            ("validate", "reserve", "charge", "confirm", "cancel"), PER_ORDER_FUNCTIONS, strict=True
+        )
+    ),
+    Step("summarize", SUMMARIZE_BATCH_FUNCTION, None, per_order=False),
 )
 STEPS_BY_NAME = {step.name: step for step in STEPS}
 CONFIRM = STEPS_BY_NAME["confirm"]
@@ -163,7 +165,7 @@ class CrashCase:
 
     @property
     def expected_outcome(self) -> str:
-        return "FAILED" if self.compensated else "SUCCEEDED"
+        return Outcome.FAILED.value if self.compensated else Outcome.SUCCEEDED.value
 
     def orders(self) -> list[dict[str, Any]]:
         subject = subject_order(self.subject)

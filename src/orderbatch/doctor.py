@@ -351,7 +351,7 @@ class AwsClients:
         return self._clients[service]
 
 
-def default_endpoint() -> str | None:
+def endpoint_override() -> str | None:
     """AWS_ENDPOINT_URL when set (a local cloud), else real AWS."""
     return os.environ.get("AWS_ENDPOINT_URL") or None
 

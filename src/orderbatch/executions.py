@@ -6,6 +6,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+# The statuses of an execution that has ended (RUNNING and PENDING_REDRIVE are the others).
+FINISHED_STATUSES = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
+
 
 class ExecutionStillRunningError(AssertionError):
     """The execution did not finish before the deadline."""

@@ -27,7 +27,9 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError, ReadTimeoutError
 
+from order_processing.contract import PER_ORDER_FUNCTIONS
 from orderbatch.api_client import BatchesApiClient
+from orderbatch.app_batches import fixture_skus, generate_orders
 from orderbatch.audit import (
     AuditedOrder,
     AuditReport,
@@ -35,10 +37,9 @@ from orderbatch.audit import (
     audit_orders,
     body_runs_from_logs,
 )
-from orderbatch.commands.demo import fixture_skus, generate_orders
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.project import PROJECT_ROOT, inventory_fixture
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 QUOTA = 10
@@ -52,13 +53,7 @@ FEW_ORDERS = 50
 LARGE_RUN_PROBABILITY = 0.05
 REPORT_FILE = os.environ.get("ORDERBATCH_FAULT_REPORT")
 
-TASK_FUNCTIONS = (
-    "ValidateOrderFunction",
-    "ReserveInventoryFunction",
-    "ChargePaymentFunction",
-    "ConfirmOrderFunction",
-    "CancelOrderFunction",
-)
+TASK_FUNCTIONS = PER_ORDER_FUNCTIONS
 IDEMPOTENCY_OFF = {"POWERTOOLS_IDEMPOTENCY_DISABLED": "1"}
 BOTH_DEFENCES_OFF = {"POWERTOOLS_IDEMPOTENCY_DISABLED": "1", "EFFECT_KEYS_DISABLED": "true"}
 
@@ -94,9 +89,7 @@ def start_cloud(function_environment: Mapping[str, str] | None = None) -> LocalC
 
 
 def api_client(cloud: LocalCloud) -> BatchesApiClient:
-    session = boto3.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=cloud.stack.region
-    )
+    session = boto3.Session(**DUMMY_CREDENTIALS, region_name=cloud.stack.region)
     return BatchesApiClient(cloud.api_url, session=session)
 
 

@@ -15,6 +15,7 @@ from botocore.config import Config
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from orderbatch.localcloud.lambda_service import FunctionSpec, LambdaService
+from orderbatch.project import DUMMY_CREDENTIALS
 
 FIXTURE_FUNCTIONS = Path(__file__).resolve().parent / "fixture_functions"
 
@@ -43,8 +44,7 @@ class ServedLambda:
             "lambda",
             endpoint_url=self.endpoint,
             region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+            **DUMMY_CREDENTIALS,
             config=Config(**settings),
         )
 

@@ -14,10 +14,10 @@ import boto3
 import pytest
 
 from orderbatch.api_client import BatchesApiClient
-from orderbatch.audit import AuditReport, BatchLocations, audit_batch, body_runs_from_logs
+from orderbatch.audit import AuditReport, BatchLocations
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.project import PROJECT_ROOT, inventory_fixture
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
 
 pytestmark = pytest.mark.e2e
 
@@ -49,9 +49,7 @@ def cloud() -> Iterator[LocalCloud]:
 
 @pytest.fixture(scope="module")
 def api(cloud: LocalCloud) -> BatchesApiClient:
-    session = boto3.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
-    )
+    session = boto3.Session(**DUMMY_CREDENTIALS, region_name="us-east-1")
     return BatchesApiClient(cloud.api_url, session=session)
 
 
@@ -113,14 +111,8 @@ def wait_for(cloud: LocalCloud, batch_id: str, timeout: float = 240.0) -> str:
 
 
 def audit(cloud: LocalCloud, batch_id: str) -> AuditReport:
-    return audit_batch(
-        batch_id,
-        BatchLocations.from_outputs(cloud.stack.outputs),
-        stepfunctions=cloud.client("stepfunctions"),
-        dynamodb=cloud.client("dynamodb"),
-        s3=cloud.client("s3"),
-        body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
-    )
+    report: AuditReport = cloud.audit(batch_id)
+    return report
 
 
 def outcomes_by_index(api: BatchesApiClient, batch_id: str) -> dict[int, dict[str, Any]]:

@@ -18,11 +18,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orderbatch.api_client import BatchesApiClient
+from orderbatch.app_batches import fixture_skus, generate_orders
 from orderbatch.audit import BatchLocations, body_runs_from_logs
-from orderbatch.commands.demo import fixture_skus, generate_orders
+from orderbatch.aws_limits import THROTTLE_ERROR
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.project import PROJECT_ROOT, inventory_fixture
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
 
 pytestmark = pytest.mark.e2e
 
@@ -44,9 +45,7 @@ def cloud() -> Iterator[LocalCloud]:
 
 @pytest.fixture(scope="module")
 def api(cloud: LocalCloud) -> BatchesApiClient:
-    session = boto3.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
-    )
+    session = boto3.Session(**DUMMY_CREDENTIALS, region_name="us-east-1")
     return BatchesApiClient(cloud.api_url, session=session)
 
 
@@ -187,9 +186,7 @@ def throttled_task_failures(cloud: LocalCloud, execution_arn: str) -> int:
     for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
         for event in page["events"]:
             details = event.get("taskFailedEventDetails") or {}
-            count += (
-                event["type"] == "TaskFailed" and details.get("error") == "Lambda.TooManyRequestsException"
-            )
+            count += event["type"] == "TaskFailed" and details.get("error") == THROTTLE_ERROR
     return count
 
 

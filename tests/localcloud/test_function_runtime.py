@@ -34,6 +34,7 @@ from orderbatch.localcloud.lambda_service.runtimes import (
     RuntimeUnavailableError,
     find_interpreter,
 )
+from orderbatch.project import DUMMY_CREDENTIALS
 
 pytestmark = pytest.mark.e2e
 
@@ -335,8 +336,7 @@ def test_a_stop_signal_mid_invocation_leaves_no_runtime_emulator_or_server_behin
         "lambda",
         endpoint_url=endpoint,
         region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
+        **DUMMY_CREDENTIALS,
         config=Config(retries={"total_max_attempts": 1}, read_timeout=120),
     )
     outcome: list[Any] = []

@@ -20,14 +20,14 @@ import pytest
 from samcli.yamlhelper import yaml_dump, yaml_parse
 
 from orderbatch.api_client import BatchesApiClient
+from orderbatch.app_batches import fixture_skus, generate_orders
 from orderbatch.audit import BatchLocations
-from orderbatch.commands.demo import fixture_skus, generate_orders
 from orderbatch.commands.local import register
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.localcloud.iam import Access, IamEnforcer, build_roles, requested_access
 from orderbatch.localcloud.stack import load_stack
-from orderbatch.project import PROJECT_ROOT, inventory_fixture
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 PROBE_TEMPLATE = Path(__file__).resolve().parent / "iam_fixture" / "template.yaml"
@@ -180,9 +180,7 @@ def test_the_app_template_runs_inline_and_s3_batches_with_iam_enforced(tmp_path:
     try:
         assert not [line for line in cloud.stack.not_honoured if "IAM" in line or "role" in line]
         locations = BatchLocations.from_outputs(cloud.stack.outputs)
-        session = boto3.Session(
-            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
-        )
+        session = boto3.Session(**DUMMY_CREDENTIALS, region_name=REGION)
         api = BatchesApiClient(cloud.api_url, session=session)
         skus = fixture_skus(TEMPLATE)
         inline = generate_orders(4, skus, prefix="iam-inline")

@@ -11,6 +11,7 @@ import pytest
 from moto import mock_aws
 
 from orderbatch.localcloud.lambda_service import MetricsPublisher, TooManyRequestsError
+from orderbatch.project import DUMMY_CREDENTIALS
 
 
 def statistic(cloudwatch: Any, metric: str, stat: str, function_name: str | None = None) -> float:
@@ -42,8 +43,7 @@ def test_invocations_throttles_errors_duration_and_concurrency_are_published(
         cloudwatch = boto3.client(
             "cloudwatch",
             region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+            **DUMMY_CREDENTIALS,
         )
         publisher = MetricsPublisher(service, cloudwatch)
         assert publisher.publish_once() > 0

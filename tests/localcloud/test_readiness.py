@@ -16,7 +16,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from orderbatch.localcloud.cloud import HEALTH_PATH, LocalCloud, LocalCloudConfig
-from orderbatch.project import PROJECT_ROOT
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -28,8 +28,7 @@ def _client(endpoint: str, service: str, **config: Any) -> Any:
         service,  # type: ignore[call-overload]
         endpoint_url=endpoint,
         region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
+        **DUMMY_CREDENTIALS,
         config=Config(**config),
     )
 

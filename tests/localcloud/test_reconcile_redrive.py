@@ -19,12 +19,12 @@ import boto3
 import pytest
 
 from orderbatch.api_client import BatchesApiClient
+from orderbatch.app_batches import fixture_skus, generate_orders
 from orderbatch.audit import AuditedOrder, BatchLocations, audit_orders, body_runs_from_logs
 from orderbatch.cli import main
-from orderbatch.commands.demo import fixture_skus, generate_orders
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.project import PROJECT_ROOT, inventory_fixture
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
 
 pytestmark = pytest.mark.e2e
 
@@ -62,9 +62,7 @@ def operator_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def api(cloud: LocalCloud) -> BatchesApiClient:
-    session = boto3.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
-    )
+    session = boto3.Session(**DUMMY_CREDENTIALS, region_name="us-east-1")
     return BatchesApiClient(cloud.api_url, session=session, max_attempts=10)
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 
 pytestmark = pytest.mark.e2e
@@ -36,10 +36,8 @@ def run(cloud: LocalCloud, logical_id: str, document: dict[str, Any]) -> tuple[d
     sfn = cloud.client("stepfunctions")
     arn = cloud.stack.state_machine(logical_id).arn
     execution = sfn.start_execution(stateMachineArn=arn, input=json.dumps(document))["executionArn"]
-    deadline = time.monotonic() + 60
-    while (described := sfn.describe_execution(executionArn=execution))["status"] == "RUNNING":
-        assert time.monotonic() < deadline, f"{logical_id} still running after 60 s"
-        time.sleep(0.1)
+    wait_for_execution(sfn, execution, timeout=60, poll_seconds=0.1)
+    described = sfn.describe_execution(executionArn=execution)
     return described, sfn.get_execution_history(executionArn=execution)["events"]
 
 

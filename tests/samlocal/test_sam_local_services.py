@@ -25,7 +25,7 @@ from samlocal_support import BIN, SamService, ServedDocker, free_port, record_ca
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.localcloud.docker_api.sam_env import sam_env_vars
-from orderbatch.project import PROJECT_ROOT, inventory_fixture
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
 
 pytestmark = pytest.mark.e2e
 
@@ -115,8 +115,7 @@ def test_start_lambda_answers_boto3(
         "lambda",
         endpoint_url=start_lambda.url,
         region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
+        **DUMMY_CREDENTIALS,
         config=Config(retries={"total_max_attempts": 1}, read_timeout=120),
     )
     mark = docker.mark()

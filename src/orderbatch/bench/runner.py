@@ -16,6 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from order_processing.contract import (
+    BATCH_FUNCTIONS,
+    COMPENSATION_FUNCTION,
+    ORDER_STEP_FUNCTIONS,
+    SUMMARIZE_BATCH_FUNCTION,
+)
 from orderbatch.bench import resources
 from orderbatch.bench.counters import DynamoDBWriteCounter
 from orderbatch.bench.history import analyse_history, read_history
@@ -27,16 +33,10 @@ from orderbatch.bench.model import (
     lower_bound_seconds,
 )
 from orderbatch.bench.scenarios import Scenario
+from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 
-STEP_FUNCTIONS = (
-    "ValidateOrderFunction",
-    "ReserveInventoryFunction",
-    "ChargePaymentFunction",
-    "ConfirmOrderFunction",
-)
-COMPENSATION_FUNCTION = "CancelOrderFunction"
-SUMMARY_FUNCTION = "SummarizeBatchFunction"
-BATCH_FUNCTIONS = (*STEP_FUNCTIONS, COMPENSATION_FUNCTION, SUMMARY_FUNCTION)
+STEP_FUNCTIONS = ORDER_STEP_FUNCTIONS
+SUMMARY_FUNCTION = SUMMARIZE_BATCH_FUNCTION
 # The neighbour holds its share for this fraction of the run it would force if it never left.
 NEIGHBOUR_RUN_FRACTION = 0.75
 POLL_SECONDS = 0.5
@@ -87,7 +87,7 @@ def scenario_deadline(bound: float, settings: BenchSettings) -> float:
 def run_scenario(
     scenario: Scenario, settings: BenchSettings, prices: UnitPrices, progress: Progress | None = None
 ) -> dict[str, Any]:
-    from orderbatch.commands.demo import fixture_skus, generate_orders
+    from orderbatch.app_batches import fixture_skus, generate_orders
     from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
     from orderbatch.project import inventory_fixture
 
@@ -159,7 +159,7 @@ def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
 def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
     """Drive `quota` warm-up orders through every step at once, so each function has `quota` warm
     environments, as an account in steady state would; init time is reported, not mixed into the batch."""
-    from orderbatch.commands.demo import fixture_skus, generate_orders
+    from orderbatch.app_batches import fixture_skus, generate_orders
     from orderbatch.localcloud.lambda_service import LambdaApiError
 
     service = cloud.lambda_service
@@ -230,7 +230,7 @@ class _BatchRun:
         return {"batch_id": self.batch_id, "source": {"bucket": bucket, "key": key}}
 
     def execute(self, deadline_seconds: float) -> dict[str, Any]:
-        from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+        from orderbatch.audit import BatchLocations
 
         cloud = self.cloud
         service = cloud.lambda_service
@@ -250,25 +250,31 @@ class _BatchRun:
             stateMachineArn=locations.state_machine_arn, name=self.batch_id, input=json.dumps(self._input())
         )["executionArn"]
         started = time.monotonic()
-        status = "RUNNING"
-        timed_out = False
-        while status == "RUNNING":
-            elapsed = time.monotonic() - started
-            if elapsed > deadline_seconds:
-                sfn.stop_execution(executionArn=execution_arn, cause="benchmark deadline")
-                timed_out = True
-                break
-            if self.progress is not None:
+        progress = self.progress
+
+        def report_progress(_status: str, elapsed: float) -> None:
+            if progress is not None:
                 now = service.stats(include_timeseries=False)["functions"]
-                self.progress(
+                progress(
                     self.scenario.name,
                     min(len(self.orders), _finished_orders(before, now)),
                     len(self.orders),
                     elapsed,
                     _sum_throttles(now) - _sum_throttles(before),
                 )
-            time.sleep(POLL_SECONDS)
-            status = sfn.describe_execution(executionArn=execution_arn)["status"]
+
+        timed_out = False
+        try:
+            wait_for_execution(
+                sfn,
+                execution_arn,
+                timeout=deadline_seconds,
+                poll_seconds=POLL_SECONDS,
+                on_poll=report_progress,
+            )
+        except ExecutionStillRunningError:
+            sfn.stop_execution(executionArn=execution_arn, cause="benchmark deadline")
+            timed_out = True
         wall_seconds = time.monotonic() - started
         peak.stop()
         cpu = resources.cpu_seconds() - cpu_before
@@ -278,14 +284,7 @@ class _BatchRun:
         execution = sfn.describe_execution(executionArn=execution_arn)
         definition = json.loads(cloud.stack.state_machine().definition)
         history = analyse_history(read_history(sfn, execution_arn), definition["States"])
-        report = audit_batch(
-            self.batch_id,
-            locations,
-            stepfunctions=sfn,
-            dynamodb=dynamodb,
-            s3=cloud.client("s3"),
-            body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
-        )
+        report = cloud.audit(self.batch_id)
         failure_errors = _failure_errors(dynamodb, locations.orders_table, self.batch_id)
         summary = json.loads(execution["output"]) if execution.get("output") else {}
         failure_codes = Counter(

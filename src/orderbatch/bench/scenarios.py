@@ -11,11 +11,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-THROTTLE_ERROR = "Lambda.TooManyRequestsException"
-
-# The API's limit on orders in the execution input (MAX_INLINE_ORDERS, the inline Map); larger batches
-# go to S3 and the Distributed Map, as the app itself routes them.
-MAX_INLINE_ORDERS = 500
+from order_processing.contract import MAX_INLINE_ORDERS
+from orderbatch.aws_limits import THROTTLE_ERROR
 
 # AWS's "Handle Lambda service exceptions" page, as published: TooManyRequests is named there but not listed.
 DOCS_RETRIER: dict[str, Any] = {

@@ -24,14 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from order_processing.contract import BATCH_FUNCTIONS, COMPENSATION_FUNCTION
 from orderbatch.bench import resources
 from orderbatch.bench.report import figure_png
-from orderbatch.bench.runner import (
-    BATCH_FUNCTIONS,
-    COMPENSATION_FUNCTION,
-    MACHINE_SECONDS_PER_ORDER,
-    STEP_FUNCTIONS,
-)
+from orderbatch.bench.runner import MACHINE_SECONDS_PER_ORDER, STEP_FUNCTIONS
 from orderbatch.bench.scenarios import SOAK
 
 # Crash points every task function reaches: the first AWS call of each is the idempotency record's put.
@@ -162,8 +158,8 @@ def format_interval(interval: Interval) -> str:
 
 class SoakRun:
     def __init__(self, cloud: Any, settings: SoakSettings, announce: Announce) -> None:
+        from orderbatch.app_batches import fixture_skus
         from orderbatch.audit import BatchLocations
-        from orderbatch.commands.demo import fixture_skus
 
         self.cloud = cloud
         self.settings = settings
@@ -210,7 +206,7 @@ class SoakRun:
         self._report(started)
 
     def _submit(self) -> _Batch:
-        from orderbatch.commands.demo import generate_orders
+        from orderbatch.app_batches import generate_orders
 
         self.submitted += 1
         source = BATCH_SOURCES[(self.submitted - 1) % len(BATCH_SOURCES)]

@@ -9,8 +9,7 @@ from typing import Any
 
 import boto3
 
-from orderbatch.commands.local import DEFAULT_STATE_DIR
-from orderbatch.project import default_endpoint, default_template
+from orderbatch.project import DEFAULT_STATE_DIR, DUMMY_CREDENTIALS, default_template, local_cloud_endpoint
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,15 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+    from orderbatch.app_batches import audit_stack_batch
 
     session = boto3.Session(region_name=args.region)
-    endpoint = None if args.stack else (args.endpoint or default_endpoint())
+    endpoint = None if args.stack else (args.endpoint or local_cloud_endpoint())
     if endpoint and session.get_credentials() is None:
-        # The local cloud accepts any credentials; without some, boto3 would refuse to sign.
-        session = boto3.Session(
-            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=args.region
-        )
+        session = boto3.Session(**DUMMY_CREDENTIALS, region_name=args.region)
 
     def client(service: str) -> Any:
         region = args.region or session.region_name or "us-east-1"
@@ -59,14 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
         outputs = load_stack(args.template or default_template()).outputs
     log_dir = None if args.no_logs else (args.logs or _default_log_dir(args))
-    report = audit_batch(
-        args.batch_id,
-        BatchLocations.from_outputs(outputs),
-        stepfunctions=client("stepfunctions"),
-        dynamodb=client("dynamodb"),
-        s3=client("s3"),
-        body_runs=body_runs_from_logs(log_dir) if log_dir else None,
-    )
+    report = audit_stack_batch(args.batch_id, outputs, client, log_dir=log_dir)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

@@ -10,10 +10,9 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
-from orderbatch.project import default_endpoint, default_template
-
-TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
-EXECUTION_INPUT_LIMIT_BYTES = 256 * 1024
+from orderbatch.aws_limits import MAX_STATE_PAYLOAD_BYTES
+from orderbatch.executions import FINISHED_STATUSES
+from orderbatch.project import DUMMY_CREDENTIALS, default_template, local_cloud_endpoint
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,7 +53,7 @@ def _client(args: argparse.Namespace) -> Any:
     from orderbatch.api_client import BatchesApiClient, local_api_url
 
     return BatchesApiClient(
-        args.api or local_api_url(args.endpoint or default_endpoint()), region=args.region
+        args.api or local_api_url(args.endpoint or local_cloud_endpoint()), region=args.region
     )
 
 
@@ -82,7 +81,7 @@ def _report(args: argparse.Namespace, status: int, body: dict[str, Any]) -> int:
 
 
 def run_submit(args: argparse.Namespace) -> int:
-    from orderbatch.commands.demo import fixture_skus, generate_orders
+    from orderbatch.app_batches import fixture_skus, generate_orders
 
     if args.generate is not None:
         batch_id = args.batch_id or f"batch-{time.strftime('%Y%m%dT%H%M%S')}"
@@ -109,7 +108,7 @@ def run_submit(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         current = client.status(batch_id)
-        if current.body.get("status") in TERMINAL or current.status >= 400:
+        if current.body.get("status") in FINISHED_STATUSES or current.status >= 400:
             return _report(args, current.status, current.body)
         time.sleep(2.0)
     print(f"orderbatch: batch {batch_id} still running after {args.timeout:.0f} s")
@@ -118,7 +117,7 @@ def run_submit(args: argparse.Namespace) -> int:
 
 def _too_large_for_inline(batch: dict[str, Any]) -> bool:
     """Step Functions refuses execution input over 256 KiB: such a batch can only go through S3."""
-    return "orders" in batch and len(json.dumps(batch).encode()) > EXECUTION_INPUT_LIMIT_BYTES
+    return "orders" in batch and len(json.dumps(batch).encode()) > MAX_STATE_PAYLOAD_BYTES
 
 
 def _upload_orders(args: argparse.Namespace, batch: dict[str, Any]) -> dict[str, str]:
@@ -136,12 +135,8 @@ def _upload_orders(args: argparse.Namespace, batch: dict[str, Any]) -> dict[str,
         bucket = load_stack(default_template()).outputs["BatchBucketName"]
     session = boto3.Session(region_name=args.region)
     if local and session.get_credentials() is None:
-        session = boto3.Session(
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name=args.region or "us-east-1",
-        )
-    s3 = session.client("s3", endpoint_url=(args.endpoint or default_endpoint()) if local else None)
+        session = boto3.Session(**DUMMY_CREDENTIALS, region_name=args.region or "us-east-1")
+    s3 = session.client("s3", endpoint_url=(args.endpoint or local_cloud_endpoint()) if local else None)
     key = f"incoming/{batch['batch_id']}.json"
     s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(batch["orders"]).encode())
     return {"bucket": bucket, "key": key}

@@ -11,8 +11,8 @@ Exits non-zero if any figure is not what it must be.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import random
 import sys
 import threading
 import time
@@ -23,16 +23,18 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from orderbatch.project import default_template, inventory_fixture
-
-DIRECT_FUNCTION = "ValidateOrderFunction"
-TASK_FUNCTIONS = (
-    "ValidateOrderFunction",
-    "ReserveInventoryFunction",
-    "ChargePaymentFunction",
-    "ConfirmOrderFunction",
-    "CancelOrderFunction",
+from order_processing.contract import (
+    CHARGE_PAYMENT_FUNCTION,
+    PER_ORDER_FUNCTIONS,
+    STEP_LOG_NAMES,
+    VALIDATE_ORDER_FUNCTION,
 )
+from orderbatch.app_batches import fixture_skus, generate_orders
+from orderbatch.aws_limits import THROTTLE_ERROR
+from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
+from orderbatch.project import DUMMY_CREDENTIALS, default_template, inventory_fixture
+
+DIRECT_FUNCTION = VALIDATE_ORDER_FUNCTION
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,35 +53,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--timeout", type=float, default=170.0, help="seconds to wait for the batch")
     demo.add_argument("--json", action="store_true", help="print the figures as one JSON document")
     demo.set_defaults(func=run)
-
-
-def generate_orders(count: int, skus: list[str], *, prefix: str, seed: int = 7) -> list[dict[str, Any]]:
-    rng = random.Random(seed)
-    orders = []
-    for number in range(1, count + 1):
-        lines = rng.sample(skus, k=rng.randint(1, 3))
-        orders.append(
-            {
-                "order_id": f"{prefix}-{number:05d}",
-                "customer_id": f"customer-{rng.randint(1, 50):03d}",
-                "currency": "USD",
-                "items": [
-                    {
-                        "sku": sku,
-                        "quantity": rng.randint(1, 3),
-                        "unit_price": f"{rng.randint(100, 5000) / 100:.2f}",
-                    }
-                    for sku in lines
-                ],
-            }
-        )
-    return orders
-
-
-def fixture_skus(template: Path) -> list[str]:
-    data = json.loads(inventory_fixture(template).read_text())
-    items = data.get("items", data) if isinstance(data, dict) else data
-    return [item["sku"] for item in items if int(item.get("stock", 0)) >= 1000]
 
 
 class Demo:
@@ -230,7 +203,7 @@ class Demo:
     # ------------------------------------------------------------------ part 2
     def batch(self, cloud: Any) -> None:
         from orderbatch.api_client import BatchesApiClient
-        from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+        from orderbatch.audit import BatchLocations
 
         count = self.args.orders
         batch_id = f"demo-{datetime.now(UTC):%Y%m%dT%H%M%S}"
@@ -241,9 +214,7 @@ class Demo:
         )
         import boto3
 
-        session = boto3.Session(
-            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=cloud.stack.region
-        )
+        session = boto3.Session(**DUMMY_CREDENTIALS, region_name=cloud.stack.region)
         api = BatchesApiClient(cloud.api_url, session=session)
         throttles_before = self.task_throttles(cloud)
         submitted = api.submit({"batch_id": batch_id, "orders": orders})
@@ -257,15 +228,13 @@ class Demo:
 
         locations = BatchLocations.from_outputs(cloud.stack.outputs)
         dynamodb = cloud.client("dynamodb")
-        deadline = time.monotonic() + self.args.timeout
         started = time.monotonic()
-        status: dict[str, Any] = {}
         sfn = cloud.client("stepfunctions")
         execution_arn = locations.execution_arn(batch_id)
+
         # Progress is read from Step Functions and DynamoDB, not from GET /batches: with MaxConcurrency
         # above the quota the API's own function is throttled too, which is the point of this part.
-        while time.monotonic() < deadline:
-            status = {"status": sfn.describe_execution(executionArn=execution_arn)["status"]}
+        def show_progress(execution_status: str, elapsed: float) -> None:
             finished = dynamodb.scan(
                 TableName=locations.orders_table,
                 Select="COUNT",
@@ -275,13 +244,14 @@ class Demo:
             )["Count"]
             throttles = self.task_throttles(cloud) - throttles_before
             self.say(
-                f"\r   {time.monotonic() - started:5.1f} s  orders finished {finished:4d}/{count}  "
-                f"429s absorbed so far {throttles:4d}  status {status.get('status')}   ",
+                f"\r   {elapsed:5.1f} s  orders finished {finished:4d}/{count}  "
+                f"429s absorbed so far {throttles:4d}  status {execution_status}   ",
                 end="",
             )
-            if status.get("status") not in (None, "RUNNING"):
-                break
-            time.sleep(1.0)
+
+        # Past the timeout the batch is judged as it stands: the status check below reports it.
+        with contextlib.suppress(ExecutionStillRunningError):
+            wait_for_execution(sfn, execution_arn, timeout=self.args.timeout, on_poll=show_progress)
         self.say()
         makespan = time.monotonic() - started
         status = api.status(batch_id).body
@@ -293,19 +263,9 @@ class Demo:
         for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
             for event in page["events"]:
                 details = event.get("taskFailedEventDetails") or {}
-                if (
-                    event["type"] == "TaskFailed"
-                    and details.get("error") == "Lambda.TooManyRequestsException"
-                ):
+                if event["type"] == "TaskFailed" and details.get("error") == THROTTLE_ERROR:
                     throttled_task_events += 1
-        report = audit_batch(
-            batch_id,
-            locations,
-            stepfunctions=sfn,
-            dynamodb=dynamodb,
-            s3=cloud.client("s3"),
-            body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
-        )
+        report = cloud.audit(batch_id)
         runs_per_order = self.body_runs_per_order(report, cloud, batch_id)
         throttles = self.task_throttles(cloud) - throttles_before
         self.say(
@@ -349,7 +309,7 @@ class Demo:
         runs = body_runs_from_logs(cloud.state_dir / "logs")
         per_order: dict[str, int] = {}
         for (step, order_id), count in runs.items():
-            if order_id.startswith(batch_id) and step == "charge_payment":
+            if order_id.startswith(batch_id) and step == STEP_LOG_NAMES[CHARGE_PAYMENT_FUNCTION]:
                 per_order[order_id] = count
         histogram: dict[str, int] = {}
         for count in per_order.values():
@@ -359,7 +319,9 @@ class Demo:
     @staticmethod
     def task_throttles(cloud: Any) -> int:
         functions = cloud.lambda_service.stats(include_timeseries=False)["functions"]
-        return sum(sum(functions[name]["throttles"].values()) for name in TASK_FUNCTIONS if name in functions)
+        return sum(
+            sum(functions[name]["throttles"].values()) for name in PER_ORDER_FUNCTIONS if name in functions
+        )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from orderbatch.doctor import (
         AwsClients,
         account_from_limit,
-        default_endpoint,
         diagnose,
+        endpoint_override,
         format_report,
         read_account_concurrency,
         read_stack,
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     region = (
         args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     )
-    clients = AwsClients(endpoint_url=args.endpoint or default_endpoint(), region_name=region)
+    clients = AwsClients(endpoint_url=args.endpoint or endpoint_override(), region_name=region)
     try:
         if args.stack:
             model = read_stack(args.stack, clients)

@@ -11,10 +11,15 @@ from typing import Any
 
 from orderbatch.localcloud.lambda_service.faults import FAULT_KINDS
 from orderbatch.localcloud.stepfunctions.histories import DEFAULT_MAX_EVENTS_IN_MEMORY
-from orderbatch.project import DEFAULT_LOCAL_PORT, default_endpoint, default_template, inventory_fixture
+from orderbatch.project import (
+    DEFAULT_LOCAL_PORT,
+    DEFAULT_STATE_DIR,
+    default_template,
+    inventory_fixture,
+    local_cloud_endpoint,
+)
 
 # Where `local up` keeps its state (the environments' logs); `orderbatch audit` reads the logs from here.
-DEFAULT_STATE_DIR = Path(".orderbatch") / "local"
 STATE_DIR_MARKER = ".orderbatch-local-state"
 FAULT_FLAG_FORMAT = "FUNCTION:KIND[:key=value,...]"
 
@@ -344,7 +349,7 @@ def group_not_honoured(lines: list[str]) -> dict[str, list[str]]:
 
 
 def run_env(args: argparse.Namespace) -> int:
-    endpoint = args.endpoint or default_endpoint()
+    endpoint = args.endpoint or local_cloud_endpoint()
     print(f"export AWS_ENDPOINT_URL={endpoint}")
     print("export AWS_ACCESS_KEY_ID=testing")
     print("export AWS_SECRET_ACCESS_KEY=testing")

@@ -14,7 +14,8 @@ import time
 from http import HTTPStatus
 from typing import Any
 
-from orderbatch.commands.batches import TERMINAL, _add_target_arguments, _client
+from orderbatch.commands.batches import _add_target_arguments, _client
+from orderbatch.executions import FINISHED_STATUSES
 
 ACTIONS = ("completed", "compensated", "already_final", "held_elsewhere")
 # Orders whose line the text report prints: the ones reconcile changed or could not touch.
@@ -119,7 +120,7 @@ def run_redrive(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         current = client.status(args.batch_id)
-        if current.status >= 400 or current.body.get("status") in TERMINAL:
+        if current.status >= 400 or current.body.get("status") in FINISHED_STATUSES:
             _print_redrive(args, response.body, current.body)
             return 0 if current.body.get("status") == "SUCCEEDED" else 1
         time.sleep(2.0)

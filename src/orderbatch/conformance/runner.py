@@ -40,6 +40,7 @@ from orderbatch.conformance.outcome import (
     outcome_from_events,
     scheduled_attempts,
 )
+from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCOUNT = "123456789012"
@@ -430,12 +431,11 @@ def _local_outcome(
 
 
 def _finished_history(stepfunctions: Any, execution_arn: str, timeout: float) -> list[dict[str, Any]] | None:
-    deadline = time.monotonic() + timeout
-    while stepfunctions.describe_execution(executionArn=execution_arn)["status"] == "RUNNING":
-        if time.monotonic() > deadline:
-            stepfunctions.stop_execution(executionArn=execution_arn)
-            return None
-        time.sleep(POLL_SECONDS)
+    try:
+        wait_for_execution(stepfunctions, execution_arn, timeout=timeout, poll_seconds=POLL_SECONDS)
+    except ExecutionStillRunningError:
+        stepfunctions.stop_execution(executionArn=execution_arn)
+        return None
     events: list[dict[str, Any]] = []
     paginator = stepfunctions.get_paginator("get_execution_history")
     for page in paginator.paginate(executionArn=execution_arn):

@@ -12,13 +12,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from orderbatch.aws_limits import (
+    DISTRIBUTED_MAP_CONCURRENCY_LIMIT,
+    INLINE_MAP_CONCURRENCY_LIMIT,
+)
 from orderbatch.lint.template_model import (
     LambdaFunction,
     StateMachine,
     function_reference,
 )
 
-THROTTLE_ERROR = "Lambda.TooManyRequestsException"
 IN_PROGRESS_ERROR = "IdempotencyAlreadyInProgressError"
 CATCH_ALL_ERRORS = ("States.ALL", "States.TaskFailed")
 
@@ -27,10 +30,6 @@ DEFAULT_INTERVAL_SECONDS = 1.0
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_BACKOFF_RATE = 2.0
 
-# How many iterations run at once when MaxConcurrency is unset (or 0): inline Map runs at most
-# about 40, a Distributed Map up to 10,000 child executions.
-INLINE_MAP_CONCURRENCY_LIMIT = 40
-DISTRIBUTED_MAP_CONCURRENCY_LIMIT = 10_000
 
 _LAMBDA_INVOKE = re.compile(
     r"^arn:(?:aws[a-z-]*|\$\{AWS::Partition\}):states:::lambda:invoke(?P<callback>\.waitForTaskToken)?$"

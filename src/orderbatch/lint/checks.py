@@ -10,9 +10,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from orderbatch.aws_limits import (
+    DISTRIBUTED_MAP_CONCURRENCY_LIMIT,
+    INLINE_MAP_CONCURRENCY_LIMIT,
+    THROTTLE_ERROR,
+)
 from orderbatch.lint.asl import (
     IN_PROGRESS_ERROR,
-    THROTTLE_ERROR,
     AslPath,
     LambdaTask,
     MapState,
@@ -114,13 +118,15 @@ RULES: dict[str, RuleSpec] = {
             "E9520",
             "DistributedMapUnbounded",
             "Distributed Map has no MaxConcurrency",
-            "A Distributed Map without MaxConcurrency runs up to 10,000 children at once.",
+            "A Distributed Map without MaxConcurrency runs up to "
+            f"{DISTRIBUTED_MAP_CONCURRENCY_LIMIT:,} children at once.",
         ),
         RuleSpec(
             "W9521",
             "InlineMapUnbounded",
             "Inline Map has no MaxConcurrency",
-            "An inline Map without MaxConcurrency runs up to 40 iterations at once.",
+            "An inline Map without MaxConcurrency runs up to "
+            f"{INLINE_MAP_CONCURRENCY_LIMIT} iterations at once.",
         ),
         RuleSpec(
             "W9522",
@@ -215,7 +221,7 @@ def _seconds(value: float) -> str:
 
 
 _THROTTLE_RETRIER = (
-    '{"ErrorEquals": ["Lambda.TooManyRequestsException"], "IntervalSeconds": 1, "MaxAttempts": 6, '
+    f'{{"ErrorEquals": ["{THROTTLE_ERROR}"], "IntervalSeconds": 1, "MaxAttempts": 6, '
     '"BackoffRate": 2, "MaxDelaySeconds": 30, "JitterStrategy": "FULL"}'
 )
 
@@ -434,15 +440,17 @@ def _map_findings(
                 yield Finding(
                     "E9520",
                     path,
-                    f"{where}: Distributed Map without MaxConcurrency (or 0) runs up to 10,000 child "
-                    "executions at once, ten times the default Lambda quota. Set MaxConcurrency below your "
+                    f"{where}: Distributed Map without MaxConcurrency (or 0) runs up to "
+                    f"{DISTRIBUTED_MAP_CONCURRENCY_LIMIT:,} child executions at once, ten times the default "
+                    "Lambda quota. Set MaxConcurrency below your "
                     "unreserved concurrency (see `orderbatch doctor`).",
                 )
             else:
                 yield Finding(
                     "W9521",
                     path,
-                    f"{where}: inline Map without MaxConcurrency (or 0) runs up to 40 iterations at once. "
+                    f"{where}: inline Map without MaxConcurrency (or 0) runs up to "
+                    f"{INLINE_MAP_CONCURRENCY_LIMIT} iterations at once. "
                     "Set MaxConcurrency to what the invoked functions' concurrency allows.",
                 )
             continue

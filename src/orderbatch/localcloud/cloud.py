@@ -44,8 +44,8 @@ from orderbatch.localcloud.stepfunctions import (
 )
 from orderbatch.localcloud.stepfunctions.mock_config import MockConfig, mock_config_path, use_mock_config
 from orderbatch.localcloud.stepfunctions.task_clients import give_task_roles_credentials
+from orderbatch.project import DUMMY_CREDENTIALS
 
-DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 # The deployment's own calls carry this key: they are the only ones served before the template is deployed.
 DEPLOYER_CREDENTIALS = {"aws_access_key_id": "orderbatch-deployer", "aws_secret_access_key": "deployer"}
 HEALTH_PATH = "/_orderbatch/health"
@@ -280,16 +280,9 @@ class LocalCloud:
 
     def audit(self, batch_id: str) -> Any:
         """The exactly-once audit of a batch run here, body runs counted from this cloud's logs."""
-        from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+        from orderbatch.app_batches import audit_stack_batch
 
-        return audit_batch(
-            batch_id,
-            BatchLocations.from_outputs(self.stack.outputs),
-            stepfunctions=self.client("stepfunctions"),
-            dynamodb=self.client("dynamodb"),
-            s3=self.client("s3"),
-            body_runs=body_runs_from_logs(self.state_dir / "logs"),
-        )
+        return audit_stack_batch(batch_id, self.stack.outputs, self.client, log_dir=self.state_dir / "logs")
 
     def flush_metrics(self) -> None:
         """Publish the Lambda metrics gathered so far now, instead of at the next tick."""

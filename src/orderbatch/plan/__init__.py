@@ -6,10 +6,10 @@ billed transitions, Lambda GB-s, DynamoDB writes and the cost per million orders
 """
 
 from orderbatch.plan.durations import Duration
-from orderbatch.plan.results import PlanResult, RunCounters, TimelinePoint
+from orderbatch.plan.results import AttemptRecord, PlanResult, RunCounters, TimelinePoint
 from orderbatch.plan.retry import RetryPolicy
 from orderbatch.plan.settings import PlanSettings, parse_neighbour
-from orderbatch.plan.simulator import AttemptRecord, plan_lower_bound, simulate
+from orderbatch.plan.simulator import plan_lower_bound, simulate
 from orderbatch.plan.workflow import RETRIER_TRANSFORMS, TaskStep, Workflow, extract_workflows, load_workflow
 
 __all__ = [

@@ -9,8 +9,17 @@ from orderbatch.bench.model import MeasuredWork, UnitPrices, cost_per_million_or
 
 if TYPE_CHECKING:
     from orderbatch.plan.settings import PlanSettings
-    from orderbatch.plan.simulator import AttemptRecord
     from orderbatch.plan.workflow import Workflow
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One call attempt of a traced order (``PlanSettings.trace_orders``)."""
+
+    order: int
+    step: str
+    time_seconds: float
+    admitted: bool
 
 
 class TimelinePoint(NamedTuple):

@@ -1,6 +1,6 @@
 """What a plan assumes about the load and the account, with AWS's quotas as defaults.
 
-Every default names its source: FIELD-NOTES.md (Lambda and Step Functions quotas), the benchmark
+Every default names its source: AWS's quota pages (through orderbatch.aws_limits), the benchmark
 (d = 0.5 s of work per step), or says it is an assumption to replace with your own measurement.
 """
 
@@ -10,24 +10,33 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from orderbatch.aws_limits import (
+    LAMBDA_DEFAULT_ACCOUNT_CONCURRENCY,
+    LAMBDA_SCALING_ENVIRONMENTS_PER_WINDOW,
+    LAMBDA_SCALING_WINDOW_SECONDS,
+    SMALL_REGION_STATE_TRANSITIONS_PER_SECOND,
+    START_EXECUTIONS_PER_SECOND,
+    STATE_TRANSITIONS_BURST,
+    STATE_TRANSITIONS_PER_SECOND,
+)
 from orderbatch.bench.model import Neighbour
 from orderbatch.plan.durations import DEFAULT_MEAN_SECONDS, Duration
 
-# Lambda: 1,000 concurrent executions per Region by default (FIELD-NOTES "Lambda throttling").
-DEFAULT_ACCOUNT_CONCURRENCY = 1000
-# Lambda scaling: each function adds at most 1,000 execution environments every 10 seconds.
-SCALING_ENVIRONMENTS = 1000
-SCALING_WINDOW_SECONDS = 10.0
+# Lambda: 1,000 concurrent executions per Region by default; each function adds at most 1,000
+# execution environments every 10 seconds (Lambda quotas and scaling pages).
+DEFAULT_ACCOUNT_CONCURRENCY = LAMBDA_DEFAULT_ACCOUNT_CONCURRENCY
+SCALING_ENVIRONMENTS = LAMBDA_SCALING_ENVIRONMENTS_PER_WINDOW
+SCALING_WINDOW_SECONDS = LAMBDA_SCALING_WINDOW_SECONDS
 # Step Functions Standard state transitions: a token bucket of 5,000, refilled 5,000/s in the largest
-# Regions (800/s elsewhere); StartExecution 300/s (FIELD-NOTES "Step Functions").
-DEFAULT_TRANSITIONS_PER_SECOND = 5000.0
-DEFAULT_TRANSITIONS_BURST = 5000.0
-SMALL_REGION_TRANSITIONS_PER_SECOND = 800.0
-DEFAULT_START_EXECUTIONS_PER_SECOND = 300.0
+# Regions (800/s elsewhere); StartExecution 300/s (Step Functions quotas page).
+DEFAULT_TRANSITIONS_PER_SECOND = STATE_TRANSITIONS_PER_SECOND
+DEFAULT_TRANSITIONS_BURST = STATE_TRANSITIONS_BURST
+SMALL_REGION_TRANSITIONS_PER_SECOND = SMALL_REGION_STATE_TRANSITIONS_PER_SECOND
+DEFAULT_START_EXECUTIONS_PER_SECOND = START_EXECUTIONS_PER_SECOND
 # An assumption, not a measurement: a Python 3.12 function with Powertools and boto3 typically spends
 # about a second in INIT. Read yours from the REPORT line's "Init Duration" and pass --cold-start.
 DEFAULT_COLD_START_SECONDS = 1.0
-# An assumption, not a measurement (FIELD-NOTES has no figure): Step Functions takes some time between
+# An assumption, not a measurement (AWS publishes no figure): Step Functions takes some time between
 # a Task's end and its next Lambda call. Without any gap, the slot one order's Task frees is always taken
 # by the same order's next Task, and orders waiting in a retrier never get in. Set 0 for the idealised
 # closed form; calibrate against the benchmark with --step-overhead.

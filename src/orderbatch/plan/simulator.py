@@ -6,7 +6,9 @@ fully determined by the seed. Orders are indexes
 into flat lists (current step, retry counts, start time); functions are indexes into per-function lists.
 No object per order or per event: a million orders of four tasks run in well under a minute.
 
-Per call, as AWS does it (FIELD-NOTES.md):
+Per call, as AWS documents it (Lambda quotas and scaling: https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html,
+https://docs.aws.amazon.com/lambda/latest/dg/scaling-behavior.html; Step Functions quotas and retriers: https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html,
+https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html):
 - the account quota C; a function with reserved concurrency R draws only on its own R, the others share
   C minus the reservations (the unreserved pool), where a noisy neighbour may hold slots too;
 - a call over its limit is rejected at once (HTTP 429, nothing runs, nothing billed) and goes to the
@@ -29,14 +31,13 @@ import math
 import random
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
 from orderbatch.bench.model import lower_bound_seconds
 from orderbatch.plan import writes
 from orderbatch.plan.durations import Duration
-from orderbatch.plan.results import PlanResult, RunCounters, TimelinePoint
+from orderbatch.plan.results import AttemptRecord, PlanResult, RunCounters, TimelinePoint
 from orderbatch.plan.settings import PlanSettings
 from orderbatch.plan.workflow import Workflow
 
@@ -54,16 +55,6 @@ _NEIGHBOUR_LEAVES = -2
 _SAMPLE = -1
 
 _SAMPLES_PER_DRAW = 65_536
-
-
-@dataclass(frozen=True)
-class AttemptRecord:
-    """One call attempt of a traced order (``PlanSettings.trace_orders``)."""
-
-    order: int
-    step: str
-    time_seconds: float
-    admitted: bool
 
 
 def simulate(workflow: Workflow, settings: PlanSettings) -> PlanResult:

@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orderbatch.bench.scenarios import THROTTLE_ERROR, with_docs_retrier, without_throttle_jitter
-from orderbatch.lint.asl import (
+from orderbatch.aws_limits import (
     DISTRIBUTED_MAP_CONCURRENCY_LIMIT,
     INLINE_MAP_CONCURRENCY_LIMIT,
+    THROTTLE_ERROR,
+)
+from orderbatch.bench.scenarios import with_docs_retrier, without_throttle_jitter
+from orderbatch.lint.asl import (
     LambdaTask,
     MapState,
     first_matching_retrier,

@@ -1,6 +1,8 @@
 """DynamoDB write request units each of the app's functions consumes per completed invocation.
 
-Counted from the handlers (functions/order_processing) and FIELD-NOTES "Idempotency", for an order of
+Counted from the handlers (functions/order_processing) and Powertools' idempotency utility (one
+conditional PutItem per call, one UpdateItem on completion:
+https://docs.powertools.aws.dev/lambda/python/latest/utilities/idempotency/), for an order of
 one line, with DynamoDB's on-demand accounting as the benchmark counts it (PutItem, UpdateItem,
 DeleteItem = 1 unit each under 1 KB; TransactWriteItems = 2 units per item):
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -12,6 +11,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyVa
 
 from handlers import summarize_batch
 from order_processing.summary import IncompleteMapResultsError
+from orderbatch.executions import wait_for_execution
 
 if TYPE_CHECKING:
     from conftest import Cloud, FakeLambdaContext
@@ -147,12 +147,8 @@ def run_distributed_batch(cloud: Cloud, orders: list[dict[str, Any]]) -> dict[st
             {"batch_id": "b-1", "source": {"bucket": cloud.source_bucket, "key": "in/b-1.json"}}
         ),
     )["executionArn"]
-    deadline = time.monotonic() + EXECUTION_DEADLINE_SECONDS
-    while (execution := cloud.sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
-        assert time.monotonic() < deadline, (
-            f"execution b-1 still running after {EXECUTION_DEADLINE_SECONDS} s"
-        )
-        time.sleep(0.05)
+    wait_for_execution(cloud.sfn, execution_arn, timeout=EXECUTION_DEADLINE_SECONDS, poll_seconds=0.05)
+    execution = cloud.sfn.describe_execution(executionArn=execution_arn)
     assert execution["status"] == "SUCCEEDED", execution.get("cause")
     return json.loads(execution["output"])
 

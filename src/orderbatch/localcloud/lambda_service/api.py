@@ -12,7 +12,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, unquote
 
 from orderbatch.localcloud.lambda_service.errors import (
@@ -24,7 +24,50 @@ from orderbatch.localcloud.lambda_service.errors import (
 )
 
 if TYPE_CHECKING:
-    from orderbatch.localcloud.lambda_service.service import LambdaService
+    from orderbatch.localcloud.lambda_service.faults import FaultPlan
+
+
+class InvokeAnswer(Protocol):
+    """What Invoke returns, as the HTTP API sends it."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def request_id(self) -> str: ...
+    @property
+    def payload(self) -> bytes: ...
+    @property
+    def function_error(self) -> str | None: ...
+    @property
+    def executed_version(self) -> str | None: ...
+    @property
+    def log_result(self) -> str | None: ...
+
+
+class LambdaOperations(Protocol):
+    """The operations the API serves; LambdaService provides them (the API does not import the service,
+    which builds the API around itself)."""
+
+    @property
+    def fault_plan(self) -> FaultPlan: ...
+    def set_fault_plan(self, plan: Any) -> FaultPlan: ...
+    def invoke(
+        self,
+        name: str,
+        payload: bytes = ...,
+        invocation_type: str = ...,
+        *,
+        qualifier: str | None = ...,
+        log_type: str | None = ...,
+    ) -> InvokeAnswer: ...
+    def list_functions(self) -> dict[str, Any]: ...
+    def get_function(self, name: str, qualifier: str | None = ...) -> dict[str, Any]: ...
+    def account_settings(self) -> dict[str, Any]: ...
+    def put_function_concurrency(self, name: str, reserved: Any) -> dict[str, int]: ...
+    def get_function_concurrency(self, name: str) -> dict[str, int]: ...
+    def delete_function_concurrency(self, name: str) -> None: ...
+    def stats(self, *, include_timeseries: bool = ...) -> dict[str, Any]: ...
+
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +119,7 @@ def _json(status: int, document: Any, headers: dict[str, str] | None = None) -> 
 
 
 class LambdaApi:
-    def __init__(self, service: LambdaService) -> None:
+    def __init__(self, service: LambdaOperations) -> None:
         self.service = service
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = [
             ("POST", re.compile(rf"^/2015-03-31/functions/{_NAME}/invocations/?$"), self._invoke),

@@ -33,6 +33,7 @@ from orderbatch.localcloud.lambda_service.forkserver import (
 )
 from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionSpec
 from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuild
+from orderbatch.project import DUMMY_CREDENTIALS
 
 INVOCATION_PATH = "/2015-03-31/functions/function/invocations"
 _STARTUP_ATTEMPTS = 3
@@ -218,8 +219,12 @@ def environment_variables(
         "AWS_EXECUTION_ENV": f"AWS_Lambda_{spec.runtime}",
         "AWS_REGION": settings.region,
         "AWS_DEFAULT_REGION": settings.region,
-        "AWS_ACCESS_KEY_ID": spec.environment.get("AWS_ACCESS_KEY_ID", "testing"),
-        "AWS_SECRET_ACCESS_KEY": spec.environment.get("AWS_SECRET_ACCESS_KEY", "testing"),
+        "AWS_ACCESS_KEY_ID": spec.environment.get(
+            "AWS_ACCESS_KEY_ID", DUMMY_CREDENTIALS["aws_access_key_id"]
+        ),
+        "AWS_SECRET_ACCESS_KEY": spec.environment.get(
+            "AWS_SECRET_ACCESS_KEY", DUMMY_CREDENTIALS["aws_secret_access_key"]
+        ),
         "AWS_ENDPOINT_URL": settings.endpoint_url,
         "LAMBDA_TASK_ROOT": code_dir,
         "PYTHONPATH": python_path,

@@ -20,7 +20,8 @@ import weakref
 from datetime import UTC, datetime
 from typing import Any
 
-INLINE_MAP_CONCURRENCY_LIMIT = 40
+from orderbatch.aws_limits import INLINE_MAP_CONCURRENCY_LIMIT
+
 RESULTS_PER_FILE = 1000
 
 
