@@ -22,6 +22,7 @@ lint: setup
 	$(BIN)/ruff check src functions tests
 	$(BIN)/ruff format --check src functions tests
 	$(BIN)/mypy
+	$(BIN)/python -m orderbatch.workflow_source --check
 
 # Two workers, a test file each at a time: most of the suite waits on timeouts and backoffs, not the CPU.
 test: lint
@@ -40,7 +41,9 @@ ASL_VALIDATOR_VERSION := 4.0.0
 asl-validator: .cache/npm/node_modules/.bin/asl-validator
 
 .cache/npm/node_modules/.bin/asl-validator:
-	npm install --no-audit --no-fund --prefix .cache/npm asl-validator@$(ASL_VALIDATOR_VERSION)
+	@if command -v npm >/dev/null; then \
+		npm install --no-audit --no-fund --prefix .cache/npm asl-validator@$(ASL_VALIDATOR_VERSION); \
+	else echo "npm not found: the ASL validator test is skipped without node"; fi
 
 clean:
 	rm -rf $(VENV) .aws-sam .orderbatch .pytest_cache .mypy_cache .ruff_cache .cache

@@ -16,7 +16,7 @@ from cfnlint.decode import cfn_yaml
 
 from orderbatch.localcloud.stack import TemplateError, load_stack, substitute_definition
 from orderbatch.project import PROJECT_ROOT
-from orderbatch.workflow_source import RENDERED, SOURCE, WorkflowSourceError, render
+from orderbatch.workflow_source import RENDERED, SOURCE, WorkflowSourceError, main, render
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 README = PROJECT_ROOT / "README.md"
@@ -172,6 +172,16 @@ def test_readme_retry_table_gives_the_template_defaults(deployed: dict[str, Any]
         assert _numbers_in(values) == expected, values
         says_jitter = re.search(r"(?<!no )jitter", values, re.IGNORECASE) is not None
         assert says_jitter == ("JitterStrategy" in retrier), values
+
+
+def test_check_mode_reports_a_stale_rendering_and_writing_fixes_it(tmp_path: Path) -> None:
+    output = tmp_path / "order_batch.asl.yaml"
+    output.write_text(RENDERED.read_text().replace("MaxAttempts: 0", "MaxAttempts: 1", 1))
+    arguments = ["--output", str(output)]
+    assert main([*arguments, "--check"]) == 1
+    assert main(arguments) == 0
+    assert main([*arguments, "--check"]) == 0
+    assert output.read_text() == RENDERED.read_text()
 
 
 def test_the_renderer_refuses_merge_keys(tmp_path: Path) -> None:
