@@ -907,9 +907,10 @@ def _batch(label: str) -> dict[str, Any]:
 
 
 def test_validate_order_in_jsonata_gives_what_the_jsonpath_step_gives(cloud: LocalCloud, sfn: Any) -> None:
-    # The app's "Process inline orders" Map and "Validate order" Task (statemachine/order_batch.asl.json),
-    # once as written and once in JSONata, both running the app's real handler. Each run has its own order
-    # IDs (the handler claims them); with those swapped, the results must be the same.
+    # The app's "Process inline orders" Map and "Validate order" Task
+    # (statemachine/order_batch.workflow.yaml), once as written and once in JSONata, both running the app's
+    # real handler. Each run has its own order IDs (the handler claims them); with those swapped, the
+    # results must be the same.
     jsonpath = run(sfn, machine_arn(cloud, "ValidateJsonPathStateMachine"), _batch("jsonpath"))
     jsonata = run(sfn, machine_arn(cloud, "ValidateJsonataStateMachine"), _batch("jsonata"))
 

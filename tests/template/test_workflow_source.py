@@ -1,0 +1,284 @@
+"""The workflow written once: the committed definition is the rendered source, every retrier number is a
+template Parameter, README's retry table says what the template does, and the definition is valid ASL."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cfnlint.decode import cfn_yaml
+
+from orderbatch.localcloud.stack import TemplateError, load_stack, substitute_definition
+from orderbatch.project import PROJECT_ROOT
+from orderbatch.workflow_source import RENDERED, SOURCE, WorkflowSourceError, main, render
+
+TEMPLATE = PROJECT_ROOT / "template.yaml"
+README = PROJECT_ROOT / "README.md"
+ASL_VALIDATOR = PROJECT_ROOT / ".cache" / "npm" / "node_modules" / ".bin" / "asl-validator"
+MAPS = ("Process inline orders", "Process JSON orders from S3", "Process CSV orders from S3")
+RETRY_NUMBER_FIELDS = ("IntervalSeconds", "BackoffRate", "MaxDelaySeconds", "MaxAttempts")
+WHOLE_PLACEHOLDER = re.compile(r"^\$\{(\w+)\}$")
+FAKE_ARN = "arn:aws:lambda:us-east-1:123456789012:function:placeholder"
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return dict(cfn_yaml.load(str(TEMPLATE)))
+
+
+@pytest.fixture(scope="module")
+def substitutions(template: dict[str, Any]) -> dict[str, Any]:
+    properties = template["Resources"]["OrderBatchStateMachine"]["Properties"]
+    return dict(properties["DefinitionSubstitutions"])
+
+
+@pytest.fixture(scope="module")
+def deployed(template: dict[str, Any], substitutions: dict[str, Any]) -> dict[str, Any]:
+    """The definition as CloudFormation hands it over with the Parameter defaults: raw text substituted,
+    then parsed as YAML."""
+    parameters = template["Parameters"]
+    values = {
+        name: str(parameters[value["Ref"]]["Default"])
+        if isinstance(value, dict) and value.get("Ref") in parameters
+        else FAKE_ARN
+        for name, value in substitutions.items()
+    }
+    return dict(yaml.safe_load(substitute_definition(RENDERED.read_text(), values)))
+
+
+def lambda_task_retries(definition: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    found = []
+    for name, state in definition["States"].items():
+        if "Retry" in state:
+            found.append((name, state["Retry"]))
+        if "ItemProcessor" in state:
+            found += [
+                (f"{name}/{inner}", retry) for inner, retry in lambda_task_retries(state["ItemProcessor"])
+            ]
+    return found
+
+
+def test_the_committed_definition_is_the_rendered_source() -> None:
+    assert RENDERED.read_text() == render(SOURCE), "run `make statemachine` after editing the source"
+
+
+def test_the_template_deploys_the_rendered_file_and_it_has_no_anchors(template: dict[str, Any]) -> None:
+    properties = template["Resources"]["OrderBatchStateMachine"]["Properties"]
+    assert properties["DefinitionUri"] == "statemachine/order_batch.asl.yaml"
+    events = list(yaml.parse(RENDERED.read_text()))
+    assert not [event for event in events if isinstance(event, yaml.AliasEvent)]
+    assert not [event for event in events if getattr(event, "anchor", None)]
+
+
+def test_each_retrier_and_each_per_order_step_is_written_once_in_the_source() -> None:
+    text = SOURCE.read_text()
+    for error in (
+        "Lambda.TooManyRequestsException",
+        "Lambda.ServiceException",
+        "IdempotencyAlreadyInProgressError",
+        "States.TaskFailed",
+    ):
+        assert text.count(f"- {error}") == 1, error
+    for step in (
+        "Validate order:",
+        "Reserve inventory:",
+        "Charge payment:",
+        "Confirm order:",
+        "Cancel order:",
+    ):
+        assert len(re.findall(rf"^\s+{step}$", text, re.M)) == 1, step
+
+
+def test_three_maps_run_the_same_per_order_steps(deployed: dict[str, Any]) -> None:
+    maps = {name: state for name, state in deployed["States"].items() if state["Type"] == "Map"}
+    assert set(maps) == set(MAPS)
+    per_order = [json.dumps(state["ItemProcessor"]["States"]) for state in maps.values()]
+    assert len(set(per_order)) == 1
+    assert len(json.loads(per_order[0])) == 11
+    modes = {name: state["ItemProcessor"]["ProcessorConfig"] for name, state in maps.items()}
+    assert modes["Process inline orders"] == {"Mode": "INLINE"}
+    assert modes["Process CSV orders from S3"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
+    assert all(state["MaxConcurrency"] == 8 for state in maps.values())
+
+
+def test_every_retry_number_is_a_number_once_substituted(deployed: dict[str, Any]) -> None:
+    retries = lambda_task_retries(deployed)
+    assert len(retries) == 3 * 5 + 2
+    for name, retry in retries:
+        assert len(retry) == 5, name
+        for retrier in retry:
+            for field in RETRY_NUMBER_FIELDS:
+                if field in retrier:
+                    assert isinstance(retrier[field], (int, float)), (name, retrier)
+
+
+def test_every_retry_number_comes_from_a_template_parameter(
+    template: dict[str, Any], substitutions: dict[str, Any]
+) -> None:
+    definition = yaml.safe_load(RENDERED.read_text())
+    for name, retry in lambda_task_retries(definition):
+        for retrier in retry:
+            for field in RETRY_NUMBER_FIELDS:
+                value = retrier.get(field)
+                if value is None:
+                    continue
+                if retrier["ErrorEquals"] == ["IdempotencyValidationError"]:
+                    # "Never retried" is the meaning of this retrier, not a tuning knob.
+                    assert (field, value) == ("MaxAttempts", 0), name
+                    continue
+                placeholder = WHOLE_PLACEHOLDER.match(str(value))
+                assert placeholder, (name, retrier)
+                parameter = substitutions[placeholder.group(1)]["Ref"]
+                assert template["Parameters"][parameter]["Type"] == "Number", parameter
+
+
+def _readme_retry_table() -> dict[tuple[str, ...], str]:
+    section = README.read_text().split("### Retry parameters, and why", 1)[1].split("\n\n", 2)[1]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    table = {}
+    for row in rows:
+        errors, values = row.split(" | ")[:2]
+        table[tuple(re.findall(r"`([\w.]+)`", errors))] = values
+    return table
+
+
+def _numbers_in(values: str) -> dict[str, float]:
+    patterns = {
+        "IntervalSeconds": r"interval (\d+(?:\.\d+)?) s",
+        "BackoffRate": r"rate (\d+(?:\.\d+)?)",
+        "MaxDelaySeconds": r"cap (\d+(?:\.\d+)?) s",
+        "MaxAttempts": r"(\d+) attempts",
+    }
+    return {
+        field: float(found.group(1))
+        for field, pattern in patterns.items()
+        if (found := re.search(pattern, values))
+    }
+
+
+def test_readme_retry_table_gives_the_template_defaults(deployed: dict[str, Any]) -> None:
+    table = _readme_retry_table()
+    retry = deployed["States"]["Summarize inline batch"]["Retry"]
+    assert set(table) == {tuple(retrier["ErrorEquals"]) for retrier in retry}
+    for retrier in retry:
+        expected = {field: float(retrier[field]) for field in RETRY_NUMBER_FIELDS if field in retrier}
+        values = table[tuple(retrier["ErrorEquals"])]
+        assert _numbers_in(values) == expected, values
+        says_jitter = re.search(r"(?<!no )jitter", values, re.IGNORECASE) is not None
+        assert says_jitter == ("JitterStrategy" in retrier), values
+
+
+def test_check_mode_reports_a_stale_rendering_and_writing_fixes_it(tmp_path: Path) -> None:
+    output = tmp_path / "order_batch.asl.yaml"
+    output.write_text(RENDERED.read_text().replace("MaxAttempts: 0", "MaxAttempts: 1", 1))
+    arguments = ["--output", str(output)]
+    assert main([*arguments, "--check"]) == 1
+    assert main(arguments) == 0
+    assert main([*arguments, "--check"]) == 0
+    assert output.read_text() == RENDERED.read_text()
+
+
+def test_the_renderer_refuses_merge_keys(tmp_path: Path) -> None:
+    source = tmp_path / "merge.workflow.yaml"
+    source.write_text(
+        "base: &base {Type: Pass}\ndefinition:\n  StartAt: A\n  States:\n    A:\n      <<: *base\n"
+    )
+    with pytest.raises(WorkflowSourceError, match="line 6: merge keys"):
+        render(source)
+
+
+def _yaml_app(tmp_path: Path, definition: str, substitutions: str) -> Path:
+    (tmp_path / "machine.asl.yaml").write_text(definition)
+    template = tmp_path / "template.yaml"
+    template.write_text(
+        "Transform: AWS::Serverless-2016-10-31\n"
+        "Resources:\n"
+        "  Machine:\n"
+        "    Type: AWS::Serverless::StateMachine\n"
+        "    Properties:\n"
+        "      DefinitionUri: machine.asl.yaml\n"
+        f"      DefinitionSubstitutions: {substitutions}\n"
+    )
+    return template
+
+
+def test_the_local_cloud_reads_a_yaml_definition_as_cloudformation_does(tmp_path: Path) -> None:
+    definition = (
+        "StartAt: Wait\nStates:\n  Wait:\n    Type: Wait\n    Seconds: ${WaitSeconds}\n    End: true\n"
+    )
+    stack = load_stack(_yaml_app(tmp_path, definition, "{WaitSeconds: 7}"))
+    assert json.loads(stack.state_machine().definition)["States"]["Wait"]["Seconds"] == 7
+
+
+def test_the_local_cloud_names_a_placeholder_left_in_a_yaml_definition(tmp_path: Path) -> None:
+    definition = "StartAt: Wait\nStates:\n  Wait:\n    Type: Wait\n    Seconds: ${Missing}\n    End: true\n"
+    with pytest.raises(TemplateError, match="unresolved placeholders: Missing"):
+        load_stack(_yaml_app(tmp_path, definition, "{Other: 1}"))
+
+
+# asl-validator applies the ASL specification's "state names MUST be unique within the whole state
+# machine"; the three Maps deliberately run the same per-order states under the same names (the bench,
+# planner, doctor and audit name them), so exactly those duplicates are expected and nothing else.
+PER_ORDER_STATES = (
+    "Validate order",
+    "Is the order valid?",
+    "Reserve inventory",
+    "Is the stock reserved?",
+    "Charge payment",
+    "Is the payment charged?",
+    "Confirm order",
+    "Cancel order",
+    "Report conflicting order",
+    "Report failed compensation",
+    "Order finished",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("node") is None, reason="asl-validator needs node on PATH")
+def test_the_deployed_definition_is_valid_asl(deployed: dict[str, Any], tmp_path: Path) -> None:
+    if not ASL_VALIDATOR.exists():
+        pytest.fail(f"{ASL_VALIDATOR} is missing: run `make asl-validator`")
+    definition = tmp_path / "order_batch.json"
+    definition.write_text(json.dumps(deployed))
+    result = subprocess.run(
+        [str(ASL_VALIDATOR), "--json-path", str(definition)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    errors = set(re.findall(r"^\s*([A-Z_]+: .+)$", result.stdout + result.stderr, re.M))
+    expected = {
+        f"DUPLICATE_STATE_NAMES: A state with this name already exists: {name}" for name in PER_ORDER_STATES
+    }
+    assert errors == expected, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("node") is None, reason="asl-validator needs node on PATH")
+def test_asl_validator_rejects_a_retry_number_left_a_string(deployed: dict[str, Any], tmp_path: Path) -> None:
+    if not ASL_VALIDATOR.exists():
+        pytest.fail(f"{ASL_VALIDATOR} is missing: run `make asl-validator`")
+    broken = json.loads(json.dumps(deployed))
+    broken["States"]["Summarize S3 batch"]["Retry"][0]["MaxAttempts"] = "20"
+    definition = tmp_path / "broken.json"
+    definition.write_text(json.dumps(broken))
+    result = subprocess.run(
+        [str(ASL_VALIDATOR), "--json-path", str(definition)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert (
+        "/States/Summarize S3 batch/Retry/0/MaxAttempts is invalid. must be number"
+        in result.stdout + result.stderr
+    )
