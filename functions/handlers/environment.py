@@ -13,6 +13,7 @@ from functools import cache
 from typing import Annotated, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic_core import ErrorDetails
 
 # A name or ARN the function cannot work without: never empty.
 Required = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -46,12 +47,11 @@ def _load(model: type[EnvironmentModel]) -> EnvironmentModel:
         raise ConfigurationError(f"{model.function} cannot start: {problems}") from error
 
 
-def _describe(problem: object) -> str:
-    details = dict(problem)  # type: ignore[call-overload]
-    variable = ".".join(map(str, details["loc"]))
-    if details["type"] == "missing":
+def _describe(problem: ErrorDetails) -> str:
+    variable = ".".join(map(str, problem["loc"]))
+    if problem["type"] == "missing":
         return f"environment variable {variable} is required"
-    return f"environment variable {variable} is invalid ({details['msg']}, got {details.get('input')!r})"
+    return f"environment variable {variable} is invalid ({problem['msg']}, got {problem['input']!r})"
 
 
 def forget_loaded_environments() -> None:
