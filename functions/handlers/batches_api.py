@@ -47,6 +47,7 @@ class Environment(AllStoresEnvironment):
     )
 
 
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
 app = APIGatewayHttpResolver()

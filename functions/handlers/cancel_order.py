@@ -25,6 +25,7 @@ class Environment(IdempotencyEnvironment, AllStoresEnvironment):
     function: ClassVar[str] = "CancelOrderFunction"
 
 
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
 STEP = "cancel_order"

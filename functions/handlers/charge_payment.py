@@ -25,6 +25,7 @@ class Environment(IdempotencyEnvironment, PaymentsTableEnvironment):
     max_charge_amount: Decimal = Field(ge=0, alias="MAX_CHARGE_AMOUNT")
 
 
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
 STEP = "charge_payment"

@@ -21,6 +21,7 @@ class Environment(IdempotencyEnvironment, OrdersTableEnvironment):
     function: ClassVar[str] = "ConfirmOrderFunction"
 
 
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
 STEP = "confirm_order"

@@ -21,6 +21,7 @@ class Environment(IdempotencyEnvironment, InventoryTablesEnvironment):
     function: ClassVar[str] = "ReserveInventoryFunction"
 
 
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
 STEP = "reserve_inventory"

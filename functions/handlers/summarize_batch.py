@@ -22,6 +22,7 @@ class Environment(IdempotencyEnvironment):
     results_bucket_name: Required = Field(alias="RESULTS_BUCKET_NAME")
 
 
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
 # The batch totals, under names of their own: the per-order counts belong to the task functions.

@@ -22,6 +22,7 @@ class Environment(IdempotencyEnvironment, OrdersTableEnvironment):
     function: ClassVar[str] = "ValidateOrderFunction"
 
 
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
 STEP = "validate_order"
