@@ -48,6 +48,19 @@ class TableNames:
         }
 
 
+# The handler modules validate their environment when imported (their cold start), which happens at
+# collection, before any fixture runs: these stand in until a fixture sets a test's own values.
+COLD_START_ENVIRONMENT = {
+    **TableNames().as_environment(),
+    "IDEMPOTENCY_EXPIRY_SECONDS": "3600",
+    "MAX_CHARGE_AMOUNT": "1000.00",
+    "RESULTS_BUCKET_NAME": "orderbatch-results",
+    "STATE_MACHINE_ARN": f"arn:aws:states:{REGION}:123456789012:stateMachine:OrderBatch",
+}
+for _name, _value in COLD_START_ENVIRONMENT.items():
+    os.environ.setdefault(_name, _value)
+
+
 def key_schemas(names: TableNames) -> dict[str, list[tuple[str, str]]]:
     """Table name -> [(attribute, type)], hash key first, as docs/architecture.md lists them."""
     return {

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import json
 import time
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import Field
 
-from handlers.dependencies import inventory, order_records, payment_ledger
-from handlers.settings import get_settings, require
+from handlers import clients
+from handlers.environment import AllStoresEnvironment, Required
+from handlers.observability import count, logger, metrics, tracer
+from handlers.stores import inventory, order_records, payment_ledger
 from order_processing.batches import (
     BatchRequestError,
     InvalidBatchRequestError,
@@ -33,29 +31,28 @@ from order_processing.reconcile import (
 )
 
 if TYPE_CHECKING:
-    from mypy_boto3_s3.client import S3Client
-    from mypy_boto3_stepfunctions.client import SFNClient
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
-logger = Logger()
-tracer = Tracer()
-metrics = Metrics()
+
+class Environment(AllStoresEnvironment):
+    function: ClassVar[str] = "BatchesApiFunction"
+
+    state_machine_arn: Required = Field(alias="STATE_MACHINE_ARN")
+    max_inline_batch_bytes: int = Field(default=262_144, gt=0, alias="MAX_INLINE_BATCH_BYTES")
+    max_inline_orders: int = Field(default=500, gt=0, alias="MAX_INLINE_ORDERS")
+    # How long a task a stopped batch started may still run: reconcile waits this long after the stop.
+    # Without the template's value, Lambda's longest timeout is the only safe assumption.
+    task_function_timeout_seconds: int = Field(
+        default=900, ge=1, le=900, alias="TASK_FUNCTION_TIMEOUT_SECONDS"
+    )
+
+
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
+Environment.load()
+
 app = APIGatewayHttpResolver()
 # Reconcile stops this long before the function's timeout and answers with where to continue.
 RECONCILE_RESERVE_SECONDS = 2.5
-
-
-def _state_machine_arn() -> str:
-    return require(get_settings().state_machine_arn, "STATE_MACHINE_ARN")
-
-
-@lru_cache(maxsize=1)
-def _sfn() -> SFNClient:
-    return boto3.client("stepfunctions")
-
-
-@lru_cache(maxsize=1)
-def _s3() -> S3Client:
-    return boto3.client("s3")
 
 
 def _json(status_code: int, body: dict[str, Any]) -> Response[dict[str, Any]]:
@@ -65,22 +62,26 @@ def _json(status_code: int, body: dict[str, Any]) -> Response[dict[str, Any]]:
 @app.post("/batches")
 @tracer.capture_method
 def post_batch() -> Response[dict[str, Any]]:
+    environment = Environment.load()
     event = app.current_event
     submission = parse_submission(
         event.decoded_body,
         event.headers.get("content-type"),
-        get_settings().max_inline_batch_bytes,
-        get_settings().max_inline_orders,
+        environment.max_inline_batch_bytes,
+        environment.max_inline_orders,
     )
-    outcome = submit_batch(submission, state_machine_arn=_state_machine_arn())
+    outcome = submit_batch(
+        submission,
+        state_machine_arn=environment.state_machine_arn,
+        sfn_client=clients.stepfunctions(),
+        s3_client=clients.s3(),
+    )
     logger.info(
         "batch submitted" if outcome.submitted else "batch resubmitted",
         batch_id=outcome.batch_id,
         execution_arn=outcome.execution_arn,
     )
-    metrics.add_metric(
-        name="BatchesSubmitted" if outcome.submitted else "BatchesResubmitted", unit=MetricUnit.Count, value=1
-    )
+    count("BatchesSubmitted" if outcome.submitted else "BatchesResubmitted")
     body: dict[str, Any] = {
         "batch_id": outcome.batch_id,
         "execution_arn": outcome.execution_arn,
@@ -97,8 +98,13 @@ def post_batch() -> Response[dict[str, Any]]:
 @app.get("/batches/<batch_id>")
 @tracer.capture_method
 def get_batch(batch_id: str) -> Response[dict[str, Any]]:
+    environment = Environment.load()
     state = batch_state(
-        batch_id, state_machine_arn=_state_machine_arn(), sfn=_sfn(), orders=order_records, s3=_s3()
+        batch_id,
+        state_machine_arn=environment.state_machine_arn,
+        sfn=clients.stepfunctions(),
+        orders=lambda: order_records(environment),
+        s3=clients.s3(),
     )
     return _json(200, state)
 
@@ -106,36 +112,42 @@ def get_batch(batch_id: str) -> Response[dict[str, Any]]:
 @app.post("/batches/<batch_id>/redrive")
 @tracer.capture_method
 def post_redrive(batch_id: str) -> Response[dict[str, Any]]:
+    environment = Environment.load()
     redriven = redrive_unless_reconciled(
-        batch_id, state_machine_arn=_state_machine_arn(), sfn=_sfn(), orders=order_records, s3=_s3()
+        batch_id,
+        state_machine_arn=environment.state_machine_arn,
+        sfn=clients.stepfunctions(),
+        orders=lambda: order_records(environment),
+        s3=clients.s3(),
     )
     logger.info("batch redriven", **redriven)
-    metrics.add_metric(name="BatchesRedriven", unit=MetricUnit.Count, value=1)
+    count("BatchesRedriven")
     return _json(200, redriven)
 
 
 @app.post("/batches/<batch_id>/reconcile")
 @tracer.capture_method
 def post_reconcile(batch_id: str) -> Response[dict[str, Any]]:
+    environment = Environment.load()
     start_index = _start_index(app.current_event.decoded_body)
     batch = ended_batch(
         batch_id,
-        state_machine_arn=_state_machine_arn(),
-        sfn=_sfn(),
-        settle_seconds=get_settings().task_function_timeout_seconds,
+        state_machine_arn=environment.state_machine_arn,
+        sfn=clients.stepfunctions(),
+        settle_seconds=environment.task_function_timeout_seconds,
     )
     remaining = app.lambda_context.get_remaining_time_in_millis() / 1000 - RECONCILE_RESERVE_SECONDS
     report = reconcile_batch(
         batch,
-        OrderStores(order_records(), inventory(), payment_ledger()),
-        _s3(),
+        OrderStores(order_records(environment), inventory(environment), payment_ledger(environment)),
+        clients.s3(),
         start_index=start_index,
         time_left=seconds_left(time.monotonic() + remaining),
     )
     logger.info("batch reconciled", batch_id=batch_id, counts=report.counts, next_index=report.next_index)
-    for action, count in report.counts.items():
-        if count and action in ("completed", "compensated"):
-            metrics.add_metric(name=f"OrdersReconciled{action.title()}", unit=MetricUnit.Count, value=count)
+    for action, orders in report.counts.items():
+        if orders and action in ("completed", "compensated"):
+            count(f"OrdersReconciled{action.title()}", orders)
     return _json(200, report.to_dict())
 
 
@@ -159,7 +171,7 @@ def _start_index(body: str | None) -> int:
 @app.exception_handler(BatchRequestError)
 def refuse_request(error: BatchRequestError) -> Response[dict[str, Any]]:
     logger.info("request refused", status_code=error.status_code, reason=error.message, field=error.field)
-    metrics.add_metric(name="RequestsRefused", unit=MetricUnit.Count, value=1)
+    count("RequestsRefused")
     retry_after = getattr(error, "retry_after_seconds", None)
     return Response(
         status_code=error.status_code,

@@ -6,18 +6,27 @@ another batch item, or whose order already succeeded, is reported without touchi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from aws_lambda_powertools.utilities.parser import parse
 
-from handlers.dependencies import inventory, order_records, payment_ledger
-from handlers.idempotency import IdempotentStep
+from handlers.environment import AllStoresEnvironment, IdempotencyEnvironment
+from handlers.idempotency import ORDER_STEP, run_once
 from handlers.observability import count_outcome, log_finished, log_task_body, logger, metrics, tracer
+from handlers.stores import inventory, order_records, payment_ledger
 from order_processing.models import CancelRequest, OrderState, Outcome
 from order_processing.steps import compensate, plan_cancellation, settled_elsewhere
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+
+class Environment(IdempotencyEnvironment, AllStoresEnvironment):
+    function: ClassVar[str] = "CancelOrderFunction"
+
+
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
+Environment.load()
 
 STEP = "cancel_order"
 OUTCOME_METRICS = {
@@ -28,25 +37,32 @@ OUTCOME_METRICS = {
 }
 
 
-def cancel(order_state: dict[str, Any]) -> dict[str, Any]:
+def cancel(order_state: dict[str, Any], environment: Environment) -> dict[str, Any]:
     plan = plan_cancellation(CancelRequest.model_validate(order_state))
     log_task_body(STEP, plan.order_id)
-    return compensate(plan, order_records(), inventory(), payment_ledger()).to_event()
-
-
-cancel_once = IdempotentStep(cancel)
+    stores = order_records(environment), inventory(environment), payment_ledger(environment)
+    return compensate(plan, *stores).to_event()
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    environment = Environment.load()
     plan = plan_cancellation(parse(event=event, model=CancelRequest))
     # Checked outside the idempotent body: an item that does not hold the order ID must not leave
     # an idempotency record under that ID, or the holder's own compensation would be refused.
-    state = settled_elsewhere(plan, order_records())
+    state = settled_elsewhere(plan, order_records(environment))
     if state is None:
-        state = OrderState.model_validate(cancel_once(context, order_state=plan.idempotency_payload()))
+        cancelled = run_once(
+            cancel,
+            ORDER_STEP,
+            plan.idempotency_payload(),
+            idempotency=environment,
+            context=context,
+            environment=environment,
+        )
+        state = OrderState.model_validate(cancelled)
     count_outcome(OUTCOME_METRICS, state)
     log_finished(STEP, state)
     return state.to_event()

@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from aws_lambda_powertools.utilities.parser import parse
+from pydantic import Field
 
-from handlers.dependencies import payment_ledger
-from handlers.idempotency import IdempotentStep
+from handlers.environment import IdempotencyEnvironment, PaymentsTableEnvironment
+from handlers.idempotency import ORDER_STEP, run_once
 from handlers.observability import count_outcome, log_finished, log_task_body, logger, metrics, tracer
-from handlers.settings import get_settings
+from handlers.stores import payment_ledger
 from order_processing.models import OrderState, Outcome, PlacedOrderState
 from order_processing.steps import charge_payment
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+
+class Environment(IdempotencyEnvironment, PaymentsTableEnvironment):
+    function: ClassVar[str] = "ChargePaymentFunction"
+
+    max_charge_amount: Decimal = Field(ge=0, alias="MAX_CHARGE_AMOUNT")
+
+
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
+Environment.load()
 
 STEP = "charge_payment"
 OUTCOME_METRICS = {
@@ -23,21 +35,28 @@ OUTCOME_METRICS = {
 }
 
 
-def charge(order_state: dict[str, Any]) -> dict[str, Any]:
+def charge(order_state: dict[str, Any], environment: Environment) -> dict[str, Any]:
     state = PlacedOrderState.model_validate(order_state)
     log_task_body(STEP, state.order_id)
-    return charge_payment(state, payment_ledger(), get_settings().max_charge_amount).to_event()
-
-
-charge_once = IdempotentStep(charge)
+    return charge_payment(state, payment_ledger(environment), environment.max_charge_amount).to_event()
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    environment = Environment.load()
     state = parse(event=event, model=PlacedOrderState)
-    result = OrderState.model_validate(charge_once(context, order_state=state.to_event()))
+    result = OrderState.model_validate(
+        run_once(
+            charge,
+            ORDER_STEP,
+            state.to_event(),
+            idempotency=environment,
+            context=context,
+            environment=environment,
+        )
+    )
     count_outcome(OUTCOME_METRICS, result)
     log_finished(STEP, result)
     return result.to_event()

@@ -2,38 +2,54 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from aws_lambda_powertools.utilities.parser import parse
 
-from handlers.dependencies import order_records
-from handlers.idempotency import IdempotentStep
+from handlers.environment import IdempotencyEnvironment, OrdersTableEnvironment
+from handlers.idempotency import ORDER_STEP, run_once
 from handlers.observability import count_outcome, log_finished, log_task_body, logger, metrics, tracer
+from handlers.stores import order_records
 from order_processing.models import OrderState, Outcome, PlacedOrderState
 from order_processing.steps import confirm_order
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
+
+class Environment(IdempotencyEnvironment, OrdersTableEnvironment):
+    function: ClassVar[str] = "ConfirmOrderFunction"
+
+
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
+Environment.load()
+
 STEP = "confirm_order"
 OUTCOME_METRICS = {Outcome.SUCCEEDED: "OrdersSucceeded"}
 
 
-def confirm(order_state: dict[str, Any]) -> dict[str, Any]:
+def confirm(order_state: dict[str, Any], environment: Environment) -> dict[str, Any]:
     state = PlacedOrderState.model_validate(order_state)
     log_task_body(STEP, state.order_id)
-    return confirm_order(state, order_records()).to_event()
-
-
-confirm_once = IdempotentStep(confirm)
+    return confirm_order(state, order_records(environment)).to_event()
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    environment = Environment.load()
     state = parse(event=event, model=PlacedOrderState)
-    result = OrderState.model_validate(confirm_once(context, order_state=state.to_event()))
+    result = OrderState.model_validate(
+        run_once(
+            confirm,
+            ORDER_STEP,
+            state.to_event(),
+            idempotency=environment,
+            context=context,
+            environment=environment,
+        )
+    )
     count_outcome(OUTCOME_METRICS, result)
     log_finished(STEP, result)
     return result.to_event()

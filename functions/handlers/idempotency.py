@@ -1,16 +1,14 @@
-"""Powertools idempotency for a step's body, keyed on the order ID and validated on the order content.
+"""Powertools idempotency for the task functions' bodies and the batch summary, in one place.
 
-The persistence layer needs a DynamoDB client, and none may be created at import time, so the
-decorated body is built on the first call and kept for the life of the execution environment.
-POWERTOOLS_IDEMPOTENCY_DISABLED=1 (Powertools' own switch) still works: the decorated function
-checks it on every call.
+The persistence layer is built per call around the shared DynamoDB client (never created at import), so
+nothing here outlives the client it was built with. POWERTOOLS_IDEMPOTENCY_DISABLED=1 (Powertools' own
+switch) still works: the decorated function checks it on every call.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.idempotency import (
@@ -19,71 +17,70 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 
-from handlers.dependencies import dynamodb_client
-from handlers.settings import get_settings, require
+from handlers import clients
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-StepBody = Callable[..., dict[str, Any]]
+    from handlers.environment import IdempotencyEnvironment
 
-IDEMPOTENCY_KEY_PATH = "order_id"
-PAYLOAD_VALIDATION_PATH = "order"
-DATA_KEYWORD_ARGUMENT = "order_state"
-
-_steps: weakref.WeakSet[IdempotentStep] = weakref.WeakSet()
+Body = Callable[..., dict[str, Any]]
 
 
-class IdempotentStep:
-    """Runs `body(order_state=...)` at most once per order ID while the record lives.
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """Where the key and the validated payload sit in the data handed to the body as `data_argument`."""
 
-    The same order ID with different `order` content raises IdempotencyValidationError, a concurrent
-    duplicate raises IdempotencyAlreadyInProgressError, and an exception in the body deletes the
-    record so a retry runs again. All three propagate to the state machine.
+    key_path: str
+    payload_validation_path: str
+    data_argument: str
+    raise_on_missing_key: bool
+
+
+# An order step runs at most once per order ID; the same ID with other `order` content is a conflict.
+ORDER_STEP = IdempotencyKey(
+    key_path="order_id",
+    payload_validation_path="order",
+    data_argument="order_state",
+    raise_on_missing_key=True,
+)
+# The same batch ID summarized from different outcomes is a defect, not a replay.
+BATCH_SUMMARY = IdempotencyKey(
+    key_path="batch_id",
+    payload_validation_path="[results, source, map_result]",
+    data_argument="request",
+    raise_on_missing_key=False,
+)
+
+
+def run_once(
+    body: Body,
+    key: IdempotencyKey,
+    data: dict[str, Any],
+    *,
+    idempotency: IdempotencyEnvironment,
+    context: LambdaContext,
+    **other_arguments: Any,
+) -> dict[str, Any]:
+    """Run `body` at most once per key while the record lives.
+
+    The same key with a different payload raises IdempotencyValidationError, a concurrent duplicate raises
+    IdempotencyAlreadyInProgressError, and an exception in the body deletes the record so a retry runs
+    again. All three propagate to the caller.
     """
-
-    def __init__(self, body: StepBody) -> None:
-        self._body = body
-        self._built: tuple[IdempotencyConfig, StepBody] | None = None
-        self._lock = threading.Lock()
-        _steps.add(self)
-
-    def __call__(self, context: LambdaContext, order_state: dict[str, Any]) -> dict[str, Any]:
-        config, run = self._build()
-        # An INPROGRESS record then expires when this invocation's time runs out, not after the full expiry.
-        config.register_lambda_context(context)
-        result: dict[str, Any] = run(**{DATA_KEYWORD_ARGUMENT: order_state})
-        return result
-
-    def _build(self) -> tuple[IdempotencyConfig, StepBody]:
-        with self._lock:
-            if self._built is None:
-                settings = get_settings()
-                config = IdempotencyConfig(
-                    event_key_jmespath=IDEMPOTENCY_KEY_PATH,
-                    payload_validation_jmespath=PAYLOAD_VALIDATION_PATH,
-                    raise_on_no_idempotency_key=True,
-                    expires_after_seconds=settings.idempotency_expiry_seconds,
-                )
-                persistence = DynamoDBPersistenceLayer(
-                    table_name=require(settings.idempotency_table_name, "IDEMPOTENCY_TABLE_NAME"),
-                    boto3_client=dynamodb_client(),
-                )
-                run = idempotent_function(
-                    self._body,
-                    data_keyword_argument=DATA_KEYWORD_ARGUMENT,
-                    persistence_store=persistence,
-                    config=config,
-                )
-                self._built = (config, run)
-            return self._built
-
-    def forget(self) -> None:
-        """Drop the built layer so the next call builds it again (tests switch clients between cases)."""
-        with self._lock:
-            self._built = None
-
-
-def forget_built_steps() -> None:
-    for step in list(_steps):
-        step.forget()
+    config = IdempotencyConfig(
+        event_key_jmespath=key.key_path,
+        payload_validation_jmespath=key.payload_validation_path,
+        raise_on_no_idempotency_key=key.raise_on_missing_key,
+        expires_after_seconds=idempotency.idempotency_expiry_seconds,
+    )
+    # An INPROGRESS record then expires when this invocation's time runs out, not after the full expiry.
+    config.register_lambda_context(context)
+    persistence = DynamoDBPersistenceLayer(
+        table_name=idempotency.idempotency_table_name, boto3_client=clients.dynamodb()
+    )
+    run = idempotent_function(
+        body, data_keyword_argument=key.data_argument, persistence_store=persistence, config=config
+    )
+    result: dict[str, Any] = run(**{key.data_argument: data}, **other_arguments)
+    return result

@@ -1,4 +1,4 @@
-"""The Powertools logger, tracer and metrics every task function shares.
+"""The Powertools logger, tracer and metrics every function uses, set up once per process.
 
 Service name and metrics namespace come from POWERTOOLS_SERVICE_NAME and
 POWERTOOLS_METRICS_NAMESPACE, which the template sets for every function.
@@ -22,8 +22,8 @@ def log_task_body(step: str, order_id: str | None) -> None:
     logger.info(TASK_BODY_RAN, extra={"step": step, "order_id": order_id})
 
 
-def count(metric_name: str) -> None:
-    metrics.add_metric(name=metric_name, unit=MetricUnit.Count, value=1)
+def count(metric_name: str, value: float = 1) -> None:
+    metrics.add_metric(name=metric_name, unit=MetricUnit.Count, value=value)
 
 
 def log_finished(step: str, state: OrderState) -> None:

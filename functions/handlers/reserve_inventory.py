@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from aws_lambda_powertools.utilities.parser import parse
 
-from handlers.dependencies import inventory
-from handlers.idempotency import IdempotentStep
+from handlers.environment import IdempotencyEnvironment, InventoryTablesEnvironment
+from handlers.idempotency import ORDER_STEP, run_once
 from handlers.observability import count_outcome, log_finished, log_task_body, logger, metrics, tracer
+from handlers.stores import inventory
 from order_processing.models import OrderState, Outcome, PlacedOrderState
 from order_processing.steps import reserve_inventory
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+
+class Environment(IdempotencyEnvironment, InventoryTablesEnvironment):
+    function: ClassVar[str] = "ReserveInventoryFunction"
+
+
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
+Environment.load()
 
 STEP = "reserve_inventory"
 OUTCOME_METRICS = {
@@ -23,21 +32,28 @@ OUTCOME_METRICS = {
 }
 
 
-def reserve(order_state: dict[str, Any]) -> dict[str, Any]:
+def reserve(order_state: dict[str, Any], environment: Environment) -> dict[str, Any]:
     state = PlacedOrderState.model_validate(order_state)
     log_task_body(STEP, state.order_id)
-    return reserve_inventory(state, inventory()).to_event()
-
-
-reserve_once = IdempotentStep(reserve)
+    return reserve_inventory(state, inventory(environment)).to_event()
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    environment = Environment.load()
     state = parse(event=event, model=PlacedOrderState)
-    result = OrderState.model_validate(reserve_once(context, order_state=state.to_event()))
+    result = OrderState.model_validate(
+        run_once(
+            reserve,
+            ORDER_STEP,
+            state.to_event(),
+            idempotency=environment,
+            context=context,
+            environment=environment,
+        )
+    )
     count_outcome(OUTCOME_METRICS, result)
     log_finished(STEP, result)
     return result.to_event()

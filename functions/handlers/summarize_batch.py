@@ -2,55 +2,54 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import Field
 
-from handlers.settings import get_settings, require
+from handlers import clients
+from handlers.environment import IdempotencyEnvironment, Required
+from handlers.idempotency import BATCH_SUMMARY, run_once
+from handlers.observability import count, logger, metrics, tracer
 from order_processing.summary import summarize_batch
 
-logger = Logger()
-tracer = Tracer()
-metrics = Metrics()
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
-@lru_cache(maxsize=1)
-def _idempotent_summarizer() -> tuple[Callable[..., dict[str, Any]], IdempotencyConfig]:
-    """Built on the first invocation: the persistence layer creates its DynamoDB client when constructed."""
-    settings = get_settings()
-    config = IdempotencyConfig(
-        event_key_jmespath="batch_id",
-        # The same batch ID summarized from different outcomes is a defect, not a replay.
-        payload_validation_jmespath="[results, source, map_result]",
-        expires_after_seconds=settings.idempotency_expiry_seconds,
-    )
-    persistence = DynamoDBPersistenceLayer(
-        table_name=require(settings.idempotency_table_name, "IDEMPOTENCY_TABLE_NAME")
-    )
-    summarizer = idempotent_function(
-        summarize_batch, data_keyword_argument="request", persistence_store=persistence, config=config
-    )
-    return summarizer, config
+class Environment(IdempotencyEnvironment):
+    function: ClassVar[str] = "SummarizeBatchFunction"
+
+    results_bucket_name: Required = Field(alias="RESULTS_BUCKET_NAME")
+
+
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
+Environment.load()
+
+# The batch totals, under names of their own: the per-order counts belong to the task functions.
+BATCH_TOTAL_METRICS = {
+    "succeeded": "BatchOrdersSucceeded",
+    "failed": "BatchOrdersFailed",
+    "rejected": "BatchOrdersRejected",
+    "duplicate": "BatchOrdersDuplicate",
+}
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    results_bucket = require(get_settings().results_bucket_name, "RESULTS_BUCKET_NAME")
-    summarizer, config = _idempotent_summarizer()
-    config.register_lambda_context(context)
+    environment = Environment.load()
     logger.append_keys(batch_id=event.get("batch_id"))
-    summary = summarizer(request=event, results_bucket=results_bucket)
+    summary = run_once(
+        summarize_batch,
+        BATCH_SUMMARY,
+        event,
+        idempotency=environment,
+        context=context,
+        results_bucket=environment.results_bucket_name,
+        s3_client=clients.s3(),
+        sfn_client=clients.stepfunctions(),
+    )
     logger.info(
         "batch summarized",
         total=summary["total"],
@@ -59,11 +58,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         rejected=summary["rejected"],
         duplicate=summary["duplicate"],
     )
-    for name, count_field in (
-        ("OrdersSucceeded", "succeeded"),
-        ("OrdersFailed", "failed"),
-        ("OrdersRejected", "rejected"),
-        ("OrdersDuplicate", "duplicate"),
-    ):
-        metrics.add_metric(name=name, unit=MetricUnit.Count, value=summary[count_field])
+    for count_field, metric_name in BATCH_TOTAL_METRICS.items():
+        count(metric_name, summary[count_field])
     return summary

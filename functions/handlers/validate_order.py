@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from aws_lambda_powertools.utilities.parser import parse
 
-from handlers.dependencies import order_records
-from handlers.idempotency import IdempotentStep
+from handlers.environment import IdempotencyEnvironment, OrdersTableEnvironment
+from handlers.idempotency import ORDER_STEP, run_once
 from handlers.observability import count_outcome, log_finished, log_task_body, logger, metrics, tracer
+from handlers.stores import order_records
 from order_processing.models import MapItem, OrderState, Outcome
 from order_processing.steps import as_seen_by, rejection, validate_and_claim
 from order_processing.validation import check_order
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+
+class Environment(IdempotencyEnvironment, OrdersTableEnvironment):
+    function: ClassVar[str] = "ValidateOrderFunction"
+
+
+# Read at import, the cold start: a missing or malformed variable fails the init, naming it.
+Environment.load()
 
 STEP = "validate_order"
 OUTCOME_METRICS = {
@@ -24,19 +33,17 @@ OUTCOME_METRICS = {
 }
 
 
-def validate(order_state: dict[str, Any]) -> dict[str, Any]:
+def validate(order_state: dict[str, Any], environment: Environment) -> dict[str, Any]:
     item = MapItem.model_validate(order_state)
     log_task_body(STEP, order_state.get("order_id"))
-    return validate_and_claim(item, order_records()).to_event()
-
-
-validate_once = IdempotentStep(validate)
+    return validate_and_claim(item, order_records(environment)).to_event()
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    environment = Environment.load()
     item = parse(event=event, model=MapItem)
     check = check_order(item.order, item.source_format, item.item_index)
     if check.order_id is None:
@@ -47,8 +54,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             "order_id": check.order_id,
             "order": check.content(item.order),
         }
-        stored = OrderState.model_validate(validate_once(context, order_state=payload))
-        state = as_seen_by(stored, item, check, order_records())
+        stored = run_once(
+            validate, ORDER_STEP, payload, idempotency=environment, context=context, environment=environment
+        )
+        state = as_seen_by(OrderState.model_validate(stored), item, check, order_records(environment))
     count_outcome(OUTCOME_METRICS, state)
     log_finished(STEP, state)
     return state.to_event()

@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 from moto.dynamodb.models import DynamoDBBackend
 
-from handlers.dependencies import dynamodb_client
-from handlers.idempotency import forget_built_steps
+from handlers import clients
+from handlers.environment import forget_loaded_environments
 from handlers.observability import TASK_BODY_RAN, logger, metrics
-from handlers.settings import get_settings
 
 FUNCTION_NAME = "orderbatch-task-tests"
 MAX_CHARGE_AMOUNT = "1000.00"
@@ -38,10 +37,9 @@ class FakeLambdaContext:
 
 
 def reset_cold_start() -> None:
-    """What a new execution environment would start from: settings, client and idempotency layers."""
-    get_settings.cache_clear()
-    dynamodb_client.cache_clear()
-    forget_built_steps()
+    """What a new execution environment would start from: its environment read again, new clients."""
+    forget_loaded_environments()
+    clients.forget_clients()
 
 
 @pytest.fixture
@@ -134,7 +132,7 @@ def dynamodb_calls(task_env: Any) -> CallCounter:
         )
         counter.calls[(model.name, table)] += 1
 
-    dynamodb_client().meta.events.register("provide-client-params.dynamodb", count)
+    clients.dynamodb().meta.events.register("provide-client-params.dynamodb", count)
     return counter
 
 
@@ -156,7 +154,7 @@ def fail_once(task_env: Any) -> Callable[[str, str], list[str]]:
                     {"Error": {"Code": "InternalServerError", "Message": "injected by the test"}}, operation
                 )
 
-        dynamodb_client().meta.events.register("provide-client-params.dynamodb", fail)
+        clients.dynamodb().meta.events.register("provide-client-params.dynamodb", fail)
         return failures
 
     return arm

@@ -14,7 +14,7 @@ from typing import Any
 from task_events import an_order, map_item
 
 from handlers import validate_order
-from handlers.dependencies import order_records
+from handlers.stores import order_records
 from order_processing.orders import Claimant
 from order_processing.validation import check_order
 from orderbatch.audit import AuditedOrder, BatchLocations, audit_orders
@@ -26,7 +26,7 @@ def test_the_holder_replaying_its_duplicates_outcome_goes_on_as_the_valid_order(
     order = an_order("o-crashed", ("SKU-001", 1, "5.00"))
     content_hash = check_order(order, "inline", 0).content_hash
     # What item 0's killed run left: the claim, and no idempotency record (the abandoned one expired).
-    order_records().claim("o-crashed", Claimant("b-1", 0, content_hash))
+    order_records(validate_order.Environment.load()).claim("o-crashed", Claimant("b-1", 0, content_hash))
 
     duplicate = validate_order.lambda_handler(map_item(order, item_index=1), lambda_context)
     holder = validate_order.lambda_handler(map_item(order, item_index=0), lambda_context)
@@ -46,7 +46,7 @@ def test_a_third_item_replaying_the_duplicates_outcome_is_a_duplicate_of_the_hol
 ) -> None:
     order = an_order("o-crashed", ("SKU-001", 1, "5.00"))
     content_hash = check_order(order, "inline", 0).content_hash
-    order_records().claim("o-crashed", Claimant("b-1", 0, content_hash))
+    order_records(validate_order.Environment.load()).claim("o-crashed", Claimant("b-1", 0, content_hash))
     validate_order.lambda_handler(map_item(order, item_index=1), lambda_context)
 
     third = validate_order.lambda_handler(map_item(order, batch_id="b-2", item_index=5), lambda_context)
@@ -69,7 +69,9 @@ def test_the_audit_finds_the_order_lost_when_its_holder_in_this_batch_reports_a_
     task_env: Any,
 ) -> None:
     order = an_order("o-crashed", ("SKU-001", 1, "5.00"))
-    order_records().claim("o-crashed", Claimant("b-1", 0, check_order(order, "inline", 0).content_hash))
+    order_records(validate_order.Environment.load()).claim(
+        "o-crashed", Claimant("b-1", 0, check_order(order, "inline", 0).content_hash)
+    )
 
     report = _audit_with_both_items_reporting_duplicate(task_env, "b-1")
 
@@ -80,7 +82,9 @@ def test_the_audit_finds_the_order_lost_when_its_holder_in_this_batch_reports_a_
 
 def test_the_audit_accepts_duplicates_of_an_order_another_batch_processed(task_env: Any) -> None:
     order = an_order("o-earlier", ("SKU-001", 1, "5.00"))
-    order_records().claim("o-crashed", Claimant("b-0", 3, check_order(order, "inline", 0).content_hash))
+    order_records(validate_order.Environment.load()).claim(
+        "o-crashed", Claimant("b-0", 3, check_order(order, "inline", 0).content_hash)
+    )
 
     report = _audit_with_both_items_reporting_duplicate(task_env, "b-1")
 

@@ -15,8 +15,15 @@ import pytest
 from moto.core.config import default_user_config
 from task_events import an_order, map_item
 
-from handlers import cancel_order, charge_payment, confirm_order, reserve_inventory, validate_order
-from handlers.dependencies import inventory, order_records, payment_ledger
+from handlers import (
+    batches_api,
+    cancel_order,
+    charge_payment,
+    confirm_order,
+    reserve_inventory,
+    validate_order,
+)
+from handlers.stores import inventory, order_records, payment_ledger
 from order_processing.models import Order
 from order_processing.reconcile import (
     BatchSettlingError,
@@ -36,7 +43,9 @@ PASS_DEFINITION = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pa
 
 
 def stores() -> OrderStores:
-    return OrderStores(order_records(), inventory(), payment_ledger())
+    """The stores as the API function builds them for reconcile."""
+    environment = batches_api.Environment.load()
+    return OrderStores(order_records(environment), inventory(environment), payment_ledger(environment))
 
 
 def take(order: dict[str, Any], index: int, context: Any, *steps: Any) -> dict[str, Any]:
@@ -112,7 +121,7 @@ def test_every_order_a_stopped_batch_left_half_done_ends_final_exactly_once(
     # Cancelled by the workflow, then a reservation from a task still in flight landed after it.
     cancelled = take(leaked, 7, lambda_context)
     cancel_order.lambda_handler(cancelled | {"outcome": "FAILED", "code": "TASK_FAILED"}, lambda_context)
-    inventory().reserve("o-leaked", BATCH, Order.model_validate(leaked).items)
+    stores().inventory.reserve("o-leaked", BATCH, Order.model_validate(leaked).items)
     stopped_batch.start(orders)
 
     report = reconcile_batch(settled(stopped_batch), stores(), stopped_batch.s3)
@@ -224,9 +233,9 @@ def test_the_survey_names_the_orders_left_open_and_counts_the_reconciled(
     stopped_batch.start(orders)
     batch = settled(stopped_batch)
 
-    before = survey_orders(batch, order_records(), stopped_batch.s3)
+    before = survey_orders(batch, stores().orders, stopped_batch.s3)
     reconcile_batch(batch, stores(), stopped_batch.s3)
-    after = survey_orders(batch, order_records(), stopped_batch.s3)
+    after = survey_orders(batch, stores().orders, stopped_batch.s3)
 
     assert before.to_dict() == {"count": 2, "order_ids": ["o-1", "o-2"], "reconciled": 0}
     assert after.to_dict() == {"count": 0, "order_ids": [], "reconciled": 2}

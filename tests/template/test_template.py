@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from handlers.environment import FunctionEnvironment, IdempotencyEnvironment
 from orderbatch.localcloud.stack import LocalStack, load_stack
 from orderbatch.project import PROJECT_ROOT
 
@@ -132,8 +134,39 @@ def test_conflicts_are_caught_not_retried(definition: dict[str, Any]) -> None:
     }
 
 
-def test_task_functions_have_idempotency_configuration(stack: LocalStack) -> None:
+def handler_environment(handler: str) -> type[FunctionEnvironment]:
+    """The Environment model the function's handler module declares (importing it is its cold start)."""
+    model: type[FunctionEnvironment] = importlib.import_module(handler.rsplit(".", 1)[0]).Environment
+    return model
+
+
+def test_every_function_is_given_the_variables_its_handler_requires(stack: LocalStack) -> None:
     for function in stack.functions:
+        model = handler_environment(function.handler)
+        required = {field.alias for field in model.model_fields.values() if field.is_required()}
+        assert model.function == function.name
+        assert required, function.name
+        assert required <= set(function.environment), (
+            function.name,
+            sorted(required - set(function.environment)),
+        )
+        # The template's values themselves pass the model, so the deployed function starts.
+        model.model_validate(function.environment)
+
+
+def test_functions_with_idempotency_have_its_configuration(stack: LocalStack) -> None:
+    idempotent = [
+        f for f in stack.functions if issubclass(handler_environment(f.handler), IdempotencyEnvironment)
+    ]
+    assert {f.name for f in idempotent} == {
+        "ValidateOrderFunction",
+        "ReserveInventoryFunction",
+        "ChargePaymentFunction",
+        "ConfirmOrderFunction",
+        "CancelOrderFunction",
+        "SummarizeBatchFunction",
+    }
+    for function in idempotent:
         assert function.environment["IDEMPOTENCY_TABLE_NAME"] == "orderbatch-IdempotencyTable", function.name
         assert int(function.environment["IDEMPOTENCY_EXPIRY_SECONDS"]) >= 60
 

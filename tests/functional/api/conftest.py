@@ -14,7 +14,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from handlers.settings import get_settings
+from handlers import clients
+from handlers.environment import forget_loaded_environments
 
 EVENTS = Path(__file__).resolve().parents[3] / "events"
 REGION = "us-east-1"
@@ -95,18 +96,15 @@ def cloud(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
             BillingMode="PAY_PER_REQUEST",
         )
         monkeypatch.setenv("STATE_MACHINE_ARN", state_machine_arn)
-        get_settings.cache_clear()
-        _forget_idempotency_layer()
+        new_cold_start()
         yield Cloud(sfn=sfn, s3=s3, state_machine_arn=state_machine_arn)
-    get_settings.cache_clear()
-    _forget_idempotency_layer()
+    new_cold_start()
 
 
-def _forget_idempotency_layer() -> None:
-    """The summarizer's persistence layer holds a client bound to the moto of the test that built it."""
-    from handlers import summarize_batch
-
-    summarize_batch._idempotent_summarizer.cache_clear()
+def new_cold_start() -> None:
+    """The handlers read their environment again and build new clients, bound to this test's moto."""
+    forget_loaded_environments()
+    clients.forget_clients()
 
 
 @pytest.fixture

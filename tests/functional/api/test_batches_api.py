@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from handlers import batches_api
+from handlers import batches_api, clients
 from order_processing.batches import BatchConflictError, BatchSubmission, canonical_json, submit_batch
 
 if TYPE_CHECKING:
@@ -413,3 +414,30 @@ def test_the_sample_events_work_against_the_handler(cloud: Cloud, lambda_context
 
     assert (post_status, get_status) == (202, 200)
     assert got["execution_arn"] == posted["execution_arn"]
+
+
+def test_the_handler_reuses_its_clients_across_invocations(
+    cloud: Cloud, http_event: EventFactory, lambda_context: FakeLambdaContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created: Counter[str] = Counter()
+    build_client = clients.boto3.client
+
+    def counting(service_name: str, *args: Any, **kwargs: Any) -> Any:
+        created[service_name] += 1
+        return build_client(service_name, *args, **kwargs)
+
+    monkeypatch.setattr(clients.boto3, "client", counting)
+    cloud.s3.put_object(Bucket=SOURCE_BUCKET, Key="in/orders.json", Body=b"[]")
+
+    answers = [
+        post(
+            http_event,
+            lambda_context,
+            {"batch_id": batch, "source": {"bucket": SOURCE_BUCKET, "key": "in/orders.json"}},
+        )
+        for batch in ("b-1", "b-2")
+    ]
+    answers += [call(http_event("GET", f"/batches/{batch}"), lambda_context) for batch in ("b-1", "b-2")]
+
+    assert [status for status, _ in answers] == [202, 202, 200, 200]
+    assert created == Counter({"stepfunctions": 1, "s3": 1})

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 
-from handlers import batches_api
-from handlers.dependencies import dynamodb_client
-from handlers.settings import get_settings
+from handlers import batches_api, clients
+from handlers.environment import forget_loaded_environments
 
 if TYPE_CHECKING:
     from conftest import Cloud, FakeLambdaContext
@@ -43,8 +42,8 @@ def order_tables(cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> None:
             BillingMode="PAY_PER_REQUEST",
         )
         monkeypatch.setenv(variable, name)
-    get_settings.cache_clear()
-    dynamodb_client.cache_clear()
+    forget_loaded_environments()
+    clients.forget_clients()
 
 
 def an_order(order_id: str) -> dict[str, Any]:
@@ -98,10 +97,10 @@ def test_a_batch_stopped_moments_ago_is_reconciled_once_its_tasks_can_have_ended
 ) -> None:
     start(cloud, stop=True)
     monkeypatch.setenv("TASK_FUNCTION_TIMEOUT_SECONDS", "60")
-    get_settings.cache_clear()
+    forget_loaded_environments()
     settling = reconcile(http_event, lambda_context)
     monkeypatch.setenv("TASK_FUNCTION_TIMEOUT_SECONDS", "1")
-    get_settings.cache_clear()
+    forget_loaded_environments()
     time.sleep(1.1)
 
     status, _headers, report = reconcile(http_event, lambda_context)

@@ -9,7 +9,14 @@ import boto3
 import pytest
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyValidationError
 
-from handlers import summarize_batch
+from handlers import (
+    cancel_order,
+    charge_payment,
+    confirm_order,
+    reserve_inventory,
+    summarize_batch,
+    validate_order,
+)
 from order_processing.summary import IncompleteMapResultsError
 from orderbatch.executions import wait_for_execution
 
@@ -77,6 +84,48 @@ def test_inline_outcomes_are_summarized_once(cloud: Cloud, lambda_context: FakeL
     assert len(records) == 1
     assert records[0]["status"]["S"] == "COMPLETED"
     assert "order_processing.summary.summarize_batch#" in records[0]["id"]["S"]
+
+
+def emitted_metrics(output: str) -> dict[str, Any]:
+    """Metric name -> values, from the CloudWatch embedded-metric-format lines Powertools prints."""
+    emitted: dict[str, Any] = {}
+    for line in output.splitlines():
+        document = json.loads(line) if line.startswith("{") else {}
+        for directive in document.get("_aws", {}).get("CloudWatchMetrics", []):
+            for metric in directive["Metrics"]:
+                emitted[metric["Name"]] = document[metric["Name"]]
+    return emitted
+
+
+def test_the_batch_totals_have_metric_names_of_their_own(
+    cloud: Cloud, lambda_context: FakeLambdaContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    request = {
+        "batch_id": "b-1",
+        "results": [
+            order_state(0, "SUCCEEDED"),
+            order_state(1, "SUCCEEDED"),
+            order_state(2, "FAILED", "PAYMENT_DECLINED", "order o-2: 12000.00 is over the charge limit"),
+        ],
+    }
+    capsys.readouterr()
+
+    summarize_batch.lambda_handler(request, lambda_context)
+
+    emitted = emitted_metrics(capsys.readouterr().out)
+    assert emitted == {
+        "BatchOrdersSucceeded": [2.0],
+        "BatchOrdersFailed": [1.0],
+        "BatchOrdersRejected": [0.0],
+        "BatchOrdersDuplicate": [0.0],
+    }
+    per_order = {
+        name
+        for task in (validate_order, reserve_inventory, charge_payment, confirm_order, cancel_order)
+        for name in task.OUTCOME_METRICS.values()
+    }
+    assert {"OrdersSucceeded", "OrdersFailed", "OrdersRejected", "OrdersDuplicate"} <= per_order
+    assert per_order.isdisjoint(emitted)
 
 
 def test_the_same_batch_with_other_outcomes_is_refused(
