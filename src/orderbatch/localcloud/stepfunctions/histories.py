@@ -22,7 +22,10 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-DEFAULT_MAX_EVENTS_IN_MEMORY = 200_000
+# About 44 events per order of an inline batch at 1 to 2 KB each (payloads included): 10,000 events keep
+# the last one or two batches' histories at hand (about 15 MB) and send the rest to disk, so memory does
+# not grow with the executions that have finished.
+DEFAULT_MAX_EVENTS_IN_MEMORY = 10_000
 
 _store: HistoryStore | None = None
 
