@@ -49,5 +49,7 @@ def duplicate_state_names(definition: Mapping[str, Any]) -> list[tuple[str, str]
 
 def invalid_definition_message(duplicates: list[tuple[str, str]]) -> str:
     """CreateStateMachine's InvalidDefinition message for repeated names, in AWS's words."""
-    problems = ", ".join(f"DUPLICATE_STATE_NAME: Duplicate State name: {name} at {path}" for name, path in duplicates)
+    problems = ", ".join(
+        f"DUPLICATE_STATE_NAME: Duplicate State name: {name} at {path}" for name, path in duplicates
+    )
     return f"Invalid State Machine Definition: '{problems}'"

@@ -109,7 +109,9 @@ def _expanded(node: Node) -> Node:
 
 
 def _value_of(mapping: MappingNode, key: str) -> Node | None:
-    return next((value for name, value in mapping.value if isinstance(name, ScalarNode) and name.value == key), None)
+    return next(
+        (value for name, value in mapping.value if isinstance(name, ScalarNode) and name.value == key), None
+    )
 
 
 def _suffix_state_names(container: MappingNode, suffix: str, *, line: int) -> None:
@@ -119,33 +121,35 @@ def _suffix_state_names(container: MappingNode, suffix: str, *, line: int) -> No
     if not isinstance(states, MappingNode):
         raise WorkflowSourceError(f"line {line}: {STATE_NAME_SUFFIX_KEY} is only for a mapping with States")
     names = {key.value for key, _ in states.value if isinstance(key, ScalarNode)}
-
-    def rename(node: Node | None) -> None:
+    renamed = [key for key, _ in states.value]
+    renamed.append(_value_of(container, "StartAt"))
+    for _, state in states.value:
+        if isinstance(state, MappingNode):
+            renamed += _transitions(state)
+            for nested in _nested_scopes(state):
+                _suffix_state_names(nested, suffix, line=line)
+    for node in renamed:
         if isinstance(node, ScalarNode) and node.value in names:
             node.value += suffix
 
-    rename(_value_of(container, "StartAt"))
-    for key, state in states.value:
-        rename(key)
-        if not isinstance(state, MappingNode):
-            continue
-        rename(_value_of(state, "Next"))
-        rename(_value_of(state, "Default"))
-        for rules_key in ("Choices", "Catch"):
-            rules = _value_of(state, rules_key)
-            if isinstance(rules, SequenceNode):
-                for rule in rules.value:
-                    if isinstance(rule, MappingNode):
-                        rename(_value_of(rule, "Next"))
-        for processor_key in ("ItemProcessor", "Iterator"):
-            processor = _value_of(state, processor_key)
-            if isinstance(processor, MappingNode):
-                _suffix_state_names(processor, suffix, line=line)
-        branches = _value_of(state, "Branches")
-        if isinstance(branches, SequenceNode):
-            for branch in branches.value:
-                if isinstance(branch, MappingNode):
-                    _suffix_state_names(branch, suffix, line=line)
+
+def _transitions(state: MappingNode) -> list[Node | None]:
+    """The nodes of ``state`` naming a state to go to: Next, Default, each Choice rule's and Catcher's."""
+    found = [_value_of(state, "Next"), _value_of(state, "Default")]
+    for rules_key in ("Choices", "Catch"):
+        rules = _value_of(state, rules_key)
+        if isinstance(rules, SequenceNode):
+            found += [_value_of(rule, "Next") for rule in rules.value if isinstance(rule, MappingNode)]
+    return found
+
+
+def _nested_scopes(state: MappingNode) -> list[MappingNode]:
+    """The Map processor or Parallel branches of ``state``: each has States of its own."""
+    scopes = [_value_of(state, key) for key in ("ItemProcessor", "Iterator")]
+    branches = _value_of(state, "Branches")
+    if isinstance(branches, SequenceNode):
+        scopes += branches.value
+    return [scope for scope in scopes if isinstance(scope, MappingNode)]
 
 
 def main(argv: list[str] | None = None) -> int:
