@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from orderbatch.cli import main
 from orderbatch.localcloud.cloud import LOCAL_ROLE_ARN, LocalCloud, LocalCloudConfig
 from orderbatch.localcloud.stack import TemplateError
 
@@ -105,6 +106,26 @@ def test_a_template_repeating_a_state_name_does_not_start(tmp_path: Path) -> Non
         LocalCloud(LocalCloudConfig(template=template, account_concurrency=10)).__enter__()
 
     assert str(refused.value) == f"Machine: {DUPLICATE_MESSAGE}"
+
+
+def test_local_up_stops_with_the_refused_state_machine_and_why(tmp_path: Path) -> None:
+    template = template_with(tmp_path, DUPLICATED)
+
+    with pytest.raises(SystemExit) as stopped:
+        main(
+            [
+                "local",
+                "up",
+                "--template",
+                str(template),
+                "--port",
+                "0",
+                "--state-dir",
+                str(tmp_path / "state"),
+            ]
+        )
+
+    assert stopped.value.code == f"orderbatch: Machine: {DUPLICATE_MESSAGE}"
 
 
 def test_a_definition_moto_cannot_parse_is_an_invalid_definition_too(sfn: Any) -> None:
