@@ -7,6 +7,12 @@ every alias expanded. Rendering works on YAML nodes, not Python values, so key o
 style survive: a plain ``${Name}`` stays plain and becomes a number once CloudFormation substitutes the
 raw text, a quoted one stays a string.
 
+State names must be unique in the whole state machine, so states written once and aliased into several
+Maps need a different name in each copy: ``x-state-name-suffix`` on an ``ItemProcessor`` (or a Parallel
+branch) appends its text to the name of every state in it and to every reference to one (``StartAt``,
+``Next``, ``Default``, a Choice rule's or a Catcher's ``Next``). The key itself is not rendered, and a
+rendered definition that still repeats a name is refused.
+
     python -m orderbatch.workflow_source          # rewrite the committed file (``make statemachine``)
     python -m orderbatch.workflow_source --check  # exit 1 if it is out of date
 """
@@ -21,10 +27,12 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from orderbatch.project import PROJECT_ROOT
+from orderbatch.state_names import duplicate_state_names
 
 SOURCE = PROJECT_ROOT / "statemachine" / "order_batch.workflow.yaml"
 RENDERED = PROJECT_ROOT / "statemachine" / "order_batch.asl.yaml"
 DEFINITION_KEY = "definition"
+STATE_NAME_SUFFIX_KEY = "x-state-name-suffix"
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Long Comments stay on one line: a folded line is valid YAML but harder to compare with the source.
@@ -60,6 +68,13 @@ def render(source: Path = SOURCE) -> str:
         allow_unicode=True,
         explicit_start=False,
     )
+    repeated = duplicate_state_names(yaml.safe_load(body))
+    if repeated:
+        where = "; ".join(f"'{name}' at {path}" for name, path in repeated)
+        raise WorkflowSourceError(
+            f"{source}: state names must be unique in the whole state machine; repeated: {where}. "
+            f"Give each aliased copy its own `{STATE_NAME_SUFFIX_KEY}`."
+        )
     return header(source) + body
 
 
@@ -71,15 +86,70 @@ def _expanded(node: Node) -> Node:
         return SequenceNode(node.tag, [_expanded(item) for item in node.value], flow_style=node.flow_style)
     if isinstance(node, MappingNode):
         pairs = []
+        suffix: str | None = None
         for key, value in node.value:
             if key.tag == _MERGE_TAG:
                 # Jackson does not apply merge keys either; the source keeps to plain aliases.
                 raise WorkflowSourceError(
                     f"line {key.start_mark.line + 1}: merge keys (<<) are not supported; alias a whole value"
                 )
+            if isinstance(key, ScalarNode) and key.value == STATE_NAME_SUFFIX_KEY:
+                if not isinstance(value, ScalarNode) or not value.value.strip():
+                    raise WorkflowSourceError(
+                        f"line {key.start_mark.line + 1}: {STATE_NAME_SUFFIX_KEY} must be a non-empty string"
+                    )
+                suffix = value.value
+                continue
             pairs.append((_expanded(key), _expanded(value)))
-        return MappingNode(node.tag, pairs, flow_style=node.flow_style)
+        expanded = MappingNode(node.tag, pairs, flow_style=node.flow_style)
+        if suffix is not None:
+            _suffix_state_names(expanded, suffix, line=node.start_mark.line + 1)
+        return expanded
     raise WorkflowSourceError(f"unexpected YAML node {type(node).__name__}")
+
+
+def _value_of(mapping: MappingNode, key: str) -> Node | None:
+    return next(
+        (value for name, value in mapping.value if isinstance(name, ScalarNode) and name.value == key), None
+    )
+
+
+def _suffix_state_names(container: MappingNode, suffix: str, *, line: int) -> None:
+    """Append ``suffix`` to every state name in ``container`` (a processor or branch, already expanded,
+    so nothing in it is shared) and in the processors and branches nested in it, references included."""
+    states = _value_of(container, "States")
+    if not isinstance(states, MappingNode):
+        raise WorkflowSourceError(f"line {line}: {STATE_NAME_SUFFIX_KEY} is only for a mapping with States")
+    names = {key.value for key, _ in states.value if isinstance(key, ScalarNode)}
+    renamed = [key for key, _ in states.value]
+    renamed.append(_value_of(container, "StartAt"))
+    for _, state in states.value:
+        if isinstance(state, MappingNode):
+            renamed += _transitions(state)
+            for nested in _nested_scopes(state):
+                _suffix_state_names(nested, suffix, line=line)
+    for node in renamed:
+        if isinstance(node, ScalarNode) and node.value in names:
+            node.value += suffix
+
+
+def _transitions(state: MappingNode) -> list[Node | None]:
+    """The nodes of ``state`` naming a state to go to: Next, Default, each Choice rule's and Catcher's."""
+    found = [_value_of(state, "Next"), _value_of(state, "Default")]
+    for rules_key in ("Choices", "Catch"):
+        rules = _value_of(state, rules_key)
+        if isinstance(rules, SequenceNode):
+            found += [_value_of(rule, "Next") for rule in rules.value if isinstance(rule, MappingNode)]
+    return found
+
+
+def _nested_scopes(state: MappingNode) -> list[MappingNode]:
+    """The Map processor or Parallel branches of ``state``: each has States of its own."""
+    scopes = [_value_of(state, key) for key in ("ItemProcessor", "Iterator")]
+    branches = _value_of(state, "Branches")
+    if isinstance(branches, SequenceNode):
+        scopes += branches.value
+    return [scope for scope in scopes if isinstance(scope, MappingNode)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,16 +21,17 @@ def test_every_order_passes_four_lambda_tasks_then_compensation_on_failure(app_m
     # When the planner reads the app's template
     workflows = extract_workflows(app_model)
 
-    # Then it finds the three Maps (inline, JSON and CSV from S3), each with the same four tasks in order
+    # Then it finds the three Maps (inline, JSON and CSV from S3), each with the same four tasks in order,
+    # the S3 copies named with a suffix because state names are unique in the whole state machine
     assert [item.map_state for item in workflows] == [
         "Process inline orders",
         "Process JSON orders from S3",
         "Process CSV orders from S3",
     ]
-    for workflow in workflows:
-        assert [step.state_name for step in workflow.forward] == FORWARD
+    for workflow, suffix in zip(workflows, ["", " (S3 JSON)", " (S3 CSV)"], strict=True):
+        assert [step.state_name for step in workflow.forward] == [f"{name}{suffix}" for name in FORWARD]
         assert [step.function for step in workflow.forward] == FUNCTIONS
-        assert [step.state_name for step in workflow.compensation] == ["Cancel order"]
+        assert [step.state_name for step in workflow.compensation] == [f"Cancel order{suffix}"]
         # a failed forward task is caught into Cancel order (one state entered: the Task itself)
         cancel_index = workflow.forward_tasks
         for step in workflow.forward:

@@ -318,8 +318,10 @@ def stop_on_signals(stopped: threading.Event, started: threading.Event) -> None:
 
 
 def start_local_cloud(cloud: Any, started: threading.Event) -> None:
-    """Start it, or stop what did start and exit: on a signal, or with what is missing to run a function."""
+    """Start it, or stop what did start and exit: on a signal, with what is missing to run a function, or
+    with the resource the deploy refused."""
     from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuildError, RuntimeUnavailableError
+    from orderbatch.localcloud.stack import TemplateError
     from orderbatch.localcloud.stepfunctions.mock_config import MockConfigError
 
     try:
@@ -328,7 +330,8 @@ def start_local_cloud(cloud: Any, started: threading.Event) -> None:
     except KeyboardInterrupt:
         _stop_lambda_processes(cloud)
         raise SystemExit(130) from None
-    except (RuntimeUnavailableError, RuntimeBuildError, MockConfigError) as error:
+    # TemplateError: a resource the deploy refused, e.g. a state machine definition AWS would refuse too.
+    except (RuntimeUnavailableError, RuntimeBuildError, MockConfigError, TemplateError) as error:
         _stop_lambda_processes(cloud)
         raise SystemExit(f"orderbatch: {error}") from None
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from orderbatch.localcloud.dynamodb import TableLocks, patch_transactions
@@ -34,7 +35,7 @@ from orderbatch.localcloud.lambda_service import (
     MetricsPublisher,
     TooManyRequestsError,
 )
-from orderbatch.localcloud.stack import LocalStack, load_stack
+from orderbatch.localcloud.stack import LocalStack, TemplateError, load_stack
 from orderbatch.localcloud.stepfunctions import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
     HistoryStore,
@@ -364,6 +365,13 @@ class LocalCloud:
         logs = self._deployer_client("logs")
         for group in self.stack.log_groups.values():
             logs.create_log_group(logGroupName=group)
+        self._create_state_machines()
+        self._create_alarms()
+        for logical_id, path in self.config.seed_files.items():
+            if any(table.logical_id == logical_id for table in self.stack.tables):
+                self.seed_table(logical_id, path)
+
+    def _create_state_machines(self) -> None:
         sfn = self._deployer_client("stepfunctions")
         for machine in self.stack.state_machines:
             definition = machine.definition
@@ -372,13 +380,15 @@ class LocalCloud:
                 definition = json.dumps(transformed)
             # The template's role when IAM is enforced: the interpreter hands it to every Task's client.
             role_arn = (self.iam.state_machine_role_arn(machine.name) if self.iam else None) or LOCAL_ROLE_ARN
-            sfn.create_state_machine(
-                name=machine.name, definition=definition, roleArn=role_arn, type=machine.type
-            )
-        self._create_alarms()
-        for logical_id, path in self.config.seed_files.items():
-            if any(table.logical_id == logical_id for table in self.stack.tables):
-                self.seed_table(logical_id, path)
+            try:
+                sfn.create_state_machine(
+                    name=machine.name, definition=definition, roleArn=role_arn, type=machine.type
+                )
+            except ClientError as error:
+                # As CloudFormation's CREATE_FAILED would: which resource, and the service's own words.
+                if error.response["Error"]["Code"] != "InvalidDefinition":
+                    raise
+                raise TemplateError(f"{machine.logical_id}: {error.response['Error']['Message']}") from error
 
     def _create_alarms(self) -> None:
         cloudwatch = self._deployer_client("cloudwatch")
