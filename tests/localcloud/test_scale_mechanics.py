@@ -386,3 +386,45 @@ def test_the_history_store_spills_the_oldest_histories_and_reads_them_back(tmp_p
     assert store.counts() == {"histories_in_memory": 1, "events_in_memory": 3, "histories_on_disk": 2}
     assert all(store.events(arn) == events for arn, events in histories.items())
     assert store.events("arn:unknown") is None
+
+
+@mock_aws
+def test_rewriting_an_item_leaves_no_old_versions_alive_and_s3_keys_stay_tracked() -> None:
+    import gc
+
+    from moto.dynamodb.models.dynamo_type import Item
+    from moto.s3.models import FakeKey
+
+    from orderbatch.localcloud.moto_models import stop_tracking_instances
+
+    # Given moto's models without the registry of every instance (as the local cloud runs them)
+    stop_tracking_instances()
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    dynamodb.create_table(
+        TableName="Records",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+    # When one item is put and then updated 200 times (each write makes a new Item in moto)
+    dynamodb.put_item(TableName="Records", Item={"id": {"S": "order-1"}, "n": {"N": "0"}})
+    for _ in range(200):
+        dynamodb.update_item(
+            TableName="Records",
+            Key={"id": {"S": "order-1"}},
+            UpdateExpression="ADD n :one",
+            ExpressionAttributeValues={":one": {"N": "1"}},
+        )
+    gc.collect()
+
+    # Then only the current version is alive: no class-level list keeps the 200 old ones
+    assert Item.instances_tracked == []
+    assert sum(isinstance(o, Item) for o in gc.get_objects()) <= 3
+    item = dynamodb.get_item(TableName="Records", Key={"id": {"S": "order-1"}})["Item"]
+    assert item["n"] == {"N": "200"}
+    # S3 keys are still tracked: moto's reset releases their buffers through that list
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="tracked")
+    s3.put_object(Bucket="tracked", Key="k", Body=b"x")
+    assert any(key.name == "k" for key in FakeKey.instances_tracked)

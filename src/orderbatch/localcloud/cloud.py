@@ -35,6 +35,7 @@ from orderbatch.localcloud.lambda_service import (
     MetricsPublisher,
     TooManyRequestsError,
 )
+from orderbatch.localcloud.moto_models import stop_tracking_instances
 from orderbatch.localcloud.stack import LocalStack, TemplateError, load_stack
 from orderbatch.localcloud.stepfunctions import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
@@ -50,6 +51,9 @@ from orderbatch.project import DUMMY_CREDENTIALS
 # The deployment's own calls carry this key: they are the only ones served before the template is deployed.
 DEPLOYER_CREDENTIALS = {"aws_access_key_id": "orderbatch-deployer", "aws_secret_access_key": "deployer"}
 HEALTH_PATH = "/_orderbatch/health"
+# Lambda sends its CloudWatch metrics at one-minute resolution; publishing every second made moto's metric
+# store grow by some 30 datums a second for as long as functions ran.
+METRICS_INTERVAL_SECONDS = 60.0
 LOCAL_ROLE_ARN = "arn:aws:iam::123456789012:role/orderbatch-local"
 # No X-Ray daemon runs locally; Powertools' Tracer would otherwise try to reach one.
 LOCAL_FUNCTION_ENVIRONMENT = {"POWERTOOLS_TRACE_DISABLED": "true"}
@@ -134,6 +138,7 @@ class LocalCloud:
         logging.getLogger("moto").setLevel(logging.CRITICAL)
         moto_app = create_moto_app()
         patch_transactions()
+        stop_tracking_instances()
         # moto keeps its state in the process, not in a server: cleared, every local cloud starts empty.
         from moto.moto_api._internal.models import moto_api_backend
 
@@ -188,7 +193,11 @@ class LocalCloud:
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-cloud", daemon=True)
         self._thread.start()
         self._deploy()
-        self._metrics = MetricsPublisher(self.lambda_service, self._deployer_client("cloudwatch"))
+        # Lambda publishes its metrics per minute; flush_metrics() publishes at once for a reader in a hurry.
+        cloudwatch = self._deployer_client("cloudwatch")
+        self._metrics = MetricsPublisher(
+            self.lambda_service, cloudwatch, interval_seconds=METRICS_INTERVAL_SECONDS
+        )
         self._metrics.start()
         self._deployed.set()
         return self
