@@ -182,10 +182,8 @@ class FaultRule:
 
 
 @dataclass(frozen=True)
-class Latency(FaultRule):
-    """``seconds`` added before the body, holding the environment and the slot (by the service)."""
-
-    kind: ClassVar[str] = "latency"
+class _HeldFor(FaultRule):
+    """A rule that holds the invocation ``seconds`` longer: the delay kinds share their field."""
 
     seconds: float = 0.0
 
@@ -196,26 +194,23 @@ class Latency(FaultRule):
 
     def own_fields(self) -> dict[str, Any]:
         return {"seconds": self.seconds}
+
+
+@dataclass(frozen=True)
+class Latency(_HeldFor):
+    """``seconds`` added before the body, holding the environment and the slot (by the service)."""
+
+    kind: ClassVar[str] = "latency"
 
     def add_to(self, decision: FaultDecision) -> FaultDecision:
         return replace(decision, latency_seconds=decision.latency_seconds + self.seconds)
 
 
 @dataclass(frozen=True)
-class ResponseDelay(FaultRule):
+class ResponseDelay(_HeldFor):
     """The response held ``seconds`` after the body finished, still holding the environment and slot."""
 
     kind: ClassVar[str] = "response_delay"
-
-    seconds: float = 0.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.seconds <= 0:
-            raise ValueError(f"fault {self.kind}: seconds must be positive")
-
-    def own_fields(self) -> dict[str, Any]:
-        return {"seconds": self.seconds}
 
     def add_to(self, decision: FaultDecision) -> FaultDecision:
         return replace(decision, response_delay_seconds=decision.response_delay_seconds + self.seconds)
