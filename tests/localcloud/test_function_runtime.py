@@ -283,6 +283,26 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _sleeper_template(folder: Path, runs: Path) -> Path:
+    """A template of one function, Sleeper, that records each run in ``runs`` and sleeps as asked."""
+    template = folder / "template.yaml"
+    template.write_text(
+        "Transform: AWS::Serverless-2016-10-31\n"
+        "Resources:\n"
+        "  Sleeper:\n"
+        "    Type: AWS::Serverless::Function\n"
+        "    Properties:\n"
+        "      FunctionName: Sleeper\n"
+        "      Runtime: python3.12\n"
+        f"      CodeUri: {PROBE_FUNCTIONS}\n"
+        "      Handler: probe.handler\n"
+        "      Timeout: 120\n"
+        "      Environment:\n"
+        f"        Variables: {{PROBE_RUN_LOG: {runs}}}\n"
+    )
+    return template
+
+
 @pytest.fixture
 def local_up(tmp_path: Path) -> Iterator[Callable[[], tuple[subprocess.Popen[str], str, Path]]]:
     """Factory: `orderbatch local up` on a free port serving one sleeping function.
@@ -293,21 +313,7 @@ def local_up(tmp_path: Path) -> Iterator[Callable[[], tuple[subprocess.Popen[str
 
     def start() -> tuple[subprocess.Popen[str], str, Path]:
         runs = tmp_path / "runs.jsonl"
-        template = tmp_path / "template.yaml"
-        template.write_text(
-            "Transform: AWS::Serverless-2016-10-31\n"
-            "Resources:\n"
-            "  Sleeper:\n"
-            "    Type: AWS::Serverless::Function\n"
-            "    Properties:\n"
-            "      FunctionName: Sleeper\n"
-            "      Runtime: python3.12\n"
-            f"      CodeUri: {PROBE_FUNCTIONS}\n"
-            "      Handler: probe.handler\n"
-            "      Timeout: 120\n"
-            "      Environment:\n"
-            f"        Variables: {{PROBE_RUN_LOG: {runs}}}\n"
-        )
+        template = _sleeper_template(tmp_path, runs)
         command = [str(Path(sys.executable).with_name("orderbatch")), "local", "up", "--port", "0"]
         command += ["--template", str(template), "--no-seed", "--state-dir", str(tmp_path / "state")]
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -389,21 +395,7 @@ def test_sigterm_to_a_program_inside_with_local_cloud_stops_every_environment(tm
     # Given a program (as the demo, the bench and the soak are) running a local cloud in a `with` block,
     # its one function mid-invocation
     runs = tmp_path / "runs.jsonl"
-    template = tmp_path / "template.yaml"
-    template.write_text(
-        "Transform: AWS::Serverless-2016-10-31\n"
-        "Resources:\n"
-        "  Sleeper:\n"
-        "    Type: AWS::Serverless::Function\n"
-        "    Properties:\n"
-        "      FunctionName: Sleeper\n"
-        "      Runtime: python3.12\n"
-        f"      CodeUri: {PROBE_FUNCTIONS}\n"
-        "      Handler: probe.handler\n"
-        "      Timeout: 120\n"
-        "      Environment:\n"
-        f"        Variables: {{PROBE_RUN_LOG: {runs}}}\n"
-    )
+    template = _sleeper_template(tmp_path, runs)
     program = subprocess.Popen(
         [sys.executable, "-c", _WITH_LOCAL_CLOUD, str(template), str(tmp_path / "state")],
         stdout=subprocess.PIPE,
