@@ -14,14 +14,9 @@ import boto3
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
-LOCAL_API_ID = "batchesapi"
-RETRYABLE_STATUSES = {
-    429,
-    500,
-    502,
-    503,
-    504,
-}  # the HttpApi's logical ID, lower-cased, as the local cloud names it
+LOCAL_API_ID = "batchesapi"  # the HttpApi's logical ID, lower-cased, as the local cloud names it
+# An HTTP API answers 500 when Lambda throttles its integration, so 5xx is retried like a 429.
+RETRYABLE_STATUSES = {429, 500, 502, 503, 504}
 
 
 @dataclass(frozen=True)
