@@ -1,6 +1,7 @@
 """What the tools need to know about this app's batches, in one place for the commands, bench and tests.
 
-Order generation from the inventory fixture's SKUs, and the exactly-once audit wired to a stack's outputs
+Order generation from the inventory fixture's SKUs, a local cloud set up for the app (its inventory
+seeded, fault plans keyed by order and batch), and the exactly-once audit wired to a stack's outputs
 (local or deployed). Waiting for an execution is `orderbatch.executions.wait_for_execution`.
 """
 
@@ -10,10 +11,14 @@ import json
 import random
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orderbatch.audit import AuditReport, BatchLocations, audit_batch, body_runs_from_logs
 from orderbatch.project import inventory_fixture
+
+if TYPE_CHECKING:
+    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+    from orderbatch.localcloud.lambda_service import EventKeys
 
 # A SKU with less stock could run out during a generated batch and turn SUCCEEDED orders into FAILED ones.
 MIN_GENERATED_SKU_STOCK = 1000
@@ -48,6 +53,53 @@ def fixture_skus(template: Path) -> list[str]:
     data = json.loads(inventory_fixture(template).read_text())
     items = data.get("items", data) if isinstance(data, dict) else data
     return [item["sku"] for item in items if int(item.get("stock", 0)) >= MIN_GENERATED_SKU_STOCK]
+
+
+def order_id_of(event: Any) -> str | None:
+    """The order a task function's event is about: ``{"order": {"order_id"}}`` or ``{"order_id"}``."""
+    if not isinstance(event, dict):
+        return None
+    order = event.get("order")
+    if isinstance(order, dict) and order.get("order_id") is not None:
+        return str(order["order_id"])
+    return str(event["order_id"]) if event.get("order_id") is not None else None
+
+
+def batch_id_of(event: Any) -> str | None:
+    if isinstance(event, dict) and event.get("batch_id") is not None:
+        return str(event["batch_id"])
+    return None
+
+
+def order_event_keys() -> EventKeys:
+    """What this app's fault plans key on: attempts count per order, item_ids are order IDs."""
+    # Imported here: the commands that never start a local cloud should not pay for loading it.
+    from orderbatch.localcloud.lambda_service import EventKeys
+
+    return EventKeys(item=order_id_of, batch=batch_id_of)
+
+
+def local_cloud_config(
+    template: Path, *, map_max_concurrency: int | None = None, **options: Any
+) -> LocalCloudConfig:
+    """A local cloud for this app: its inventory seeded and fault plans keyed by order and batch.
+
+    ``options`` are LocalCloudConfig's fields; ``map_max_concurrency`` joins its parameter overrides.
+    """
+    from orderbatch.localcloud.cloud import LocalCloudConfig
+
+    overrides = dict(options.pop("parameter_overrides", None) or {})
+    if map_max_concurrency is not None:
+        overrides["MapMaxConcurrency"] = str(map_max_concurrency)
+    options.setdefault("seed_files", {"InventoryTable": inventory_fixture(template)})
+    return LocalCloudConfig(
+        template=template, parameter_overrides=overrides, event_keys=order_event_keys(), **options
+    )
+
+
+def audit_local_batch(cloud: LocalCloud, batch_id: str) -> AuditReport:
+    """The exactly-once audit of a batch run on ``cloud``, body runs counted from its functions' logs."""
+    return audit_stack_batch(batch_id, cloud.stack.outputs, cloud.client, log_dir=cloud.log_dir)
 
 
 def audit_stack_batch(

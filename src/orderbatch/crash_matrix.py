@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from order_processing.contract import PER_ORDER_FUNCTIONS, STEP_LOG_NAMES, SUMMARIZE_BATCH_FUNCTION, Outcome
+from orderbatch.app_batches import local_cloud_config
 from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
 from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.lambda_service.crash_points import (
     CrashPoint,
     CrashRecord,
@@ -49,7 +50,7 @@ from orderbatch.localcloud.lambda_service.crash_points import (
 )
 from orderbatch.localcloud.lambda_service.faults import Crash, ErrorBeforeBody, RecordCalls
 from orderbatch.localcloud.runtime_shim import AFTER_CALL, BEFORE_CALL, parse_crash_point
-from orderbatch.project import PROJECT_ROOT, inventory_fixture
+from orderbatch.project import PROJECT_ROOT
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 QUOTA = 10
@@ -175,7 +176,7 @@ class CrashCase:
         return [subject, *bystanders]
 
     def crash_rule(self) -> dict[str, Any]:
-        scope = {"order_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
+        scope = {"item_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
         # The call pins the point: a racing duplicate's N-th call may be another (a replay's read, say).
         call = {"call": self.call.spec()} if self.call is not None else {}
         return {"kind": Crash.kind, "point": self.point.point, "once": True, **call, **scope}
@@ -183,7 +184,7 @@ class CrashCase:
 
 def confirmation_failure(order_ids: Sequence[str]) -> dict[str, Any]:
     """Every confirmation of these orders fails before its body: they are cancelled once retries run out."""
-    return {"kind": ErrorBeforeBody.kind, "order_ids": list(order_ids), "error_type": CONFIRMATION_FAILURE}
+    return {"kind": ErrorBeforeBody.kind, "item_ids": list(order_ids), "error_type": CONFIRMATION_FAILURE}
 
 
 @dataclass
@@ -232,11 +233,10 @@ class ConfigurationResult:
 
 def start_cloud(configuration: Configuration, template: Path = TEMPLATE) -> LocalCloud:
     _reset_moto()
-    config = LocalCloudConfig(
-        template=template,
+    config = local_cloud_config(
+        template,
         account_concurrency=QUOTA,
         parameter_overrides=PARAMETERS,
-        seed_files={"InventoryTable": inventory_fixture(template)},
         function_environment=dict(configuration.function_environment),
         state_dir=Path(tempfile.mkdtemp(prefix=f"orderbatch-crash-{configuration.slug}-")),
     )
@@ -267,7 +267,7 @@ class ConfigurationRun:
         self.progress = progress or (lambda _message: None)
         self.locations = BatchLocations.from_outputs(cloud.stack.outputs)
         self.names = ResourceNames.from_outputs(cloud.stack.outputs)
-        self.log_dir = cloud.state_dir / "logs"
+        self.log_dir = cloud.log_dir
         assert cloud.lambda_service is not None, "the crash matrix needs the local Lambda service"
         self.lambda_service = cloud.lambda_service
 

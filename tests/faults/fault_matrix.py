@@ -29,7 +29,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from order_processing.contract import PER_ORDER_FUNCTIONS
 from orderbatch.api_client import BatchesApiClient
-from orderbatch.app_batches import fixture_skus, generate_orders
+from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.audit import (
     AuditedOrder,
     AuditReport,
@@ -38,8 +38,8 @@ from orderbatch.audit import (
     body_runs_from_logs,
 )
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
+from orderbatch.localcloud.cloud import LocalCloud
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 QUOTA = 10
@@ -73,8 +73,8 @@ def reset_moto() -> None:
 
 def start_cloud(function_environment: Mapping[str, str] | None = None) -> LocalCloud:
     reset_moto()
-    config = LocalCloudConfig(
-        template=TEMPLATE,
+    config = local_cloud_config(
+        TEMPLATE,
         account_concurrency=QUOTA,
         parameter_overrides={
             "MapMaxConcurrency": str(MAP_MAX_CONCURRENCY),
@@ -82,7 +82,6 @@ def start_cloud(function_environment: Mapping[str, str] | None = None) -> LocalC
             "TaskTimeoutSeconds": str(FUNCTION_TIMEOUT_SECONDS * 2),
             "InProgressRetryIntervalSeconds": "2",
         },
-        seed_files={"InventoryTable": inventory_fixture(TEMPLATE)},
         function_environment=dict(function_environment or {}),
     )
     return LocalCloud(config).start()
@@ -257,7 +256,7 @@ def run_batch(cloud: LocalCloud, scenario: Scenario, batch_id: str, orders: list
         cloud.client("stepfunctions"), execution_arn, timeout=batch_timeout(len(orders))
     )
     assert status == "SUCCEEDED", f"batch {batch_id} ended {status}"
-    report = cloud.audit(batch_id)
+    report = audit_local_batch(cloud, batch_id)
     figures = scenario.figures(report)
     figures.publish()
     return FaultRun(report, figures)
@@ -357,7 +356,7 @@ def run_direct(
         audited,
         BatchLocations.from_outputs(cloud.stack.outputs),
         dynamodb=cloud.client("dynamodb"),
-        body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
+        body_runs=body_runs_from_logs(cloud.log_dir),
     )
     figures = scenario.figures(report)
     figures.publish()

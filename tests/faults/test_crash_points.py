@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from orderbatch.app_batches import order_event_keys
 from orderbatch.crash_matrix import (
     AS_SHIPPED,
     STEPS,
@@ -68,14 +69,14 @@ def test_crash_points_parse_and_a_bad_one_is_refused_by_name() -> None:
 
 def test_a_crash_rule_from_a_flag_round_trips_as_in_a_plan_file() -> None:
     rule = FaultRule.from_dict(
-        {"kind": "crash", "point": "after_call:2", "once": "true", "order_ids": "o-1+o-2"}
+        {"kind": "crash", "point": "after_call:2", "once": "true", "item_ids": "o-1+o-2"}
     )
 
     assert rule.to_dict() == {
         "kind": "crash",
         "point": "after_call:2",
         "once": True,
-        "order_ids": ["o-1", "o-2"],
+        "item_ids": ["o-1", "o-2"],
     }
     assert FaultPlan.from_dict({"functions": {"F": [rule.to_dict()]}}).functions["F"] == (rule,)
 
@@ -87,8 +88,9 @@ def decided(injector: FaultInjector, order_id: str) -> FaultDecision:
 
 
 def test_a_once_crash_rides_on_every_invocation_of_its_order_until_one_crashed(tmp_path: Path) -> None:
-    rule = {"kind": "crash", "point": "before_body", "once": True, "order_ids": ["o-1"]}
-    injector = FaultInjector(FaultPlan.from_dict({"functions": {"F": [rule]}}), marker_dir=tmp_path)
+    rule = {"kind": "crash", "point": "before_body", "once": True, "item_ids": ["o-1"]}
+    plan = FaultPlan.from_dict({"functions": {"F": [rule]}})
+    injector = FaultInjector(plan, marker_dir=tmp_path, event_keys=order_event_keys())
 
     first = decided(injector, "o-1")
     racing = decided(injector, "o-1")  # a duplicate while the first still runs: whoever gets there first

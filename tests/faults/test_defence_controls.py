@@ -105,7 +105,7 @@ class TestBothDefencesOff:
         for name, value in cloud.environment().items():
             monkeypatch.setenv(name, value)
 
-        exit_code = main(["audit", batch_id, "--json", "--logs", str(cloud.state_dir / "logs")])
+        exit_code = main(["audit", batch_id, "--json", "--logs", str(cloud.log_dir)])
         report: dict[str, Any] = json.loads(capsys.readouterr().out)
 
         assert exit_code == 1
@@ -124,7 +124,7 @@ class TestBothDefencesOff:
         for name, value in cloud.environment().items():
             monkeypatch.setenv(name, value)
 
-        exit_code = main(["audit", batch_id, "--logs", str(cloud.state_dir / "logs")])
+        exit_code = main(["audit", batch_id, "--logs", str(cloud.log_dir)])
 
         assert exit_code == 0, capsys.readouterr().out
         assert "OK: every order accounted for" in capsys.readouterr().out

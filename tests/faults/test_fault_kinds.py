@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from orderbatch.app_batches import order_event_keys
 from orderbatch.cli import build_parser
 from orderbatch.commands.local import fault_plan_from_args
 from orderbatch.localcloud import runtime_shim
@@ -98,7 +99,8 @@ def test_a_field_of_another_kind_is_refused_and_a_timeout_keeps_its_phase() -> N
 
 
 def directive_for(rules: list[dict[str, object]], tmp_path: Path) -> dict[str, object] | None:
-    injector = FaultInjector(FaultPlan.from_dict({"functions": {"F": rules}}), marker_dir=tmp_path)
+    plan = FaultPlan.from_dict({"functions": {"F": rules}})
+    injector = FaultInjector(plan, marker_dir=tmp_path, event_keys=order_event_keys())
     decision = injector.decide("F", json.dumps({"order_id": "o-1"}).encode())
     assert decision is not None
     return decision.directive()

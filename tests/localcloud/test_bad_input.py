@@ -14,10 +14,11 @@ import boto3
 import pytest
 
 from orderbatch.api_client import BatchesApiClient
+from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.audit import AuditReport, BatchLocations
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
+from orderbatch.localcloud.cloud import LocalCloud
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -34,11 +35,10 @@ def reset_moto() -> None:
 @pytest.fixture(scope="module")
 def cloud() -> Iterator[LocalCloud]:
     reset_moto()
-    config = LocalCloudConfig(
-        template=TEMPLATE,
+    config = local_cloud_config(
+        TEMPLATE,
         account_concurrency=10,
         parameter_overrides={"MapMaxConcurrency": "8"},
-        seed_files={"InventoryTable": inventory_fixture(TEMPLATE)},
     )
     try:
         with LocalCloud(config) as running:
@@ -111,7 +111,7 @@ def wait_for(cloud: LocalCloud, batch_id: str, timeout: float = 240.0) -> str:
 
 
 def audit(cloud: LocalCloud, batch_id: str) -> AuditReport:
-    report: AuditReport = cloud.audit(batch_id)
+    report: AuditReport = audit_local_batch(cloud, batch_id)
     return report
 
 

@@ -18,12 +18,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orderbatch.api_client import BatchesApiClient
-from orderbatch.app_batches import fixture_skus, generate_orders
+from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.audit import BatchLocations, body_runs_from_logs
 from orderbatch.aws_limits import THROTTLE_ERROR
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
+from orderbatch.localcloud.cloud import LocalCloud
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -33,11 +33,10 @@ QUOTA = 10
 
 @pytest.fixture(scope="module")
 def cloud() -> Iterator[LocalCloud]:
-    config = LocalCloudConfig(
-        template=TEMPLATE,
+    config = local_cloud_config(
+        TEMPLATE,
         account_concurrency=QUOTA,
         parameter_overrides={"MapMaxConcurrency": "20"},
-        seed_files={"InventoryTable": inventory_fixture(TEMPLATE)},
     )
     with LocalCloud(config) as running:
         yield running
@@ -177,7 +176,7 @@ def test_a_function_past_its_timeout_fails_as_lambda_does(cloud: LocalCloud) -> 
 
 
 def audit(cloud: LocalCloud, locations: BatchLocations, batch_id: str) -> Any:
-    return cloud.audit(batch_id)
+    return audit_local_batch(cloud, batch_id)
 
 
 def throttled_task_failures(cloud: LocalCloud, execution_arn: str) -> int:
@@ -225,7 +224,7 @@ def test_a_throttled_batch_runs_every_order_exactly_once_and_a_resubmission_star
     assert report.violations == []
     charge_runs = {
         order_id: runs
-        for (step, order_id), runs in body_runs_from_logs(cloud.state_dir / "logs").items()
+        for (step, order_id), runs in body_runs_from_logs(cloud.log_dir).items()
         if step == "charge_payment" and order_id.startswith(batch_id)
     }
     assert len(charge_runs) == 60

@@ -20,7 +20,7 @@ import pytest
 from samcli.yamlhelper import yaml_dump, yaml_parse
 
 from orderbatch.api_client import BatchesApiClient
-from orderbatch.app_batches import fixture_skus, generate_orders
+from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders
 from orderbatch.audit import BatchLocations
 from orderbatch.commands.local import register
 from orderbatch.executions import wait_for_execution
@@ -198,7 +198,7 @@ def test_the_app_template_runs_inline_and_s3_batches_with_iam_enforced(tmp_path:
             assert status.status == 200, status.body
             assert status.body["status"] == "SUCCEEDED", status.body
             assert status.body["summary"]["succeeded"] == 4, status.body
-            report = cloud.audit(batch_id)
+            report = audit_local_batch(cloud, batch_id)
             assert report.violations == []
             assert report.lost == []
     finally:

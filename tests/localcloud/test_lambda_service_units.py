@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from orderbatch.app_batches import order_event_keys
 from orderbatch.localcloud.lambda_service.accounting import Accounting
 from orderbatch.localcloud.lambda_service.backends import is_function_error_payload
 from orderbatch.localcloud.lambda_service.errors import InvalidParameterValueError, TooManyRequestsError
-from orderbatch.localcloud.lambda_service.faults import ErrorBeforeBody, FaultInjector, FaultPlan, order_key
+from orderbatch.localcloud.lambda_service.faults import ErrorBeforeBody, FaultInjector, FaultPlan
 from orderbatch.localcloud.lambda_service.functions import FunctionRegistry, FunctionSpec
 
 
@@ -159,7 +160,8 @@ def test_fault_plans_parse_validate_and_round_trip() -> None:
 
 def test_attempts_are_counted_per_function_and_order_key() -> None:
     injector = FaultInjector(
-        FaultPlan.from_dict({"functions": {"F": [{"kind": "error_before_body", "attempts": [2]}]}})
+        FaultPlan.from_dict({"functions": {"F": [{"kind": "error_before_body", "attempts": [2]}]}}),
+        event_keys=order_event_keys(),
     )
     first = b'{"order": {"order_id": "o-1"}}'
     other = b'{"order_id": "o-2"}'
@@ -174,7 +176,35 @@ def test_attempts_are_counted_per_function_and_order_key() -> None:
         (3, False),
     ]
     assert injector.decide("G", first) is None
-    assert order_key([1, 2], b"[1, 2]") == order_key([1, 2], b"[1, 2]") != order_key({}, b"{}")
+
+
+def test_without_the_apps_keys_attempts_count_per_payload_and_batch_filters_never_fire() -> None:
+    plan = {
+        "functions": {
+            "F": [
+                {"kind": "error_before_body", "attempts": [2]},
+                {"kind": "error_after_body", "batch_ids": ["b-1"], "error_type": "ByBatch"},
+            ]
+        }
+    }
+    injector = FaultInjector(FaultPlan.from_dict(plan))
+    one = b'{"batch_id": "b-1", "order_id": "o-1"}'
+    other = b'{"batch_id": "b-1", "order_id": "o-2"}'
+
+    decisions = [injector.decide("F", payload) for payload in (one, other, one, b"[1, 2]", b"[1, 2]")]
+
+    assert [(d.attempt, d.outcome.kind if d.outcome else None) for d in decisions if d] == [
+        (1, None),
+        (1, None),
+        (2, "error_before_body"),
+        (1, None),
+        (2, "error_before_body"),
+    ]
+    keyed = FaultInjector(FaultPlan.from_dict(plan), event_keys=order_event_keys())
+    decision = keyed.decide("F", one)
+    assert decision is not None
+    assert decision.outcome is not None
+    assert (decision.item_key, decision.outcome.kind) == ("o-1", "error_after_body")
 
 
 def test_probabilities_are_reproducible_with_a_seed() -> None:

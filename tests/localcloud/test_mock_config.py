@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from orderbatch.app_batches import local_cloud_config
 from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
@@ -28,7 +29,7 @@ from orderbatch.localcloud.stepfunctions.mock_config import (
     load_mock_config,
     parse_mock_config,
 )
-from orderbatch.project import PROJECT_ROOT, inventory_fixture
+from orderbatch.project import PROJECT_ROOT
 
 SAMPLES = Path(__file__).resolve().parent / "mock_config_samples"
 SAMPLES_TEMPLATE = SAMPLES / "template.yaml"
@@ -273,10 +274,9 @@ class TestAppWorkedExample:
     @staticmethod
     def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         template = PROJECT_ROOT / "template.yaml"
-        config = LocalCloudConfig(
-            template=template,
+        config = local_cloud_config(
+            template,
             state_dir=tmp_path_factory.mktemp("mock-config-app"),
-            seed_files={"InventoryTable": inventory_fixture(template)},
             mock_config=APP_MOCK_CONFIG,
         )
         with LocalCloud(config) as cloud:

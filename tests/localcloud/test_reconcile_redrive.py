@@ -19,12 +19,12 @@ import boto3
 import pytest
 
 from orderbatch.api_client import BatchesApiClient
-from orderbatch.app_batches import fixture_skus, generate_orders
+from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.audit import AuditedOrder, BatchLocations, audit_orders, body_runs_from_logs
 from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
+from orderbatch.localcloud.cloud import LocalCloud
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -36,8 +36,8 @@ STEP_FINISHED = "order step finished"
 
 @pytest.fixture(scope="module")
 def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
-    config = LocalCloudConfig(
-        template=TEMPLATE,
+    config = local_cloud_config(
+        TEMPLATE,
         account_concurrency=2,
         parameter_overrides={
             "MapMaxConcurrency": "8",
@@ -45,7 +45,6 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
             "FunctionTimeoutSeconds": str(FUNCTION_TIMEOUT_SECONDS),
             "TaskTimeoutSeconds": "5",
         },
-        seed_files={"InventoryTable": inventory_fixture(TEMPLATE)},
         state_dir=tmp_path_factory.mktemp("reconcile"),
     )
     with LocalCloud(config) as running:
@@ -188,7 +187,7 @@ def test_a_stopped_throttled_batch_is_reconciled_exactly_once_and_a_second_recon
         audited,
         locations(cloud),
         dynamodb=cloud.client("dynamodb"),
-        body_runs=body_runs_from_logs(cloud.state_dir / "logs"),
+        body_runs=body_runs_from_logs(cloud.log_dir),
     )
     assert audit.ok, audit.violations
     assert (audit.lost, audit.doubled) == ([], [])
@@ -222,12 +221,12 @@ def test_a_stopped_throttled_batch_redriven_reruns_only_the_unfinished_orders_ex
     assert 0 < len(finished_first) < ORDERS
     assert iteration_indexes(rerun, "MapIterationStarted") == set(range(ORDERS)) - finished_first
     # The logs agree: no task ran again for an order whose iteration had finished.
-    runs_after = step_runs_after(cloud.state_dir / "logs", described["redriveDate"])
+    runs_after = step_runs_after(cloud.log_dir, described["redriveDate"])
     finished_ids = {orders[index]["order_id"] for index in finished_first}
     assert not finished_ids & set(runs_after)
     assert set(runs_after) == {orders[index]["order_id"] for index in set(range(ORDERS)) - finished_first}
 
-    audit = cloud.audit(batch_id)
+    audit = audit_local_batch(cloud, batch_id)
     assert audit.ok, audit.violations
     assert (audit.lost, audit.doubled) == ([], [])
     assert audit.outcomes == {"SUCCEEDED": ORDERS}
@@ -267,7 +266,7 @@ def test_a_batch_failed_at_its_summary_is_redriven_without_rerunning_any_order(
     assert rerun[0]["type"] == "TaskStateEntered"
     assert rerun[0]["stateEnteredEventDetails"]["name"] == "Summarize inline batch"
     assert not [event for event in rerun if event["type"].startswith("MapIteration")]
-    audit = cloud.audit(batch_id)
+    audit = audit_local_batch(cloud, batch_id)
     assert audit.ok, audit.violations
     assert audit.outcomes == {"SUCCEEDED": 12}
     again = api.request("POST", f"/batches/{batch_id}/redrive", b"{}")

@@ -23,14 +23,15 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.dynamodb import CATALOGUE, patch_transactions, tables_named
 from orderbatch.localcloud.lambda_service import backends
 from orderbatch.localcloud.lambda_service.environments import PortAllocator, listens_on
 from orderbatch.localcloud.stepfunctions import HistoryStore
-from orderbatch.project import PROJECT_ROOT, inventory_fixture
+from orderbatch.project import PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -272,10 +273,9 @@ def test_a_cancelled_transaction_puts_back_exactly_what_it_touched() -> None:
 
 @pytest.fixture(scope="module")
 def cloud() -> Iterator[LocalCloud]:
-    config = LocalCloudConfig(
-        template=TEMPLATE,
+    config = local_cloud_config(
+        TEMPLATE,
         account_concurrency=10,
-        seed_files={"InventoryTable": inventory_fixture(TEMPLATE)},
         # A small inline cap for the API function, so a batch past it is quick to make.
         function_environment={"MAX_INLINE_ORDERS": "20"},
         history_events_in_memory=40,
@@ -362,7 +362,7 @@ def test_a_batch_past_the_inline_cap_is_uploaded_and_runs_through_the_distribute
     )
     printed = capsys.readouterr().out
     document = json.loads(printed[printed.index("{") :])
-    report = cloud.audit("past-the-cap")
+    report = audit_local_batch(cloud, "past-the-cap")
 
     assert code == 0
     assert "uploaded 30 orders to s3://" in printed

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from samlocal_support import SAM, ServedDocker, record_calls, run_sam, sam_environment
 
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.app_batches import local_cloud_config
+from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.docker_api.execution import is_built
 from orderbatch.localcloud.docker_api.sam_env import sam_env_vars
 from orderbatch.localcloud.lambda_service.runtimes import find_interpreter
-from orderbatch.project import PROJECT_ROOT, inventory_fixture
+from orderbatch.project import PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +46,7 @@ BATCH_EVENTS = {"batch_small.json"}
 
 @pytest.fixture(scope="module")
 def cloud() -> Iterator[LocalCloud]:
-    config = LocalCloudConfig(template=TEMPLATE, seed_files={"InventoryTable": inventory_fixture(TEMPLATE)})
+    config = local_cloud_config(TEMPLATE)
     with LocalCloud(config) as running:
         yield running
 

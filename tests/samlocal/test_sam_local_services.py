@@ -22,10 +22,11 @@ import requests
 from botocore.config import Config
 from samlocal_support import BIN, SamService, ServedDocker, free_port, record_calls, start_sam_service
 
+from orderbatch.app_batches import local_cloud_config
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.docker_api.sam_env import sam_env_vars
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -47,9 +48,8 @@ def start_lambda_port() -> int:
 
 @pytest.fixture(scope="module")
 def cloud(start_lambda_port: int) -> Iterator[LocalCloud]:
-    config = LocalCloudConfig(
-        template=TEMPLATE,
-        seed_files={"InventoryTable": inventory_fixture(TEMPLATE)},
+    config = local_cloud_config(
+        TEMPLATE,
         lambda_endpoint=f"http://127.0.0.1:{start_lambda_port}",
     )
     with LocalCloud(config) as running:

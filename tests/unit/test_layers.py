@@ -92,7 +92,7 @@ def test_the_graph_sees_imports_inside_functions_and_type_checking_blocks() -> N
     graph = import_graph()
     # Given modules known to import lazily (inside a method) and for typing only
     # Then those imports are edges like any other
-    assert "orderbatch.app_batches" in graph["orderbatch.localcloud.cloud"]
+    assert "orderbatch.localcloud.cloud" in graph["orderbatch.app_batches"]
     assert "orderbatch.localcloud.lambda_service.faults" in graph["orderbatch.localcloud.lambda_service.api"]
 
 
@@ -103,6 +103,30 @@ def test_no_import_cycles_between_modules() -> None:
 def test_the_cycle_finder_reports_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_the_local_cloud_knows_nothing_of_the_app() -> None:
+    """localcloud/ emulates AWS for any template: the app's keys and audit are passed in, not imported.
+
+    Besides itself it may use the project's paths and dummy credentials, AWS's documented limits and
+    the ASL naming rules, none of which is this app's vocabulary.
+    """
+    modules = source_modules()
+    allowed = (
+        "orderbatch.localcloud",
+        "orderbatch.project",
+        "orderbatch.aws_limits",
+        "orderbatch.state_names",
+    )
+    offenders = sorted(
+        f"{module} imports {imported}"
+        for module, path in modules.items()
+        if module.startswith("orderbatch.localcloud")
+        for imported in imported_names(path, module, modules)
+        if imported.split(".")[0] in {"orderbatch", "order_processing", "handlers"}
+        and not any(imported == name or imported.startswith(f"{name}.") for name in allowed)
+    )
+    assert offenders == []
 
 
 def test_only_the_cli_imports_commands() -> None:

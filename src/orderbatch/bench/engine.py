@@ -67,17 +67,12 @@ def measure_app_handlers(orders: int, quota: int, timeout_seconds: float) -> dic
     An inline batch with MapMaxConcurrency = the quota: every order runs validate, reserve, charge and
     confirm (DynamoDB writes, Powertools idempotency), so this is the local cloud's speed on real code.
     """
-    from orderbatch.app_batches import fixture_skus, generate_orders
-    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-    from orderbatch.project import default_template, inventory_fixture
+    from orderbatch.app_batches import fixture_skus, generate_orders, local_cloud_config
+    from orderbatch.localcloud.cloud import LocalCloud
+    from orderbatch.project import default_template
 
     template = default_template()
-    config = LocalCloudConfig(
-        template=template,
-        account_concurrency=quota,
-        parameter_overrides={"MapMaxConcurrency": str(quota)},
-        seed_files={"InventoryTable": inventory_fixture(template)},
-    )
+    config = local_cloud_config(template, account_concurrency=quota, map_max_concurrency=quota)
     skus = fixture_skus(template)
     with LocalCloud(config) as cloud:
         assert cloud.lambda_service is not None

@@ -22,6 +22,7 @@ from order_processing.contract import (
     ORDER_STEP_FUNCTIONS,
     SUMMARIZE_BATCH_FUNCTION,
 )
+from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.bench import resources
 from orderbatch.bench.counters import DynamoDBWriteCounter
 from orderbatch.bench.history import analyse_history, read_history
@@ -87,9 +88,7 @@ def scenario_deadline(bound: float, settings: BenchSettings) -> float:
 def run_scenario(
     scenario: Scenario, settings: BenchSettings, prices: UnitPrices, progress: Progress | None = None
 ) -> dict[str, Any]:
-    from orderbatch.app_batches import fixture_skus, generate_orders
-    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-    from orderbatch.project import inventory_fixture
+    from orderbatch.localcloud.cloud import LocalCloud
 
     if scenario.work_seconds is not None:
         settings = dataclasses.replace(settings, work_seconds=scenario.work_seconds)
@@ -104,11 +103,10 @@ def run_scenario(
         neighbour=neighbour,
     )
     state_dir = Path(tempfile.mkdtemp(prefix=f"orderbatch-bench-{scenario.name}-"))
-    config = LocalCloudConfig(
-        template=settings.template,
+    config = local_cloud_config(
+        settings.template,
         account_concurrency=settings.quota,
-        parameter_overrides={"MapMaxConcurrency": str(max_concurrency)},
-        seed_files={"InventoryTable": inventory_fixture(settings.template)},
+        map_max_concurrency=max_concurrency,
         definition_transform=scenario.definition_transform,
         state_dir=state_dir,
     )
@@ -159,7 +157,6 @@ def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
 def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
     """Drive `quota` warm-up orders through every step at once, so each function has `quota` warm
     environments, as an account in steady state would; init time is reported, not mixed into the batch."""
-    from orderbatch.app_batches import fixture_skus, generate_orders
     from orderbatch.localcloud.lambda_service import LambdaApiError
 
     service = cloud.lambda_service
@@ -284,7 +281,7 @@ class _BatchRun:
         execution = sfn.describe_execution(executionArn=execution_arn)
         definition = json.loads(cloud.stack.state_machine().definition)
         history = analyse_history(read_history(sfn, execution_arn), definition["States"])
-        report = cloud.audit(self.batch_id)
+        report = audit_local_batch(cloud, self.batch_id)
         failure_errors = _failure_errors(dynamodb, locations.orders_table, self.batch_id)
         summary = json.loads(execution["output"]) if execution.get("output") else {}
         failure_codes = Counter(

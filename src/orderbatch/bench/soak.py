@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from order_processing.contract import BATCH_FUNCTIONS, COMPENSATION_FUNCTION
+from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.bench import resources
 from orderbatch.bench.report import figure_png
 from orderbatch.bench.runner import MACHINE_SECONDS_PER_ORDER, STEP_FUNCTIONS
@@ -235,7 +236,7 @@ class SoakRun:
                 return False
             self.sfn.stop_execution(executionArn=batch.execution_arn, cause="soak batch deadline")
             status = self.sfn.describe_execution(executionArn=batch.execution_arn)["status"]
-        audit = self.cloud.audit(batch.batch_id)
+        audit = audit_local_batch(self.cloud, batch.batch_id)
         totals = self.totals
         totals.batches_finished += 1
         totals.batches_by_status[status] = totals.batches_by_status.get(status, 0) + 1
@@ -309,15 +310,13 @@ def verdict(settings: SoakSettings, totals: SoakTotals, intervals: list[Interval
 
 
 def run_soak(settings: SoakSettings, announce: Announce = lambda _text: None) -> dict[str, Any]:
-    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-    from orderbatch.project import inventory_fixture
+    from orderbatch.localcloud.cloud import LocalCloud
 
     state_dir = Path(tempfile.mkdtemp(prefix="orderbatch-bench-soak-"))
-    config = LocalCloudConfig(
-        template=settings.template,
+    config = local_cloud_config(
+        settings.template,
         account_concurrency=settings.quota,
-        parameter_overrides={"MapMaxConcurrency": str(SOAK.max_concurrency(settings.quota))},
-        seed_files={"InventoryTable": inventory_fixture(settings.template)},
+        map_max_concurrency=SOAK.max_concurrency(settings.quota),
         state_dir=state_dir,
     )
     started = time.monotonic()

@@ -29,10 +29,10 @@ from order_processing.contract import (
     STEP_LOG_NAMES,
     VALIDATE_ORDER_FUNCTION,
 )
-from orderbatch.app_batches import fixture_skus, generate_orders
+from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.aws_limits import THROTTLE_ERROR
 from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
-from orderbatch.project import DUMMY_CREDENTIALS, default_template, inventory_fixture
+from orderbatch.project import DUMMY_CREDENTIALS, default_template
 
 DIRECT_FUNCTION = VALIDATE_ORDER_FUNCTION
 
@@ -72,14 +72,13 @@ class Demo:
             self.problems.append(f"{what}: got {actual}, expected {expected}")
 
     def run(self) -> int:
-        from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+        from orderbatch.localcloud.cloud import LocalCloud
 
         started = time.monotonic()
-        config = LocalCloudConfig(
-            template=self.template,
+        config = local_cloud_config(
+            self.template,
             account_concurrency=self.args.account_concurrency,
-            parameter_overrides={"MapMaxConcurrency": str(self.args.max_concurrency)},
-            seed_files={"InventoryTable": inventory_fixture(self.template)},
+            map_max_concurrency=self.args.max_concurrency,
         )
         self.say(f"Starting the local cloud (account concurrency {self.args.account_concurrency}) ...")
         with LocalCloud(config) as cloud:
@@ -265,7 +264,7 @@ class Demo:
                 details = event.get("taskFailedEventDetails") or {}
                 if event["type"] == "TaskFailed" and details.get("error") == THROTTLE_ERROR:
                     throttled_task_events += 1
-        report = cloud.audit(batch_id)
+        report = audit_local_batch(cloud, batch_id)
         runs_per_order = self.body_runs_per_order(report, cloud, batch_id)
         throttles = self.task_throttles(cloud) - throttles_before
         self.say(
@@ -306,7 +305,7 @@ class Demo:
         """How many times each order's charge body ran, as a histogram {runs: orders}."""
         from orderbatch.audit import body_runs_from_logs
 
-        runs = body_runs_from_logs(cloud.state_dir / "logs")
+        runs = body_runs_from_logs(cloud.log_dir)
         per_order: dict[str, int] = {}
         for (step, order_id), count in runs.items():
             if order_id.startswith(batch_id) and step == STEP_LOG_NAMES[CHARGE_PAYMENT_FUNCTION]:

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from orderbatch.app_batches import local_cloud_config
 from orderbatch.localcloud.lambda_service.faults import FAULT_KINDS
 from orderbatch.localcloud.stepfunctions.histories import DEFAULT_MAX_EVENTS_IN_MEMORY
 from orderbatch.project import (
@@ -226,13 +227,11 @@ def prepare_state_dir(state_dir: Path) -> Path:
 
 
 def cloud_config_from_args(args: argparse.Namespace, **overrides: object):
-    from orderbatch.localcloud.cloud import LocalCloudConfig
-
     template = (args.template or default_template()).resolve()
     latency = {name: float(value) for name, value in parse_pairs(args.latency, "--latency").items()}
     seeds = {} if args.no_seed else {"InventoryTable": inventory_fixture(template)}
-    config = LocalCloudConfig(
-        template=template,
+    config = local_cloud_config(
+        template,
         port=args.port,
         account_concurrency=args.account_concurrency,
         parameter_overrides=parse_pairs(args.parameter_overrides, "--parameter-overrides"),

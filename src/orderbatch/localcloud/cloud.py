@@ -30,6 +30,7 @@ from orderbatch.localcloud.dynamodb import TableLocks, patch_transactions
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
 from orderbatch.localcloud.iam import IamEnforcer, build_roles
 from orderbatch.localcloud.lambda_service import (
+    EventKeys,
     FaultPlan,
     LambdaService,
     MetricsPublisher,
@@ -69,6 +70,8 @@ class LocalCloudConfig:
     latency: Mapping[str, float] = field(default_factory=dict)
     lambda_endpoint: str | None = None
     fault_plan: FaultPlan | None = None
+    # What a fault plan's attempts are counted by and its item_ids and batch_ids match: the app's keys.
+    event_keys: EventKeys = field(default_factory=EventKeys)
     state_dir: Path | None = None
     # Table logical ID -> JSON file of items to put after the table is created.
     seed_files: Mapping[str, Path] = field(default_factory=dict)
@@ -170,7 +173,7 @@ class LocalCloud:
             endpoint_url=self.endpoint,
             region=self.stack.region,
             account_id=self.stack.account_id,
-            log_dir=self.state_dir / "logs",
+            log_dir=self.log_dir,
             idle_timeout_seconds=self.config.idle_timeout_seconds,
             lambda_endpoint=self.config.lambda_endpoint,
             fault_plan=self.config.fault_plan,
@@ -178,6 +181,7 @@ class LocalCloud:
             fork_runtimes=self.config.fork_runtimes,
             max_environments=self.max_environments(),
             runtime_fallback=self.config.runtime_fallback,
+            event_keys=self.config.event_keys,
         )
         in_process = self.lambda_service.in_process_client()
         route_lambda_tasks_to(self.iam.lambda_tasks_client(in_process) if self.iam else in_process)
@@ -288,11 +292,10 @@ class LocalCloud:
             "AWS_DISABLE_HOST_PREFIX_INJECTION": "true",
         }
 
-    def audit(self, batch_id: str) -> Any:
-        """The exactly-once audit of a batch run here, body runs counted from this cloud's logs."""
-        from orderbatch.app_batches import audit_stack_batch
-
-        return audit_stack_batch(batch_id, self.stack.outputs, self.client, log_dir=self.state_dir / "logs")
+    @property
+    def log_dir(self) -> Path:
+        """The functions' logs (one file per execution environment)."""
+        return self.state_dir / "logs"
 
     def flush_metrics(self) -> None:
         """Publish the Lambda metrics gathered so far now, instead of at the next tick."""

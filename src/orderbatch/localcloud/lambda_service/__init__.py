@@ -15,7 +15,7 @@ from orderbatch.localcloud.lambda_service.errors import (
     ResourceNotFoundError,
     TooManyRequestsError,
 )
-from orderbatch.localcloud.lambda_service.faults import FaultPlan, FaultRule, NoisyNeighbour
+from orderbatch.localcloud.lambda_service.faults import EventKeys, FaultPlan, FaultRule, NoisyNeighbour
 from orderbatch.localcloud.lambda_service.functions import FunctionSpec
 from orderbatch.localcloud.lambda_service.metrics import MetricsPublisher
 from orderbatch.localcloud.lambda_service.service import InvokeResult, LambdaService
@@ -23,6 +23,7 @@ from orderbatch.localcloud.lambda_service.service import InvokeResult, LambdaSer
 __all__ = [
     "CONCURRENT_INVOCATION_LIMIT_EXCEEDED",
     "RESERVED_FUNCTION_CONCURRENT_INVOCATION_LIMIT_EXCEEDED",
+    "EventKeys",
     "FaultPlan",
     "FaultRule",
     "FunctionSpec",

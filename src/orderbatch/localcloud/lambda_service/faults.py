@@ -6,7 +6,7 @@ A plan as YAML or JSON::
     latency: {ReserveInventoryFunction: 0.2} # shorthand: this many seconds on every invocation
     functions:
       ChargePaymentFunction:
-        - {kind: error_after_body, attempts: [1]}        # the 1st invocation per order key
+        - {kind: error_after_body, attempts: [1]}        # the 1st invocation per item key
         - {kind: response_delay, seconds: 5, probability: 0.1}
         - {kind: timeout, phase: before_body, attempts: [2]}
     noisy_neighbour: {slots: 8, duration_seconds: 30, start_after_seconds: 0}
@@ -15,15 +15,16 @@ Each kind is a ``FaultRule`` subclass in ``FAULT_KINDS`` (docs/faults.md has the
 fields, what it adds to an invocation's ``FaultDecision``, its directive for the runtime shim (which
 acts on it by the same kind name, see ``runtime_shim.DIRECTIVES``) and its emulation by the Lambda
 service, for the faults the runtime cannot take (a backend without the shim, an event that is not a
-JSON object) or that never reach it. A ``crash`` with ``once`` fires exactly once per order key, in the
+JSON object) or that never reach it. A ``crash`` with ``once`` fires exactly once per item key, in the
 first invocation that reaches its point: every invocation of the key carries it until one has crashed,
 and the runtime that gets there first claims a marker file (created exclusively, so two racing runtimes
 cannot both claim it); a concurrent duplicate that took another path does not use it up.
 
 A rule fires on the listed ``attempts`` (attempt n = the n-th admitted invocation of that function
-with the same order key, counted from when the plan was set), with ``probability``, or always; and
-only for the ``order_ids`` (order keys) and ``batch_ids`` (``event["batch_id"]``) it lists, if any.
-The order key is ``event["order"]["order_id"]``, else ``event["order_id"]``, else a hash of the payload.
+with the same item key, counted from when the plan was set), with ``probability``, or always; and
+only for the ``item_ids`` (item keys) and ``batch_ids`` (batch keys) it lists, if any. What the item and
+the batch of an event are is the app's business: whoever runs the app passes its ``EventKeys`` in. An
+event they find no item in is keyed by a hash of its payload.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class Emulation:
 
 @dataclass(frozen=True)
 class FaultRule:
-    """A fault rule: the decision every kind shares (attempts, probability, order and batch filters).
+    """A fault rule: the decision every kind shares (attempts, probability, item and batch filters).
 
     A subclass per kind adds its fields and overrides the parts it has: ``add_to`` (its share of the
     invocation's decision; an outcome kind takes the outcome if no earlier rule did), ``directive`` (the
@@ -90,7 +91,7 @@ class FaultRule:
 
     probability: float | None = None
     attempts: frozenset[int] = frozenset()
-    order_ids: frozenset[str] = frozenset()
+    item_ids: frozenset[str] = frozenset()
     batch_ids: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
@@ -127,8 +128,8 @@ class FaultRule:
         if self.attempts:
             document["attempts"] = sorted(self.attempts)
         document.update(self.own_fields())
-        if self.order_ids:
-            document["order_ids"] = sorted(self.order_ids)
+        if self.item_ids:
+            document["item_ids"] = sorted(self.item_ids)
         if self.batch_ids:
             document["batch_ids"] = sorted(self.batch_ids)
         return document
@@ -139,11 +140,11 @@ class FaultRule:
 
     # -- the decision ----------------------------------------------------------------------------
 
-    def applies_to(self, key: str, batch_id: Any) -> bool:
-        """Whether the rule's ``order_ids`` and ``batch_ids`` (when given) include this invocation."""
-        if self.order_ids and key not in self.order_ids:
+    def applies_to(self, item: str, batch: str | None) -> bool:
+        """Whether the rule's ``item_ids`` and ``batch_ids`` (when given) include this invocation."""
+        if self.item_ids and item not in self.item_ids:
             return False
-        return not self.batch_ids or str(batch_id) in self.batch_ids
+        return not self.batch_ids or batch in self.batch_ids
 
     def fires(self, attempt: int, rng: random.Random) -> bool:
         if self.attempts:
@@ -153,7 +154,7 @@ class FaultRule:
         return True
 
     def fires_once(self) -> bool:
-        """Whether the rule stops firing for an order key once it has crashed an invocation of it."""
+        """Whether the rule stops firing for an item key once it has crashed an invocation of it."""
         return False
 
     def add_to(self, decision: FaultDecision) -> FaultDecision:
@@ -296,7 +297,7 @@ class Crash(FaultRule):
     """The runtime process killed at ``point`` (see ``runtime_shim.parse_crash_point``).
 
     ``call`` (``service.Operation[:table+table][!ErrorCode]``) makes ``after_call:N``/``before_call:N``
-    fire only when the N-th call is that one; ``once`` makes it fire once per order key.
+    fire only when the N-th call is that one; ``once`` makes it fire once per item key.
     """
 
     kind: ClassVar[str] = "crash"
@@ -386,7 +387,7 @@ def _parsed_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         parsed["probability"] = float(parsed["probability"])
     if "seconds" in parsed:
         parsed["seconds"] = float(parsed["seconds"])
-    for name in ("order_ids", "batch_ids"):
+    for name in ("item_ids", "batch_ids"):
         if name in parsed:
             listed = parsed[name]
             # `--fault` flags give lists as one string, `a+b` (as for attempts).
@@ -474,7 +475,7 @@ class FaultDecision:
     # The runtime logs the invocation's AWS calls (a ``record_calls`` rule fired).
     record_calls: bool = False
     # What the attempts were counted by; the runtime tags its log lines with it.
-    order_key: str = ""
+    item_key: str = ""
     # For a `once` crash: the file whose exclusive creation lets exactly one runtime crash.
     once_marker: str | None = None
 
@@ -493,28 +494,42 @@ class FaultDecision:
             directive[runtime_shim.RECORD_CALLS_FLAG] = True
         if self.once_marker:
             directive[runtime_shim.ONCE_MARKER] = self.once_marker
-        directive[runtime_shim.TAG] = self.order_key
+        directive[runtime_shim.TAG] = self.item_key
         return directive
 
 
-def order_key(event: Any, payload: bytes) -> str:
-    if isinstance(event, dict):
-        order = event.get("order")
-        if isinstance(order, dict) and order.get("order_id") is not None:
-            return str(order["order_id"])
-        if event.get("order_id") is not None:
-            return str(event["order_id"])
-    return hashlib.sha256(payload).hexdigest()
+def _no_key(event: Any) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class EventKeys:
+    """What a fault plan counts attempts by (the item) and filters on (the item and the batch), read
+    from an invocation's parsed event. Each returns None for an event that has none."""
+
+    item: Callable[[Any], str | None] = _no_key
+    batch: Callable[[Any], str | None] = _no_key
+
+    def item_of(self, event: Any, payload: bytes) -> str:
+        key = self.item(event)
+        return key if key is not None else hashlib.sha256(payload).hexdigest()
 
 
 class FaultInjector:
     """Holds the current plan and the attempt counters; thread-safe."""
 
-    def __init__(self, plan: FaultPlan | None = None, *, marker_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        plan: FaultPlan | None = None,
+        *,
+        marker_dir: Path | None = None,
+        event_keys: EventKeys | None = None,
+    ) -> None:
+        self._event_keys = event_keys or EventKeys()
         self._lock = threading.Lock()
         self._plan = FaultPlan()
         self._attempts: dict[tuple[str, str], int] = {}
-        # `once` crashes known to have happened: (function, order key, rule).
+        # `once` crashes known to have happened: (function, item key, rule).
         self._crashed: set[tuple[str, str, FaultRule]] = set()
         self._markers = Path(marker_dir) if marker_dir else Path(tempfile.gettempdir()) / "orderbatch-crashes"
         self._generation = ""
@@ -546,37 +561,37 @@ class FaultInjector:
             event = json.loads(payload)
         except ValueError:
             event = None
-        order = order_key(event, payload)
-        batch_id = event.get("batch_id") if isinstance(event, dict) else None
-        key = (function_name, order)
+        item = self._event_keys.item_of(event, payload)
+        batch = self._event_keys.batch(event)
+        key = (function_name, item)
         with self._lock:
             attempt = self._attempts.get(key, 0) + 1
             self._attempts[key] = attempt
-            decision = FaultDecision(attempt, order_key=order)
+            decision = FaultDecision(attempt, item_key=item)
             for rule in rules:
-                if not rule.applies_to(order, batch_id) or not rule.fires(attempt, self._rng):
+                if not rule.applies_to(item, batch) or not rule.fires(attempt, self._rng):
                     continue
-                if rule.fires_once() and (function_name, order, rule) in self._crashed:
+                if rule.fires_once() and (function_name, item, rule) in self._crashed:
                     continue
                 decision = rule.add_to(decision)
         outcome = decision.outcome
         if outcome is not None and outcome.fires_once():
-            decision = replace(decision, once_marker=self._once_marker(function_name, order, outcome))
+            decision = replace(decision, once_marker=self._once_marker(function_name, item, outcome))
         return decision
 
-    def _once_marker(self, function_name: str, order: str, rule: FaultRule) -> str:
-        """The file the runtime that crashes creates exclusively: at most one does per order and rule."""
+    def _once_marker(self, function_name: str, item: str, rule: FaultRule) -> str:
+        """The file the runtime that crashes creates exclusively: at most one does per item and rule."""
         self._markers.mkdir(parents=True, exist_ok=True)
-        identity = json.dumps([function_name, order, rule.to_dict()], sort_keys=True).encode()
+        identity = json.dumps([function_name, item, rule.to_dict()], sort_keys=True).encode()
         return str(self._markers / f"{self._generation}-{hashlib.sha256(identity).hexdigest()[:32]}")
 
     def settle(self, function_name: str, decision: FaultDecision, *, crashed: bool) -> None:
-        """After an invocation: a ``once`` crash that happened is no longer sent to that order's calls."""
+        """After an invocation: a ``once`` crash that happened is no longer sent to that item's calls."""
         rule = decision.outcome
         if rule is None or not rule.fires_once() or not crashed:
             return
         with self._lock:
-            self._crashed.add((function_name, decision.order_key, rule))
+            self._crashed.add((function_name, decision.item_key, rule))
 
 
 class NoisyNeighbourRunner:

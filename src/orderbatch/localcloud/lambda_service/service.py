@@ -31,6 +31,7 @@ from orderbatch.localcloud.lambda_service.errors import (
 )
 from orderbatch.localcloud.lambda_service.faults import (
     Emulation,
+    EventKeys,
     FaultDecision,
     FaultInjector,
     FaultPlan,
@@ -108,6 +109,7 @@ class LambdaService:
         fork_runtimes: bool = True,
         max_environments: int | None = None,
         runtime_fallback: bool = False,
+        event_keys: EventKeys | None = None,
     ) -> None:
         functions = list(functions)
         self.region = region
@@ -135,7 +137,7 @@ class LambdaService:
                 functions=functions,
             )
         # The runtimes claim `once` crashes with marker files here (see FaultInjector).
-        self.faults = FaultInjector(marker_dir=Path(log_dir) / "crash-markers")
+        self.faults = FaultInjector(marker_dir=Path(log_dir) / "crash-markers", event_keys=event_keys)
         self._neighbour = NoisyNeighbourRunner(
             self.accounting.hold_unreserved, self.accounting.release_unreserved
         )
