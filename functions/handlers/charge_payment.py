@@ -5,14 +5,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from aws_lambda_powertools.utilities.parser import parse
 from pydantic import Field
 
 from handlers.environment import IdempotencyEnvironment, PaymentsTableEnvironment
-from handlers.idempotency import ORDER_STEP, run_once
-from handlers.observability import count_outcome, log_finished, log_task_body, logger, metrics, tracer
+from handlers.observability import log_task_body, logger, metrics, tracer
+from handlers.order_step import run_forward_step
 from handlers.stores import payment_ledger
-from order_processing.models import OrderState, Outcome, PlacedOrderState
+from order_processing.models import Outcome, PlacedOrderState
 from order_processing.steps import charge_payment
 
 if TYPE_CHECKING:
@@ -45,18 +44,11 @@ def charge(order_state: dict[str, Any], environment: Environment) -> dict[str, A
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    environment = Environment.load()
-    state = parse(event=event, model=PlacedOrderState)
-    result = OrderState.model_validate(
-        run_once(
-            charge,
-            ORDER_STEP,
-            state.to_event(),
-            idempotency=environment,
-            context=context,
-            environment=environment,
-        )
+    return run_forward_step(
+        event,
+        context,
+        step=STEP,
+        body=charge,
+        environment=Environment.load(),
+        outcome_metrics=OUTCOME_METRICS,
     )
-    count_outcome(OUTCOME_METRICS, result)
-    log_finished(STEP, result)
-    return result.to_event()

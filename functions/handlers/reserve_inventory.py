@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from aws_lambda_powertools.utilities.parser import parse
-
 from handlers.environment import IdempotencyEnvironment, InventoryTablesEnvironment
-from handlers.idempotency import ORDER_STEP, run_once
-from handlers.observability import count_outcome, log_finished, log_task_body, logger, metrics, tracer
+from handlers.observability import log_task_body, logger, metrics, tracer
+from handlers.order_step import run_forward_step
 from handlers.stores import inventory
-from order_processing.models import OrderState, Outcome, PlacedOrderState
+from order_processing.models import Outcome, PlacedOrderState
 from order_processing.steps import reserve_inventory
 
 if TYPE_CHECKING:
@@ -42,18 +40,11 @@ def reserve(order_state: dict[str, Any], environment: Environment) -> dict[str, 
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    environment = Environment.load()
-    state = parse(event=event, model=PlacedOrderState)
-    result = OrderState.model_validate(
-        run_once(
-            reserve,
-            ORDER_STEP,
-            state.to_event(),
-            idempotency=environment,
-            context=context,
-            environment=environment,
-        )
+    return run_forward_step(
+        event,
+        context,
+        step=STEP,
+        body=reserve,
+        environment=Environment.load(),
+        outcome_metrics=OUTCOME_METRICS,
     )
-    count_outcome(OUTCOME_METRICS, result)
-    log_finished(STEP, result)
-    return result.to_event()

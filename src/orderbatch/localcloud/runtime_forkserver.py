@@ -94,8 +94,9 @@ def _receive_request(connection: socket.socket) -> tuple[dict[str, Any], list[in
     return json.loads(bytes(body)), list(fds)
 
 
-def _peer_closed(connection: socket.socket) -> bool:
-    """Whether the other end hung up (the local Lambda service never writes after its request)."""
+def peer_closed(connection: socket.socket) -> bool:
+    """Whether the other end hung up (the callers, the Lambda service and the Docker API's clients, never
+    write after their request)."""
     try:
         return connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
     except BlockingIOError:
@@ -208,7 +209,7 @@ class ForkServer:
         if runtime is None or runtime.prepare_connection is None:
             return runtime
         prepare_connection = runtime.prepare_connection
-        if _peer_closed(prepare_connection):
+        if peer_closed(prepare_connection):
             self._kill(runtime)  # given up on (init failed or too slow): its reap tells nobody
             return None
         self._untrack(prepare_connection)

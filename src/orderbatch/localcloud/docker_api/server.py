@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import re
-import socket
 import socketserver
 import tempfile
 import threading
@@ -47,6 +46,7 @@ from orderbatch.localcloud.docker_api.streams import (
     frame,
     json_line,
 )
+from orderbatch.localcloud.runtime_forkserver import peer_closed
 
 API_VERSION = "1.45"
 MIN_API_VERSION = "1.24"
@@ -553,7 +553,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             for piece in reply.stream:
                 if piece is None:
-                    if _peer_closed(self.connection):
+                    if peer_closed(self.connection):
                         self.close_connection = True
                         return
                     continue
@@ -569,15 +569,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _write_now(self, data: bytes) -> None:
         self.wfile.write(data)
         self.wfile.flush()
-
-
-def _peer_closed(connection: socket.socket) -> bool:
-    try:
-        return connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
 
 
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

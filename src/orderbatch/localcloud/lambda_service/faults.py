@@ -218,10 +218,9 @@ class ResponseDelay(_HeldFor):
 
 
 @dataclass(frozen=True)
-class ErrorBeforeBody(FaultRule):
-    """A function error from the service; the runtime is never reached, the body never runs."""
+class _ErrorOutcome(FaultRule):
+    """A rule whose outcome is a function error: the error kinds share its type and message."""
 
-    kind: ClassVar[str] = "error_before_body"
     decides_outcome: ClassVar[bool] = True
 
     error_type: str = DEFAULT_ERROR_TYPE
@@ -230,24 +229,26 @@ class ErrorBeforeBody(FaultRule):
     def own_fields(self) -> dict[str, Any]:
         return {"error_type": self.error_type, "error_message": self.error_message}
 
-    def emulate_before_body(self, emulation: Emulation) -> BackendResult | None:
-        time.sleep(emulation.response_delay_seconds)
-        document = function_error_document(self.error_type, self.error_message, emulation.request_id)
-        return BackendResult(document, function_error=True)
+    def error_document(self, emulation: Emulation) -> bytes:
+        return function_error_document(self.error_type, self.error_message, emulation.request_id)
 
 
 @dataclass(frozen=True)
-class ErrorAfterBody(FaultRule):
+class ErrorBeforeBody(_ErrorOutcome):
+    """A function error from the service; the runtime is never reached, the body never runs."""
+
+    kind: ClassVar[str] = "error_before_body"
+
+    def emulate_before_body(self, emulation: Emulation) -> BackendResult | None:
+        time.sleep(emulation.response_delay_seconds)
+        return BackendResult(self.error_document(emulation), function_error=True)
+
+
+@dataclass(frozen=True)
+class ErrorAfterBody(_ErrorOutcome):
     """The body runs and its effects land, then the runtime raises: the response is lost."""
 
     kind: ClassVar[str] = "error_after_body"
-    decides_outcome: ClassVar[bool] = True
-
-    error_type: str = DEFAULT_ERROR_TYPE
-    error_message: str = DEFAULT_ERROR_MESSAGE
-
-    def own_fields(self) -> dict[str, Any]:
-        return {"error_type": self.error_type, "error_message": self.error_message}
 
     def directive(self) -> dict[str, Any] | None:
         return {"kind": self.kind, "error_type": self.error_type, "error_message": self.error_message}
@@ -255,8 +256,9 @@ class ErrorAfterBody(FaultRule):
     def emulate_after_body(
         self, emulation: Emulation, result: BackendResult, started: float
     ) -> BackendResult:
-        document = function_error_document(self.error_type, self.error_message, emulation.request_id)
-        return BackendResult(document, True, False, result.cold_start_seconds, result.log_tail)
+        return BackendResult(
+            self.error_document(emulation), True, False, result.cold_start_seconds, result.log_tail
+        )
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,14 @@ def _operation_model(service: str, operation_snake_case: str) -> Any:
     return None
 
 
+def _task_operation(task: Any, boto_service_name: str | None, service_action_name: str | None) -> Any:
+    """botocore's model of the operation a service Task state calls (None when it has none)."""
+    return _operation_model(
+        task._get_boto_service_name(boto_service_name=boto_service_name),
+        task._get_boto_service_action(service_action_name=service_action_name),
+    )
+
+
 def patch() -> None:
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
         state_task_service,
@@ -64,10 +72,7 @@ def patch() -> None:
         boto_service_name: str | None = None,
         service_action_name: str | None = None,
     ) -> None:
-        operation = _operation_model(
-            self._get_boto_service_name(boto_service_name=boto_service_name),
-            self._get_boto_service_action(service_action_name=service_action_name),
-        )
+        operation = _task_operation(self, boto_service_name, service_action_name)
         if operation is not None and operation.input_shape is not None:
             self._to_boto_request(parameters, operation.input_shape)
 
@@ -77,10 +82,7 @@ def patch() -> None:
         boto_service_name: str | None = None,
         service_action_name: str | None = None,
     ) -> None:
-        operation = _operation_model(
-            self._get_boto_service_name(boto_service_name=boto_service_name),
-            self._get_boto_service_action(service_action_name=service_action_name),
-        )
+        operation = _task_operation(self, boto_service_name, service_action_name)
         if operation is not None and operation.output_shape is not None and isinstance(response, dict):
             order = list(response)
             self._from_boto_response(response, operation.output_shape)
