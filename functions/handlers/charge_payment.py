@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import Field
 
 from handlers.environment import IdempotencyEnvironment, PaymentsTableEnvironment
-from handlers.observability import log_task_body, logger, metrics, tracer
+from handlers.observability import logger, metrics, tracer
 from handlers.order_step import run_forward_step
 from handlers.stores import payment_ledger
-from order_processing.models import Outcome, PlacedOrderState
+from order_processing.models import OrderState, Outcome, PlacedOrderState
 from order_processing.steps import charge_payment
 
 if TYPE_CHECKING:
@@ -34,21 +34,12 @@ OUTCOME_METRICS = {
 }
 
 
-def charge(order_state: dict[str, Any], environment: Environment) -> dict[str, Any]:
-    state = PlacedOrderState.model_validate(order_state)
-    log_task_body(STEP, state.order_id)
-    return charge_payment(state, payment_ledger(environment), environment.max_charge_amount).to_event()
+def charge(state: PlacedOrderState, environment: Environment) -> OrderState:
+    return charge_payment(state, payment_ledger(environment), environment.max_charge_amount)
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return run_forward_step(
-        event,
-        context,
-        step=STEP,
-        body=charge,
-        environment=Environment.load(),
-        outcome_metrics=OUTCOME_METRICS,
-    )
+    return run_forward_step(event, context, STEP, charge, Environment.load(), OUTCOME_METRICS)

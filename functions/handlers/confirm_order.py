@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from handlers.environment import IdempotencyEnvironment, OrdersTableEnvironment
-from handlers.observability import log_task_body, logger, metrics, tracer
+from handlers.observability import logger, metrics, tracer
 from handlers.order_step import run_forward_step
 from handlers.stores import order_records
-from order_processing.models import Outcome, PlacedOrderState
+from order_processing.models import OrderState, Outcome, PlacedOrderState
 from order_processing.steps import confirm_order
 
 if TYPE_CHECKING:
@@ -26,21 +26,12 @@ STEP = "confirm_order"
 OUTCOME_METRICS = {Outcome.SUCCEEDED: "OrdersSucceeded"}
 
 
-def confirm(order_state: dict[str, Any], environment: Environment) -> dict[str, Any]:
-    state = PlacedOrderState.model_validate(order_state)
-    log_task_body(STEP, state.order_id)
-    return confirm_order(state, order_records(environment)).to_event()
+def confirm(state: PlacedOrderState, environment: Environment) -> OrderState:
+    return confirm_order(state, order_records(environment))
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return run_forward_step(
-        event,
-        context,
-        step=STEP,
-        body=confirm,
-        environment=Environment.load(),
-        outcome_metrics=OUTCOME_METRICS,
-    )
+    return run_forward_step(event, context, STEP, confirm, Environment.load(), OUTCOME_METRICS)

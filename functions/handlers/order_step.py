@@ -1,17 +1,18 @@
 """What reserve, charge and confirm do around their bodies, written once: they differ only in the body.
 
-Each handler keeps its own Powertools decorators and its idempotent body function (whose name is part of
-the idempotency key), and hands both to `run_forward_step`.
+Each handler keeps its own Powertools decorators and a body function that takes the placed order and
+returns where it ended up; `run_forward_step` runs that body at most once per order ID.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.parser import parse
 
-from handlers.idempotency import ORDER_STEP, Body, run_once
-from handlers.observability import count_outcome, log_finished
+from handlers.idempotency import ORDER_STEP, run_once
+from handlers.observability import count_outcome, log_finished, log_task_body
 from order_processing.models import OrderState, Outcome, PlacedOrderState
 
 if TYPE_CHECKING:
@@ -19,29 +20,37 @@ if TYPE_CHECKING:
 
     from handlers.environment import IdempotencyEnvironment
 
+StepBody = Callable[[PlacedOrderState, Any], OrderState]
+
 
 def run_forward_step(
     event: dict[str, Any],
     context: LambdaContext,
-    *,
     step: str,
-    body: Body,
+    body: StepBody,
     environment: IdempotencyEnvironment,
     outcome_metrics: dict[Outcome, str],
 ) -> dict[str, Any]:
-    """Parse the placed order, run ``body(order_state=..., environment=...)`` at most once per order ID,
-    then count and log where the order ended up (a replay included) and return it to the state machine."""
+    """Parse the placed order, run ``body(state, environment)`` at most once per order ID (logging the
+    task-body line the audit counts), then count and log where the order ended up, a replay included."""
+
+    def run_body(order_state: dict[str, Any], environment: IdempotencyEnvironment) -> dict[str, Any]:
+        state = PlacedOrderState.model_validate(order_state)
+        log_task_body(step, state.order_id)
+        return body(state, environment).to_event()
+
+    # Powertools keys each record by the idempotent function's module and name: the body's, as before.
+    run_body.__module__, run_body.__qualname__ = body.__module__, body.__qualname__
     state = parse(event=event, model=PlacedOrderState)
-    result = OrderState.model_validate(
-        run_once(
-            body,
-            ORDER_STEP,
-            state.to_event(),
-            idempotency=environment,
-            context=context,
-            environment=environment,
-        )
+    stored = run_once(
+        run_body,
+        ORDER_STEP,
+        state.to_event(),
+        idempotency=environment,
+        context=context,
+        environment=environment,
     )
+    result = OrderState.model_validate(stored)
     count_outcome(outcome_metrics, result)
     log_finished(step, result)
     return result.to_event()

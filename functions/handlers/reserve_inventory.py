@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from handlers.environment import IdempotencyEnvironment, InventoryTablesEnvironment
-from handlers.observability import log_task_body, logger, metrics, tracer
+from handlers.observability import logger, metrics, tracer
 from handlers.order_step import run_forward_step
 from handlers.stores import inventory
-from order_processing.models import Outcome, PlacedOrderState
+from order_processing.models import OrderState, Outcome, PlacedOrderState
 from order_processing.steps import reserve_inventory
 
 if TYPE_CHECKING:
@@ -30,21 +30,12 @@ OUTCOME_METRICS = {
 }
 
 
-def reserve(order_state: dict[str, Any], environment: Environment) -> dict[str, Any]:
-    state = PlacedOrderState.model_validate(order_state)
-    log_task_body(STEP, state.order_id)
-    return reserve_inventory(state, inventory(environment)).to_event()
+def reserve(state: PlacedOrderState, environment: Environment) -> OrderState:
+    return reserve_inventory(state, inventory(environment))
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return run_forward_step(
-        event,
-        context,
-        step=STEP,
-        body=reserve,
-        environment=Environment.load(),
-        outcome_metrics=OUTCOME_METRICS,
-    )
+    return run_forward_step(event, context, STEP, reserve, Environment.load(), OUTCOME_METRICS)

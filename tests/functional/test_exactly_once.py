@@ -64,6 +64,23 @@ def test_a_replay_returns_the_stored_result_without_running_the_body(
     assert [entry["entry_id"] for entry in task_env.ledger("o-replay")] == ["charge"]
 
 
+def test_each_step_keys_its_records_by_its_own_body(task_env: Any, lambda_context: Any) -> None:
+    """The key prefix is the Lambda function's name and the body's module and name: a record written by
+    a version whose handler ran the body directly is still found (keys did not move with the code)."""
+    steps_of_one_order("o-keys", lambda_context, ("SKU-001", 1, "1.00"))
+
+    prefixes = sorted(
+        record["id"].split("#")[0].split(".", 1)[1] for record in task_env.idempotency_records()
+    )
+
+    assert prefixes == [
+        "handlers.charge_payment.charge",
+        "handlers.confirm_order.confirm",
+        "handlers.reserve_inventory.reserve",
+        "handlers.validate_order.validate",
+    ]
+
+
 def test_dynamodb_calls_per_first_run_and_per_replay(
     task_env: Any, lambda_context: Any, dynamodb_calls: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
