@@ -22,6 +22,7 @@ from order_processing.batches import (
     submit_batch,
 )
 from order_processing.reconcile import (
+    BatchExecutions,
     OrderStores,
     batch_state,
     ended_batch,
@@ -98,28 +99,13 @@ def post_batch() -> Response[dict[str, Any]]:
 @app.get("/batches/<batch_id>")
 @tracer.capture_method
 def get_batch(batch_id: str) -> Response[dict[str, Any]]:
-    environment = Environment.load()
-    state = batch_state(
-        batch_id,
-        state_machine_arn=environment.state_machine_arn,
-        sfn=clients.stepfunctions(),
-        orders=lambda: order_records(environment),
-        s3=clients.s3(),
-    )
-    return _json(200, state)
+    return _json(200, batch_state(batch_id, _batch_executions(Environment.load())))
 
 
 @app.post("/batches/<batch_id>/redrive")
 @tracer.capture_method
 def post_redrive(batch_id: str) -> Response[dict[str, Any]]:
-    environment = Environment.load()
-    redriven = redrive_unless_reconciled(
-        batch_id,
-        state_machine_arn=environment.state_machine_arn,
-        sfn=clients.stepfunctions(),
-        orders=lambda: order_records(environment),
-        s3=clients.s3(),
-    )
+    redriven = redrive_unless_reconciled(batch_id, _batch_executions(Environment.load()))
     logger.info("batch redriven", **redriven)
     count("BatchesRedriven")
     return _json(200, redriven)
@@ -149,6 +135,15 @@ def post_reconcile(batch_id: str) -> Response[dict[str, Any]]:
         if orders and action in ("completed", "compensated"):
             count(f"OrdersReconciled{action.title()}", orders)
     return _json(200, report.to_dict())
+
+
+def _batch_executions(environment: Environment) -> BatchExecutions:
+    return BatchExecutions(
+        state_machine_arn=environment.state_machine_arn,
+        sfn=clients.stepfunctions(),
+        orders=lambda: order_records(environment),
+        s3=clients.s3(),
+    )
 
 
 def _start_index(body: str | None) -> int:

@@ -296,6 +296,15 @@ class EndedBatch:
         return str(self.execution["status"])
 
 
+def batch_execution(batch_id: str, state_machine_arn: str, sfn: SFNClient) -> DescribeExecutionOutputTypeDef:
+    """The execution named after the batch ID; BatchNotFoundError when there is none."""
+    validate_batch_id(batch_id)
+    execution = describe_execution_or_none(sfn, execution_arn_for(state_machine_arn, batch_id))
+    if execution is None:
+        raise BatchNotFoundError(f"batch {batch_id} not found", field="batch_id")
+    return execution
+
+
 def ended_batch(
     batch_id: str,
     *,
@@ -305,10 +314,7 @@ def ended_batch(
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> EndedBatch:
     """The batch's execution once nothing it started can still write; refusals name what to do."""
-    validate_batch_id(batch_id)
-    execution = describe_execution_or_none(sfn, execution_arn_for(state_machine_arn, batch_id))
-    if execution is None:
-        raise BatchNotFoundError(f"batch {batch_id} not found", field="batch_id")
+    execution = batch_execution(batch_id, state_machine_arn, sfn)
     if execution["status"] in ACTIVE_STATUSES:
         raise BatchStillRunningError(
             f"batch {batch_id} is still {execution['status']}: its execution may still finish these orders. "
@@ -401,46 +407,42 @@ def seconds_left(deadline: float) -> Callable[[], float]:
 # ---------------------------------------------------------------- what the API answers
 
 
-def batch_state(
-    batch_id: str,
-    *,
-    state_machine_arn: str,
-    sfn: SFNClient,
-    orders: Callable[[], OrderRecordStore],
-    s3: S3Client,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class BatchExecutions:
+    """Where the API reads a batch: its execution (named after the batch ID) and its orders' records."""
+
+    state_machine_arn: str
+    sfn: SFNClient
+    orders: Callable[[], OrderRecordStore]
+    s3: S3Client
+
+    def describe(self, batch_id: str) -> DescribeExecutionOutputTypeDef:
+        return batch_execution(batch_id, self.state_machine_arn, self.sfn)
+
+    def survey(self, batch_id: str, execution: DescribeExecutionOutputTypeDef) -> OrderSurvey:
+        return survey_orders(EndedBatch(batch_id, execution), self.orders(), self.s3)
+
+
+def batch_state(batch_id: str, batches: BatchExecutions) -> dict[str, Any]:
     """The batch as Step Functions reports it; for an execution that ended unsuccessfully, the orders it left
     without a final status (what reconcile or a redrive would finish)."""
-    validate_batch_id(batch_id)
-    execution = describe_execution_or_none(sfn, execution_arn_for(state_machine_arn, batch_id))
-    if execution is None:
-        raise BatchNotFoundError(f"batch {batch_id} not found", field="batch_id")
+    execution = batches.describe(batch_id)
     state = batch_status(batch_id, execution)
     if execution["status"] in UNSUCCESSFUL_STATUSES:
-        state["open_orders"] = survey_orders(EndedBatch(batch_id, execution), orders(), s3).to_dict()
+        state["open_orders"] = batches.survey(batch_id, execution).to_dict()
     return state
 
 
-def redrive_unless_reconciled(
-    batch_id: str,
-    *,
-    state_machine_arn: str,
-    sfn: SFNClient,
-    orders: Callable[[], OrderRecordStore],
-    s3: S3Client,
-) -> dict[str, Any]:
+def redrive_unless_reconciled(batch_id: str, batches: BatchExecutions) -> dict[str, Any]:
     """RedriveExecution, refused once reconcile has finished some of the batch's orders: the redrive would
     rerun them (reserve, charge) only for their confirm to fail against the final status and be undone."""
-    validate_batch_id(batch_id)
-    execution = describe_execution_or_none(sfn, execution_arn_for(state_machine_arn, batch_id))
-    if execution is None:
-        raise BatchNotFoundError(f"batch {batch_id} not found", field="batch_id")
+    execution = batches.describe(batch_id)
     if execution["status"] in UNSUCCESSFUL_STATUSES:
-        survey = survey_orders(EndedBatch(batch_id, execution), orders(), s3)
+        survey = batches.survey(batch_id, execution)
         if survey.reconciled:
             raise BatchConflictError(
                 f"batch {batch_id} was reconciled ({survey.reconciled} orders failed by reconcile); a "
                 "redrive would run them again. Submit the orders to retry as a new batch",
                 field="batch_id",
             )
-    return redrive_batch(batch_id, state_machine_arn=state_machine_arn, sfn_client=sfn)
+    return redrive_batch(batch_id, state_machine_arn=batches.state_machine_arn, sfn_client=batches.sfn)
