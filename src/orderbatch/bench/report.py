@@ -7,6 +7,7 @@ import html
 import io
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -277,23 +278,32 @@ def write_html(document: dict[str, Any], path: Path, plots_dir: Path | None = No
             f"<p>{html.escape(figures['description'])}. "
             f"Changed: {html.escape(', '.join(figures['changed']))}.</p>"
             f"<ul>{checks}</ul>"
-            f'<img alt="monitoring plots of {html.escape(figures["name"])}" '
-            f'src="data:image/png;base64,{base64.b64encode(png).decode()}"></section>'
+            f"{png_image(png, 'monitoring plots of ' + figures['name'])}</section>"
         )
-    table = format_table(document["scenarios"])
-    details = format_details(document)
+    texts = (format_table(document["scenarios"]), format_details(document))
+    write_html_page(path, "orderbatch bench", document, texts, "".join(sections))
+    return written
+
+
+def png_image(png: bytes, alt: str) -> str:
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+
+
+def write_html_page(
+    path: Path, title: str, document: dict[str, Any], texts: Sequence[str], body: str
+) -> None:
+    """A self-contained page: the title, when the run was, each text preformatted, then ``body``."""
+    preformatted = "\n".join(f"<pre>{html.escape(text)}</pre>" for text in texts)
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>orderbatch bench</title>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}}
 pre{{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}}img{{max-width:100%}}</style>
 </head><body>
-<h1>orderbatch bench</h1>
+<h1>{html.escape(title)}</h1>
 <p>Generated {html.escape(str(document["generated_at"]))} on the local cloud.</p>
-<pre>{html.escape(table)}</pre>
-<pre>{html.escape(details)}</pre>
-{"".join(sections)}
+{preformatted}
+{body}
 </body></html>
 """
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page)
-    return written

@@ -11,8 +11,6 @@ tree) holds in memory, so growth over time shows.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import os
 import shutil
@@ -27,7 +25,7 @@ from typing import Any
 from order_processing.contract import BATCH_FUNCTIONS, COMPENSATION_FUNCTION
 from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.bench import resources
-from orderbatch.bench.report import figure_png
+from orderbatch.bench.report import figure_png, png_image, write_html_page
 from orderbatch.bench.runner import MACHINE_SECONDS_PER_ORDER, STEP_FUNCTIONS
 from orderbatch.bench.scenarios import SOAK
 
@@ -411,18 +409,6 @@ def write_soak_html(document: dict[str, Any], path: Path) -> None:
         format_interval(Interval(**{**i, "load_average": tuple(i["load_average"])}))
         for i in document["soak"]["intervals"]
     ]
-    png = render_soak_plot(document)
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>orderbatch soak</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}}
-pre{{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}}img{{max-width:100%}}</style>
-</head><body>
-<h1>orderbatch soak</h1>
-<p>Generated {html.escape(str(document["generated_at"]))} on the local cloud.</p>
-<pre>{html.escape(format_summary(document))}</pre>
-<pre>{html.escape(chr(10).join([INTERVAL_HEADER, *intervals]))}</pre>
-<img alt="memory and orders by minute" src="data:image/png;base64,{base64.b64encode(png).decode()}">
-</body></html>
-"""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page)
+    texts = (format_summary(document), "\n".join([INTERVAL_HEADER, *intervals]))
+    image = png_image(render_soak_plot(document), "memory and orders by minute")
+    write_html_page(path, "orderbatch soak", document, texts, image)
