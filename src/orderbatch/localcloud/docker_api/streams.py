@@ -48,16 +48,19 @@ def copy_body(source: IO[bytes], headers: Any, target: IO[bytes]) -> int:
     """
     if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
         return _copy_chunked(source, target)
-    remaining = int(headers.get("Content-Length") or 0)
-    copied = 0
+    length = int(headers.get("Content-Length") or 0)
+    _copy_exactly(source, target, length, "the request body")
+    return length
+
+
+def _copy_exactly(source: IO[bytes], target: IO[bytes], size: int, what: str) -> None:
+    remaining = size
     while remaining > 0:
         data = source.read(min(remaining, _COPY_CHUNK_BYTES))
         if not data:
-            raise ConnectionError("the client closed in the middle of the request body")
+            raise ConnectionError(f"the client closed in the middle of {what}")
         target.write(data)
         remaining -= len(data)
-        copied += len(data)
-    return copied
 
 
 def _copy_chunked(source: IO[bytes], target: IO[bytes]) -> int:
@@ -71,13 +74,7 @@ def _copy_chunked(source: IO[bytes], target: IO[bytes]) -> int:
             while source.readline() not in (b"\r\n", b"\n", b""):
                 pass  # trailers
             return copied
-        remaining = size
-        while remaining > 0:
-            data = source.read(min(remaining, _COPY_CHUNK_BYTES))
-            if not data:
-                raise ConnectionError("the client closed in the middle of a chunk")
-            target.write(data)
-            remaining -= len(data)
+        _copy_exactly(source, target, size, "a chunk")
         copied += size
         source.readline()  # the CRLF after the chunk
 
