@@ -8,7 +8,7 @@ import socket
 import tarfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -159,40 +159,58 @@ def test_a_sam_dockerfile_is_built_on_files_and_seen_in_containers(client: docke
         container.remove()
 
 
+def stdout_of(frames: list[tuple[bytes | None, bytes | None]]) -> bytes:
+    return b"".join(out for out, _ in list(frames) if out)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_a_container_runs_as_an_execution_environment(client: docker.DockerClient) -> None:
     port = free_port()
     started = time.time()
     container = lambda_container(client, port)
     assert container.status == "created"
     frames: list[tuple[bytes | None, bytes | None]] = []
-    container.start()
-    attached = threading.Thread(
-        target=lambda: frames.extend(container.attach(stream=True, logs=True, demux=True)), daemon=True
-    )
-    attached.start()
-    response = requests.post(f"http://127.0.0.1:{port}{INVOCATIONS}", json={"n": 1}, timeout=60)
-    assert response.json() == {
-        "event": {"n": 1},
-        "settings": {"colour": "green"},
-        "function_name": "EchoFunction",
-        "memory_mb": "256",
-        "sam_local": None,
-    }
-    container.reload()
-    assert container.status == "running"
-    assert container.attrs["NetworkSettings"]["Ports"] == {
-        "8080/tcp": [{"HostIp": "127.0.0.1", "HostPort": str(port)}]
-    }
-    container.stop(timeout=3)
-    attached.join(timeout=10)
-    stdout = b"".join(out for out, _ in frames if out)
-    assert b"hi from EchoFunction\n" in stdout
-    assert b"REPORT RequestId: " in stdout
-    assert container.wait(timeout=10)["StatusCode"] == container.attrs["State"]["ExitCode"]
-    container.reload()
-    assert container.status == "exited"
-    assert b"START RequestId: " in container.logs()
-    container.remove()
+    try:
+        container.start()
+
+        def follow() -> None:
+            for frame in container.attach(stream=True, logs=True, demux=True):
+                frames.append(frame)
+
+        attached = threading.Thread(target=follow, daemon=True)
+        attached.start()
+        response = requests.post(f"http://127.0.0.1:{port}{INVOCATIONS}", json={"n": 1}, timeout=60)
+        assert response.json() == {
+            "event": {"n": 1},
+            "settings": {"colour": "green"},
+            "function_name": "EchoFunction",
+            "memory_mb": "256",
+            "sam_local": None,
+        }
+        container.reload()
+        assert container.status == "running"
+        assert container.attrs["NetworkSettings"]["Ports"] == {
+            "8080/tcp": [{"HostIp": "127.0.0.1", "HostPort": str(port)}]
+        }
+        # The emulator writes its REPORT line after it has answered, as in a container on Docker.
+        assert wait_until(lambda: b"REPORT RequestId: " in stdout_of(frames), timeout=10)
+        container.stop(timeout=3)
+        attached.join(timeout=10)
+        assert b"hi from EchoFunction\n" in stdout_of(frames)
+        assert container.wait(timeout=10)["StatusCode"] == container.attrs["State"]["ExitCode"]
+        container.reload()
+        assert container.status == "exited"
+        assert b"START RequestId: " in container.logs()
+    finally:
+        container.remove(force=True)
     assert client.containers.list(all=True) == []
     events = client.events(since=int(started), until=int(time.time()) + 1, decode=True)
     actions = [event["Action"] for event in events if event.get("id") == container.id]
