@@ -428,3 +428,57 @@ def test_rewriting_an_item_leaves_no_old_versions_alive_and_s3_keys_stay_tracked
     s3.create_bucket(Bucket="tracked")
     s3.put_object(Bucket="tracked", Key="k", Body=b"x")
     assert any(key.name == "k" for key in FakeKey.instances_tracked)
+
+
+@mock_aws
+def test_stored_dynamodb_values_have_no_dict_and_behave_as_before() -> None:
+    import moto.dynamodb.models as dynamodb_models
+    from moto.dynamodb.models import dynamo_type
+
+    from orderbatch.localcloud.moto_models import compact_dynamodb_items
+
+    # Given the compact values (as the local cloud runs moto)
+    compact_dynamodb_items()
+    assert dynamodb_models.DynamoType is dynamo_type.DynamoType
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    dynamodb.create_table(
+        TableName="Compact",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+    # When items with every kind of value are written, updated, queried and conditionally refused
+    nested = {"M": {"lines": {"L": [{"M": {"sku": {"S": "SKU-1"}, "n": {"N": "2"}}}]}, "ok": {"BOOL": True}}}
+    dynamodb.put_item(TableName="Compact", Item={"id": {"S": "a"}, "doc": nested, "tags": {"SS": ["x", "y"]}})
+    dynamodb.update_item(
+        TableName="Compact",
+        Key={"id": {"S": "a"}},
+        UpdateExpression="SET #d.#l[0].#n = #d.#l[0].#n + :one, #s = :s",
+        ExpressionAttributeNames={"#d": "doc", "#l": "lines", "#n": "n", "#s": "status"},
+        ExpressionAttributeValues={":one": {"N": "1"}, ":s": {"S": "DONE"}},
+    )
+    with pytest.raises(ClientError) as refused:
+        dynamodb.put_item(
+            TableName="Compact", Item={"id": {"S": "a"}}, ConditionExpression="attribute_not_exists(id)"
+        )
+    found = dynamodb.scan(
+        TableName="Compact", FilterExpression="doc.ok = :t", ExpressionAttributeValues={":t": {"BOOL": True}}
+    )
+
+    # Then the answers are DynamoDB's, and the stored values carry two slots and no __dict__
+    assert refused.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
+    assert found["Items"] == [
+        {
+            "id": {"S": "a"},
+            "doc": {
+                "M": {"lines": {"L": [{"M": {"sku": {"S": "SKU-1"}, "n": {"N": "3"}}}]}, "ok": {"BOOL": True}}
+            },
+            "tags": {"SS": ["x", "y"]},
+            "status": {"S": "DONE"},
+        }
+    ]
+    backend = dynamodb_models.dynamodb_backends["123456789012"]["us-east-1"]
+    (item,) = backend.tables["Compact"].all_items()
+    assert all(not hasattr(value, "__dict__") for value in item.attrs.values())
+    assert dynamo_type.DynamoType.__slots__ == ("type", "value")

@@ -36,7 +36,7 @@ from orderbatch.localcloud.lambda_service import (
     MetricsPublisher,
     TooManyRequestsError,
 )
-from orderbatch.localcloud.moto_models import stop_tracking_instances
+from orderbatch.localcloud.moto_models import compact_dynamodb_items, stop_tracking_instances
 from orderbatch.localcloud.stack import LocalStack, TemplateError, load_stack
 from orderbatch.localcloud.stepfunctions import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
@@ -142,6 +142,7 @@ class LocalCloud:
         moto_app = create_moto_app()
         patch_transactions()
         stop_tracking_instances()
+        compact_dynamodb_items()
         # moto keeps its state in the process, not in a server: cleared, every local cloud starts empty.
         from moto.moto_api._internal.models import moto_api_backend
 
