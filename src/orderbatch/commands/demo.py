@@ -265,7 +265,8 @@ class Demo:
                 if event["type"] == "TaskFailed" and details.get("error") == THROTTLE_ERROR:
                     throttled_task_events += 1
         report = audit_local_batch(cloud, batch_id)
-        runs_per_order = self.body_runs_per_order(report, cloud, batch_id)
+        # The audit counted every body run from the logs: {runs: orders} for the charge step.
+        runs_per_order = report.body_runs_by_step.get(STEP_LOG_NAMES[CHARGE_PAYMENT_FUNCTION], {})
         throttles = self.task_throttles(cloud) - throttles_before
         self.say(
             f"   summary: {json.dumps({k: v for k, v in summary.items() if k not in ('orders', 'batch_id')})}"
@@ -299,21 +300,6 @@ class Demo:
         self.expect("executions per order", runs_per_order, {"1": count})
         if throttles == 0:
             self.problems.append("no 429 was absorbed although MaxConcurrency is above the quota")
-
-    @staticmethod
-    def body_runs_per_order(report: Any, cloud: Any, batch_id: str) -> dict[str, int]:
-        """How many times each order's charge body ran, as a histogram {runs: orders}."""
-        from orderbatch.audit import body_runs_from_logs
-
-        runs = body_runs_from_logs(cloud.log_dir)
-        per_order: dict[str, int] = {}
-        for (step, order_id), count in runs.items():
-            if order_id.startswith(batch_id) and step == STEP_LOG_NAMES[CHARGE_PAYMENT_FUNCTION]:
-                per_order[order_id] = count
-        histogram: dict[str, int] = {}
-        for count in per_order.values():
-            histogram[str(count)] = histogram.get(str(count), 0) + 1
-        return histogram
 
     @staticmethod
     def task_throttles(cloud: Any) -> int:
