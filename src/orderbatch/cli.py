@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "orderbatch.commands.plan",
     "orderbatch.commands.conformance",
     "orderbatch.commands.faults",
+    "orderbatch.commands.compat",
 )
 
 

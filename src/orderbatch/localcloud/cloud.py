@@ -375,9 +375,20 @@ class LocalCloud:
         sns = self._deployer_client("sns")
         for topic in self.stack.topics.values():
             sns.create_topic(Name=topic)
+        sqs = self._deployer_client("sqs")
+        for queue in self.stack.queues:
+            sqs.create_queue(QueueName=queue.name, Attributes=queue.attributes)
+        for subscription in self.stack.subscriptions:
+            sns.subscribe(
+                TopicArn=subscription.topic_arn,
+                Protocol=subscription.protocol,
+                Endpoint=subscription.endpoint,
+                Attributes=subscription.attributes,
+            )
         logs = self._deployer_client("logs")
         for group in self.stack.log_groups.values():
             logs.create_log_group(logGroupName=group)
+        self._create_event_rules()
         self._create_state_machines()
         self._create_alarms()
         for logical_id, path in self.config.seed_files.items():
@@ -402,6 +413,27 @@ class LocalCloud:
                 if error.response["Error"]["Code"] != "InvalidDefinition":
                     raise
                 raise TemplateError(f"{machine.logical_id}: {error.response['Error']['Message']}") from error
+
+    def _create_event_rules(self) -> None:
+        events = self._deployer_client("events")
+        for bus in self.stack.event_buses.values():
+            events.create_event_bus(Name=bus)
+        for rule in self.stack.event_rules:
+            arguments: dict[str, Any] = {"Name": rule.name, "EventBusName": rule.event_bus}
+            if rule.event_pattern:
+                arguments["EventPattern"] = rule.event_pattern
+            if rule.schedule:
+                arguments["ScheduleExpression"] = rule.schedule
+            events.put_rule(**arguments)
+            if rule.targets:
+                events.put_targets(Rule=rule.name, EventBusName=rule.event_bus, Targets=rule.targets)
+            # moto delivers a rule's events to SQS queues, log groups and other buses only.
+            for target in rule.targets:
+                service = str(target.get("Arn", "")).split(":")[2:3]
+                if service and service[0] not in ("sqs", "logs", "events"):
+                    self.stack.not_honoured.append(
+                        f"{rule.logical_id}: events are not delivered to {service[0]} targets locally"
+                    )
 
     def _create_alarms(self) -> None:
         cloudwatch = self._deployer_client("cloudwatch")

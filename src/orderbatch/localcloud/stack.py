@@ -95,6 +95,34 @@ class StateMachineSpec:
 
 
 @dataclass(frozen=True)
+class QueueSpec:
+    logical_id: str
+    name: str
+    url: str
+    # CreateQueue attributes, as strings (CloudFormation's properties, RedrivePolicy as its JSON text).
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EventRuleSpec:
+    logical_id: str
+    name: str
+    event_bus: str
+    event_pattern: str | None
+    schedule: str | None
+    targets: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SubscriptionSpec:
+    logical_id: str
+    topic_arn: str
+    protocol: str
+    endpoint: str
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class HttpRoute:
     method: str
     path: str
@@ -117,6 +145,10 @@ class LocalStack:
     state_machines: list[StateMachineSpec] = field(default_factory=list)
     routes: list[HttpRoute] = field(default_factory=list)
     topics: dict[str, str] = field(default_factory=dict)
+    queues: list[QueueSpec] = field(default_factory=list)
+    event_buses: dict[str, str] = field(default_factory=dict)
+    event_rules: list[EventRuleSpec] = field(default_factory=list)
+    subscriptions: list[SubscriptionSpec] = field(default_factory=list)
     log_groups: dict[str, str] = field(default_factory=dict)
     alarms: dict[str, dict[str, Any]] = field(default_factory=dict)
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -284,9 +316,13 @@ def _physical_ids(
             name = props.get("FunctionName") or logical_id
             arn = f"arn:aws:lambda:{region}:{account_id}:function:{name}"
             ids[logical_id] = {"Ref": name, "Arn": arn}
-        elif kind == "AWS::DynamoDB::Table":
+        elif kind in ("AWS::DynamoDB::Table", "AWS::Serverless::SimpleTable"):
             name = props.get("TableName") or f"{stack_name}-{logical_id}"
             ids[logical_id] = {"Ref": name, "Arn": f"arn:aws:dynamodb:{region}:{account_id}:table/{name}"}
+        elif (
+            messaging := _messaging_ids(kind, logical_id, props, stack_name, region, account_id)
+        ) is not None:
+            ids[logical_id] = messaging
         elif kind == "AWS::S3::Bucket":
             name = props.get("BucketName") or f"{stack_name}-{logical_id}".lower()
             ids[logical_id] = {
@@ -312,6 +348,35 @@ def _physical_ids(
     return ids
 
 
+def _messaging_ids(
+    kind: str, logical_id: str, props: Mapping[str, Any], stack_name: str, region: str, account_id: str
+) -> dict[str, str] | None:
+    """Ref and Fn::GetAtt of queues, event buses and rules, and roles; None for any other kind."""
+    if kind == "AWS::SQS::Queue":
+        suffix = ".fifo" if _is_true(props.get("FifoQueue")) else ""
+        name = props.get("QueueName") or f"{stack_name}-{logical_id}{suffix}"
+        url = f"https://sqs.{region}.amazonaws.com/{account_id}/{name}"
+        return {
+            "Ref": url,
+            "Arn": f"arn:aws:sqs:{region}:{account_id}:{name}",
+            "QueueName": name,
+            "QueueUrl": url,
+        }
+    if kind == "AWS::Events::EventBus":
+        name = props.get("Name") or f"{stack_name}-{logical_id}"
+        return {"Ref": name, "Arn": f"arn:aws:events:{region}:{account_id}:event-bus/{name}", "Name": name}
+    if kind == "AWS::Events::Rule":
+        name = props.get("Name") or f"{stack_name}-{logical_id}"
+        bus = props.get("EventBusName") or "default"
+        bus_name = bus.rsplit("/", 1)[-1] if isinstance(bus, str) else "default"
+        path = f"{bus_name}/{name}" if bus_name != "default" else name
+        return {"Ref": name, "Arn": f"arn:aws:events:{region}:{account_id}:rule/{path}"}
+    if kind == "AWS::IAM::Role":
+        name = props.get("RoleName") or f"{stack_name}-{logical_id}"
+        return {"Ref": name, "Arn": f"arn:aws:iam::{account_id}:role/{name}", "RoleId": name}
+    return None
+
+
 def _add_resource(
     stack: LocalStack,
     logical_id: str,
@@ -334,6 +399,13 @@ def _add_resource(
                 global_secondary_indexes=props.get("GlobalSecondaryIndexes") or [],
             )
         )
+    elif _add_messaging_resource(stack, logical_id, kind, props, physical[logical_id]):
+        return
+    elif kind == "AWS::StepFunctions::StateMachine":
+        stack.state_machines.append(
+            _state_machine_spec(logical_id, physical[logical_id], _as_serverless_machine(props), base_dir)
+        )
+        return
     elif kind == "AWS::S3::Bucket":
         stack.buckets[logical_id] = ref
     elif kind == "AWS::Serverless::Function":
@@ -356,6 +428,109 @@ def _add_resource(
         stack.not_honoured.append(f"{logical_id} ({kind}): resource type not created locally")
         return
     _note_unhonoured(stack, logical_id, kind, props)
+
+
+def _add_messaging_resource(
+    stack: LocalStack, logical_id: str, kind: str, props: Mapping[str, Any], ids: Mapping[str, str]
+) -> bool:
+    """Simple tables, queues, buses, rules, subscriptions and roles; False for any other kind."""
+    if kind == "AWS::Serverless::SimpleTable":
+        key = props.get("PrimaryKey") or {"Name": "id", "Type": "String"}
+        attribute = {
+            "AttributeName": key["Name"],
+            "AttributeType": _SIMPLE_TABLE_TYPES[key.get("Type", "String")],
+        }
+        stack.tables.append(
+            TableSpec(
+                logical_id=logical_id,
+                name=ids["Ref"],
+                key_schema=[{"AttributeName": key["Name"], "KeyType": "HASH"}],
+                attribute_definitions=[attribute],
+            )
+        )
+    elif kind == "AWS::SQS::Queue":
+        stack.queues.append(QueueSpec(logical_id, ids["QueueName"], ids["Ref"], _queue_attributes(props)))
+    elif kind == "AWS::Events::EventBus":
+        stack.event_buses[logical_id] = ids["Ref"]
+    elif kind == "AWS::Events::Rule":
+        stack.event_rules.append(_event_rule(logical_id, ids["Ref"], props))
+    elif kind == "AWS::SNS::Subscription":
+        stack.subscriptions.append(
+            SubscriptionSpec(
+                logical_id,
+                topic_arn=str(props.get("TopicArn")),
+                protocol=str(props.get("Protocol")),
+                endpoint=str(props.get("Endpoint")),
+                attributes={
+                    name: value if isinstance(value, str) else json.dumps(value)
+                    for name in ("FilterPolicy", "RawMessageDelivery", "FilterPolicyScope", "RedrivePolicy")
+                    if (value := props.get(name)) is not None
+                },
+            )
+        )
+    elif kind != "AWS::IAM::Role":  # roles are read by the IAM module (docs/iam.md)
+        return False
+    return True
+
+
+_SIMPLE_TABLE_TYPES = {"String": "S", "Number": "N", "Binary": "B"}
+# CloudFormation's AWS::SQS::Queue properties that are CreateQueue attributes of the same name.
+_QUEUE_ATTRIBUTES = (
+    "ContentBasedDeduplication",
+    "DeduplicationScope",
+    "DelaySeconds",
+    "FifoQueue",
+    "FifoThroughputLimit",
+    "MaximumMessageSize",
+    "MessageRetentionPeriod",
+    "ReceiveMessageWaitTimeSeconds",
+    "VisibilityTimeout",
+)
+
+
+def _is_true(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+def _queue_attributes(props: Mapping[str, Any]) -> dict[str, str]:
+    attributes = {
+        name: ("true" if value is True else "false" if value is False else str(value))
+        for name in _QUEUE_ATTRIBUTES
+        if (value := props.get(name)) is not None
+    }
+    for name in ("RedrivePolicy", "RedriveAllowPolicy"):
+        if props.get(name) is not None:
+            value = props[name]
+            attributes[name] = value if isinstance(value, str) else json.dumps(value)
+    return attributes
+
+
+def _event_rule(logical_id: str, name: str, props: Mapping[str, Any]) -> EventRuleSpec:
+    bus = props.get("EventBusName") or "default"
+    pattern = props.get("EventPattern")
+    return EventRuleSpec(
+        logical_id=logical_id,
+        name=name,
+        event_bus=str(bus),
+        event_pattern=json.dumps(pattern) if isinstance(pattern, dict) else pattern,
+        schedule=props.get("ScheduleExpression"),
+        targets=[dict(target) for target in props.get("Targets") or []],
+    )
+
+
+def _as_serverless_machine(props: Mapping[str, Any]) -> dict[str, Any]:
+    """An AWS::StepFunctions::StateMachine's properties under the names AWS::Serverless::StateMachine uses."""
+    converted: dict[str, Any] = {
+        "Type": props.get("StateMachineType", "STANDARD"),
+        "DefinitionSubstitutions": props.get("DefinitionSubstitutions") or {},
+    }
+    if "DefinitionString" in props:
+        converted["DefinitionText"] = props["DefinitionString"]
+    elif "Definition" in props:
+        converted["Definition"] = props["Definition"]
+    elif "DefinitionS3Location" in props:
+        converted["DefinitionUri"] = props["DefinitionS3Location"]
+    return converted
 
 
 def _note_unhonoured(stack: LocalStack, logical_id: str, kind: str, props: Mapping[str, Any]) -> None:
@@ -435,6 +610,8 @@ def _state_machine_spec(
         text = (base_dir / uri).read_text()
     elif "Definition" in props:
         text = json.dumps(props["Definition"])
+    elif isinstance(props.get("DefinitionText"), str):
+        text = props["DefinitionText"]
     else:
         raise TemplateError(f"{logical_id}: no Definition or DefinitionUri")
     definition = _parse_definition(

@@ -1,0 +1,69 @@
+"""`orderbatch compat`: other people's SAM apps deployed with `local up` and run as their READMEs say."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from orderbatch.project import PROJECT_ROOT
+
+COMPAT_DIR = PROJECT_ROOT / "tests" / "compat"
+DEFAULT_MANIFESTS = (COMPAT_DIR / "public_apps.yaml",)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compat",
+        help="deploy public SAM apps with `local up`, run each as its README says, print the pass rate",
+    )
+    parser.add_argument(
+        "--manifest",
+        type=Path,
+        action="append",
+        default=None,
+        help="apps to run (default tests/compat/public_apps.yaml; repeat for more)",
+    )
+    parser.add_argument(
+        "--sources",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder with clones of the apps' repositories (DIR/owner/name); each app is exported at its "
+        "recorded commit",
+    )
+    parser.add_argument("--filter", default=None, help="only apps whose id contains this text")
+    parser.add_argument("--jobs", type=int, default=1, help="apps run at once (each is a local cloud)")
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orderbatch.compat.manifest import CompatApp, load_manifest
+    from orderbatch.compat.report import render, summary
+    from orderbatch.compat.runner import AppResult, run_app
+
+    apps = []
+    for manifest in args.manifest or DEFAULT_MANIFESTS:
+        apps += [app for app in load_manifest(manifest) if not args.filter or args.filter in app.id]
+    if not apps:
+        print("no app matches", file=sys.stderr)
+        return 2
+
+    def one(app: CompatApp) -> AppResult:
+        result = run_app(app, sources=args.sources, local_root=COMPAT_DIR)
+        if not args.json:
+            verdict = "passed" if result.ended_as_readme else f"{result.stage}: {result.cause[:160]}"
+            print(f"{app.id}: {verdict} ({result.seconds:.0f} s)", file=sys.stderr, flush=True)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(one, apps))
+    if args.json:
+        print(json.dumps({"summary": summary(results), "apps": [r.as_dict() for r in results]}, indent=2))
+    else:
+        print(render(results))
+    ran = [r for r in results if r.stage != "source"]
+    return 0 if ran and all(r.ended_as_readme for r in ran) else 1

@@ -1,0 +1,384 @@
+"""Deploy one app with `orderbatch local up` in a process of its own, run it as its README says, compare.
+
+Each app gets its own local cloud process (moto keeps its state per process, and an app that crashes the
+cloud must not take the next one with it), on a free loopback port, with a state folder of its own. What
+the app's README has you do first (objects in a bucket, items in a table) is done with boto3 as your own
+(administrator) credentials; the execution is started as a user would start it and read back with
+DescribeExecution (StartSyncExecution for an Express machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.config import Config
+from botocore.credentials import Credentials
+
+from orderbatch.compat.manifest import CompatApp, ResourceRef
+from orderbatch.compat.sources import SourceUnavailableError, export_app
+from orderbatch.project import DUMMY_CREDENTIALS
+
+DEPLOY_TIMEOUT_SECONDS = 300.0  # first use of a runtime builds it (pip install of its requirements)
+RUN_TIMEOUT_SECONDS = 180.0
+HEALTH_PATH = "/_orderbatch/health"
+REGION = "us-east-1"
+
+
+@dataclass
+class AppResult:
+    id: str
+    deployed: bool
+    ended_as_readme: bool
+    stage: str  # source | deploy | setup | run | compare | passed
+    cause: str
+    seconds: float
+    status: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _AppFailedError(Exception):
+    def __init__(self, stage: str, cause: str) -> None:
+        super().__init__(cause)
+        self.stage = stage
+        self.cause = cause
+
+
+def run_app(
+    app: CompatApp,
+    *,
+    sources: Path | None,
+    local_root: Path,
+    deploy_timeout: float = DEPLOY_TIMEOUT_SECONDS,
+    run_timeout: float = RUN_TIMEOUT_SECONDS,
+    extra_up_args: tuple[str, ...] = (),
+) -> AppResult:
+    started = time.monotonic()
+    deployed = False
+    status: str | None = None
+    with tempfile.TemporaryDirectory(prefix=f"compat-{app.id.replace('/', '-')}-") as scratch:
+        workdir = Path(scratch)
+        try:
+            try:
+                app_dir = export_app(app, sources, local_root, workdir)
+            except (SourceUnavailableError, OSError) as missing:
+                raise _AppFailedError("source", str(missing)) from missing
+            cloud = _LocalUp(app_dir / app.template, app, workdir, extra_up_args)
+            try:
+                cloud.wait_deployed(deploy_timeout)
+                deployed = True
+                _set_up(app, app_dir, cloud)
+                status = _run_and_compare(app, app_dir, cloud, run_timeout)
+            finally:
+                cloud.stop()
+        except _AppFailedError as failure:
+            return AppResult(
+                app.id, deployed, False, failure.stage, failure.cause, time.monotonic() - started, status
+            )
+    return AppResult(app.id, True, True, "passed", "", time.monotonic() - started, status)
+
+
+class _LocalUp:
+    def __init__(self, template: Path, app: CompatApp, workdir: Path, extra_args: tuple[str, ...]) -> None:
+        if not template.is_file():
+            raise _AppFailedError("source", f"no template at {app.path}/{app.template}")
+        self.template = template
+        self.port = _free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.log = workdir / "local-up.log"
+        command = [
+            sys.executable, "-m", "orderbatch.cli", "local", "up",
+            "--template", str(template),
+            "--port", str(self.port),
+            "--state-dir", str(workdir / "state"),
+            "--no-seed",
+            *extra_args,
+        ]  # fmt: skip
+        if app.parameter_overrides:
+            command += ["--parameter-overrides", *(f"{k}={v}" for k, v in app.parameter_overrides.items())]
+        environment = {**os.environ, "SAM_CLI_TELEMETRY": "0", "PYTHONUNBUFFERED": "1"}
+        for variable in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+            environment.pop(variable, None)
+        self._log_file = self.log.open("wb")
+        self.process = subprocess.Popen(
+            command,
+            cwd=template.parent,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env=environment,
+            start_new_session=True,
+        )
+        self.stack: Any = None
+
+    def wait_deployed(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise _AppFailedError("deploy", _deploy_error(self.log.read_text(errors="replace")))
+            try:
+                with urllib.request.urlopen(self.endpoint + HEALTH_PATH, timeout=2) as answer:
+                    if json.loads(answer.read()).get("status") == "deployed":
+                        return
+            except (urllib.error.URLError, OSError, ValueError):
+                pass
+            time.sleep(0.5)
+        raise _AppFailedError("deploy", f"not deployed after {timeout:.0f} s")
+
+    def client(self, service: str) -> Any:
+        return boto3.client(
+            service,  # type: ignore[call-overload]
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            **DUMMY_CREDENTIALS,
+            config=Config(retries={"total_max_attempts": 2, "mode": "standard"}, inject_host_prefix=False),
+        )
+
+    def loaded_stack(self, app: CompatApp) -> Any:
+        if self.stack is None:
+            from orderbatch.localcloud.stack import load_stack
+
+            self.stack = load_stack(self.template, parameter_overrides=app.parameter_overrides)
+        return self.stack
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+        self._log_file.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _deploy_error(log: str) -> str:
+    """The line that says why `local up` stopped: its last error line, else its last line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "Error" in line or "error:" in line or "Exception" in line or "refused" in line:
+            return line[:400]
+    return lines[-1][:400] if lines else "local up exited without a word"
+
+
+def _physical(ref: ResourceRef, cloud: _LocalUp, app: CompatApp, kind: str) -> str:
+    if ref.name:
+        return ref.name
+    stack = cloud.loaded_stack(app)
+    if kind == "bucket":
+        if ref.ref in stack.buckets:
+            return str(stack.buckets[ref.ref])
+    elif kind == "table":
+        found = [t.name for t in stack.tables if t.logical_id == ref.ref]
+        if found:
+            return found[0]
+    raise _AppFailedError("setup", f"no {kind} {ref.ref!r} in the deployed stack")
+
+
+def _set_up(app: CompatApp, app_dir: Path, cloud: _LocalUp) -> None:
+    try:
+        if app.s3_objects:
+            s3 = cloud.client("s3")
+            # Buckets the README has you create yourself, outside the stack.
+            for name in sorted({obj.bucket.name for obj in app.s3_objects if obj.bucket.name}):
+                s3.create_bucket(Bucket=name)
+            for obj in app.s3_objects:
+                body = obj.body
+                if body.startswith(b"$file:"):
+                    body = (app_dir / body[len(b"$file:") :].decode()).read_bytes()
+                s3.put_object(Bucket=_physical(obj.bucket, cloud, app, "bucket"), Key=obj.key, Body=body)
+        if app.table_items:
+            dynamodb = boto3.resource(
+                "dynamodb", endpoint_url=cloud.endpoint, region_name=REGION, **DUMMY_CREDENTIALS
+            )
+            for entry in app.table_items:
+                item = json.loads(json.dumps(entry.item), parse_float=_decimal)
+                dynamodb.Table(_physical(entry.table, cloud, app, "table")).put_item(Item=item)
+    except _AppFailedError:
+        raise
+    except Exception as error:  # any client error is the app's setup failing, reported with its text
+        raise _AppFailedError("setup", f"{type(error).__name__}: {error}") from error
+
+
+def _decimal(text: str) -> Any:
+    from decimal import Decimal
+
+    return Decimal(text)
+
+
+def _run_and_compare(app: CompatApp, app_dir: Path, cloud: _LocalUp, timeout: float) -> str:
+    if app.http is not None:
+        return _run_http(app, cloud, timeout)
+    stack = cloud.loaded_stack(app)
+    machine = _state_machine(app, stack)
+    payload = app.input
+    if isinstance(payload, dict) and set(payload) == {"$file"}:
+        payload = json.loads((app_dir / payload["$file"]).read_text())
+    for dotted, source in app.input_refs.items():
+        payload = _with_value(payload, dotted, _stack_value(source, cloud, app))
+    sfn = cloud.client("stepfunctions")
+    try:
+        if machine.type == "EXPRESS":
+            answer = sfn.start_sync_execution(stateMachineArn=machine.arn, input=json.dumps(payload))
+            description = answer
+        else:
+            arn = sfn.start_execution(stateMachineArn=machine.arn, input=json.dumps(payload))["executionArn"]
+            description = _wait_for_end(sfn, arn, timeout)
+    except _AppFailedError:
+        raise
+    except Exception as error:
+        raise _AppFailedError("run", f"{type(error).__name__}: {error}") from error
+    _compare(app, description)
+    return str(description["status"])
+
+
+def _stack_value(source: dict[str, str], cloud: _LocalUp, app: CompatApp) -> Any:
+    stack = cloud.loaded_stack(app)
+    if "output" in source:
+        if source["output"] not in stack.outputs:
+            raise _AppFailedError("run", f"the stack has no output {source['output']!r}")
+        return stack.outputs[source["output"]]
+    ref = ResourceRef(ref=source.get("ref"))
+    try:
+        return _physical(ref, cloud, app, "bucket")
+    except _AppFailedError:
+        return _physical(ref, cloud, app, "table")
+
+
+def _with_value(payload: Any, dotted: str, value: Any) -> Any:
+    target = payload
+    *parents, last = dotted.split(".")
+    for key in parents:
+        target = target.setdefault(key, {})
+    target[last] = value
+    return payload
+
+
+def _state_machine(app: CompatApp, stack: Any) -> Any:
+    if app.state_machine:
+        found = [sm for sm in stack.state_machines if sm.logical_id == app.state_machine]
+        if found:
+            return found[0]
+        raise _AppFailedError("run", f"no state machine {app.state_machine!r} in the stack")
+    arn = stack.outputs.get(app.state_machine_output or "")
+    found = [sm for sm in stack.state_machines if sm.arn == arn]
+    if not found:
+        raise _AppFailedError(
+            "run", f"output {app.state_machine_output!r} names no state machine of the stack"
+        )
+    return found[0]
+
+
+def _wait_for_end(sfn: Any, arn: str, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        description: dict[str, Any] = sfn.describe_execution(executionArn=arn)
+        if description["status"] != "RUNNING":
+            return description
+        if time.monotonic() > deadline:
+            raise _AppFailedError("run", f"still RUNNING after {timeout:.0f} s; {_last_events(sfn, arn)}")
+        time.sleep(0.5)
+
+
+def _last_events(sfn: Any, arn: str) -> str:
+    """The newest history events, which say where a stuck execution waits."""
+    try:
+        events = sfn.get_execution_history(executionArn=arn, reverseOrder=True, maxResults=3)["events"]
+    except Exception as error:  # the history is a diagnosis only; its absence must not hide the failure
+        return f"history unavailable ({type(error).__name__})"
+    described = []
+    for event in events:
+        details: dict[str, Any] = next((v for k, v in event.items() if k.endswith("EventDetails")), {})
+        name = details.get("name") or details.get("resource") or ""
+        described.append(f"{event['type']} {name}".strip())
+    return "last events: " + ", ".join(described)
+
+
+def _compare(app: CompatApp, description: dict[str, Any]) -> None:
+    expected = app.expect
+    status = description.get("status")
+    if status != expected.status:
+        detail = ""
+        if status in ("FAILED", "TIMED_OUT", "ABORTED"):
+            detail = f": {description.get('error')}: {str(description.get('cause') or '')[:300]}"
+        raise _AppFailedError("compare", f"ended {status}, README says {expected.status}{detail}")
+    if expected.error and description.get("error") != expected.error:
+        raise _AppFailedError(
+            "compare", f"error {description.get('error')!r}, README says {expected.error!r}"
+        )
+    if expected.output is not None:
+        output = json.loads(description.get("output") or "null")
+        missing = _not_contained(expected.output, output)
+        if missing:
+            raise _AppFailedError("compare", f"output differs at {missing}: {json.dumps(output)[:300]}")
+
+
+def _not_contained(expected: Any, actual: Any, path: str = "$") -> str | None:
+    """The first path where ``expected`` is not part of ``actual`` (dicts by subset, the rest equal)."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return path
+        for key, value in expected.items():
+            if key not in actual:
+                return f"{path}.{key}"
+            found = _not_contained(value, actual[key], f"{path}.{key}")
+            if found:
+                return found
+        return None
+    return None if expected == actual else path
+
+
+def _run_http(app: CompatApp, cloud: _LocalUp, timeout: float) -> str:
+    from orderbatch.localcloud.http_api import PATH_PREFIX
+
+    assert app.http is not None
+    stack = cloud.loaded_stack(app)
+    api_ids = sorted({route.api_logical_id.lower() for route in stack.routes})
+    if not api_ids:
+        raise _AppFailedError("run", "the stack has no API route the local cloud serves")
+    url = f"{cloud.endpoint}{PATH_PREFIX}{api_ids[0]}{app.http.path}"
+    body = None if app.http.body is None else json.dumps(app.http.body).encode()
+    request = AWSRequest(
+        method=app.http.method, url=url, data=body, headers={"Content-Type": "application/json"}
+    )
+    credentials = Credentials(
+        DUMMY_CREDENTIALS["aws_access_key_id"], DUMMY_CREDENTIALS["aws_secret_access_key"]
+    )
+    SigV4Auth(credentials, "execute-api", REGION).add_auth(request)
+    prepared = urllib.request.Request(url, data=body, method=app.http.method, headers=dict(request.headers))
+    try:
+        with urllib.request.urlopen(prepared, timeout=timeout) as answer:
+            status, text = answer.status, answer.read().decode(errors="replace")
+    except urllib.error.HTTPError as refused:
+        status, text = refused.code, refused.read().decode(errors="replace")
+    except OSError as error:
+        raise _AppFailedError("run", f"HTTP {app.http.method} {app.http.path}: {error}") from error
+    wanted = app.expect.http_status or 200
+    if status != wanted:
+        raise _AppFailedError("compare", f"HTTP {status}, README says {wanted}: {text[:300]}")
+    if app.expect.output is not None:
+        missing = _not_contained(app.expect.output, json.loads(text or "null"))
+        if missing:
+            raise _AppFailedError("compare", f"response differs at {missing}: {text[:300]}")
+    return f"HTTP {status}"
