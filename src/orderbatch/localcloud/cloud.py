@@ -26,6 +26,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from orderbatch.localcloud import event_targets
 from orderbatch.localcloud.dynamodb import TableLocks, patch_transactions
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
 from orderbatch.localcloud.iam import IamEnforcer, build_roles
@@ -126,6 +127,8 @@ class LocalCloud:
         # the port must not see a half-deployed stack (no functions or state machines yet).
         self._deployed = threading.Event()
         self._sigterm_before: Any = None
+        self._event_clients: dict[str, Any] = {}
+        self._event_client_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LocalCloud:
@@ -195,6 +198,8 @@ class LocalCloud:
             region=self.stack.region,
             account_id=self.stack.account_id,
         )
+        event_targets.patch()
+        event_targets.deliver_through(self._event_target_client)
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-cloud", daemon=True)
         self._thread.start()
         self._deploy()
@@ -221,6 +226,7 @@ class LocalCloud:
         use_mock_config(None)
         route_lambda_tasks_to(None)
         give_task_roles_credentials(None)
+        event_targets.deliver_through(None)
         keep_histories_in(None)
         if self._metrics is not None:
             self._metrics.close()
@@ -272,6 +278,14 @@ class LocalCloud:
             config=Config(**config) if config else None,
             **DUMMY_CREDENTIALS,
         )
+
+    def _event_target_client(self, service: str) -> Any:
+        """One deployer client per service for EventBridge's deliveries (boto3 builds clients unsafely
+        from several threads at once)."""
+        with self._event_client_lock:
+            if service not in self._event_clients:
+                self._event_clients[service] = self._deployer_client(service)
+            return self._event_clients[service]
 
     def _deployer_client(self, service: str) -> Any:
         return boto3.client(
@@ -376,7 +390,9 @@ class LocalCloud:
         for topic in self.stack.topics.values():
             sns.create_topic(Name=topic)
         sqs = self._deployer_client("sqs")
-        for queue in self.stack.queues:
+        # A dead-letter queue must exist before the queue whose RedrivePolicy names it, as CloudFormation
+        # orders them by that GetAtt.
+        for queue in sorted(self.stack.queues, key=lambda queue: "RedrivePolicy" in queue.attributes):
             sqs.create_queue(QueueName=queue.name, Attributes=queue.attributes)
         for subscription in self.stack.subscriptions:
             sns.subscribe(
