@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import subprocess
 import tarfile
+import threading
 from pathlib import Path, PurePosixPath
 
 from orderbatch.compat.manifest import CompatApp
@@ -57,16 +58,23 @@ def export_app(app: CompatApp, sources: Path | None, local_root: Path, into: Pat
     return _render_cookiecutter(exported, into / "rendered")
 
 
+# cookiecutter changes the process's working directory while it renders: one rendering at a time.
+_render_lock = threading.Lock()
+
+
 def _render_cookiecutter(project: Path, output_dir: Path) -> Path:
     from cookiecutter.main import cookiecutter
 
-    rendered = cookiecutter(str(project), no_input=True, output_dir=str(output_dir), overwrite_if_exists=True)
-    return Path(rendered)
+    with _render_lock:
+        rendered = cookiecutter(
+            str(project), no_input=True, output_dir=str(output_dir), overwrite_if_exists=True
+        )
+    return Path(rendered).resolve()
 
 
 def _git(git_dir: Path, *args: str) -> bytes:
     flag = "--git-dir" if (git_dir / "HEAD").is_file() and not (git_dir / ".git").exists() else "-C"
-    result = subprocess.run(["git", flag, str(git_dir), *args], capture_output=True, check=False)
+    result = subprocess.run(["git", flag, str(git_dir), *args], capture_output=True, check=False, cwd=git_dir)
     if result.returncode != 0:
         raise SourceUnavailableError(
             f"git {' '.join(args[:2])} in {git_dir} failed: {result.stderr.decode(errors='replace').strip()}"
