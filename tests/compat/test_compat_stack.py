@@ -8,6 +8,7 @@ CloudFormation's Ref and GetAtt would, create it, and deliver through it as the 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -36,8 +37,16 @@ def test_refs_and_attributes_are_what_cloudformation_returns() -> None:
     table = next(t for t in stack.tables if t.logical_id == "Orders")
     assert table.key_schema == [{"AttributeName": "order_id", "KeyType": "HASH"}]
     assert stack.event_buses == {"OrderBus": "order-bus"}
-    rule, _ = stack.event_rules
+    rule, _, from_sam_event = stack.event_rules
     assert rule.event_bus == "order-bus"
+    assert (from_sam_event.name, from_sam_event.event_bus) == ("RecordCancellationCancelled", "order-bus")
+    assert from_sam_event.targets == [
+        {
+            "Id": "RecordCancellationCancelled",
+            "Arn": "arn:aws:states:us-east-1:123456789012:stateMachine:orderbatch-RecordCancellation",
+            "InputPath": "$.detail",
+        }
+    ]
     assert rule.targets == [{"Id": "queue", "Arn": "arn:aws:sqs:us-east-1:123456789012:orderbatch-WorkQueue"}]
     machine = stack.state_machine("Announce")
     assert json.loads(machine.definition)["States"]["Send"]["Parameters"]["QueueUrl"] == QUEUE_URL
@@ -77,6 +86,27 @@ def test_messages_flow_through_the_created_resources() -> None:
             if e["executionArn"] != execution["executionArn"]
         ]
         assert [json.loads(text) for text in started_by_rule] == [{"order": "o-1"}]
+        # A SAM EventBridgeRule event on a state machine starts it the same way.
+        events.put_events(
+            Entries=[
+                {
+                    "Source": "shop.orders",
+                    "DetailType": "Cancelled",
+                    "Detail": '{"order": "o-2"}',
+                    "EventBusName": "order-bus",
+                }
+            ]
+        )
+        recorder_arn = cloud.stack.state_machine("RecordCancellation").arn
+        for _ in range(20):
+            recorded = sfn.list_executions(stateMachineArn=recorder_arn)["executions"]
+            if recorded:
+                break
+            time.sleep(0.25)
+        (cancellation,) = recorded
+        assert json.loads(sfn.describe_execution(executionArn=cancellation["executionArn"])["input"]) == {
+            "order": "o-2"
+        }
 
         # ... then the queue holds the SNS message raw, the matching event only, and the Task's message.
         bodies = []

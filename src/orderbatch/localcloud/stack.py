@@ -411,8 +411,10 @@ def _add_resource(
     elif kind == "AWS::Serverless::Function":
         stack.functions.append(_function_spec(logical_id, ref, props, base_dir))
         stack.routes.extend(_http_routes(ref, props.get("Events") or {}, physical))
+        stack.event_rules.extend(_event_source_rules(logical_id, physical[logical_id]["Arn"], props))
     elif kind == "AWS::Serverless::StateMachine":
         stack.state_machines.append(_state_machine_spec(logical_id, physical[logical_id], props, base_dir))
+        stack.event_rules.extend(_event_source_rules(logical_id, physical[logical_id]["Arn"], props))
     elif kind == "AWS::Serverless::HttpApi":
         if (props.get("Auth") or {}).get("DefaultAuthorizer") not in (None, "AWS_IAM"):
             stack.not_honoured.append(f"{logical_id}: only AWS_IAM authorization is emulated locally")
@@ -516,6 +518,36 @@ def _event_rule(logical_id: str, name: str, props: Mapping[str, Any]) -> EventRu
         schedule=props.get("ScheduleExpression"),
         targets=[dict(target) for target in props.get("Targets") or []],
     )
+
+
+_RULE_EVENT_TYPES = ("EventBridgeRule", "CloudWatchEvent", "Schedule")
+
+
+def _event_source_rules(logical_id: str, target_arn: str, props: Mapping[str, Any]) -> list[EventRuleSpec]:
+    """The rules SAM makes of a function's or state machine's EventBridgeRule, CloudWatchEvent and
+    Schedule events: named ``<LogicalId><EventId>`` unless ``RuleName`` / ``Name`` says otherwise."""
+    rules = []
+    for event_id, event in (props.get("Events") or {}).items():
+        if event.get("Type") not in _RULE_EVENT_TYPES:
+            continue
+        source = event.get("Properties") or {}
+        target: dict[str, Any] = {"Id": (source.get("Target") or {}).get("Id") or f"{logical_id}{event_id}"}
+        target["Arn"] = target_arn
+        for key in ("Input", "InputPath", "InputTransformer"):
+            if source.get(key) is not None:
+                target[key] = source[key]
+        pattern = source.get("Pattern")
+        rules.append(
+            EventRuleSpec(
+                logical_id=f"{logical_id}{event_id}",
+                name=str(source.get("RuleName") or source.get("Name") or f"{logical_id}{event_id}"),
+                event_bus=str(source.get("EventBusName") or "default"),
+                event_pattern=json.dumps(pattern) if isinstance(pattern, dict) else pattern,
+                schedule=source.get("Schedule"),
+                targets=[target],
+            )
+        )
+    return rules
 
 
 def _as_serverless_machine(props: Mapping[str, Any]) -> dict[str, Any]:
