@@ -372,10 +372,13 @@ class EnvironmentPool:
         log_path = self.settings.log_dir / self.spec.name / f"{env_id}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         variables = environment_variables(self.spec, self.settings, log_stream, self.build, self.opt_dir)
-        # The init phase starts now, beside the emulator's start-up, on its own clock.
-        init_deadline = time.monotonic() + INIT_PHASE_SECONDS
         token = uuid.uuid4().hex
         try:
+            # The runtime server's own start (once per runtime environment, a second or two) is no part
+            # of any function's init: under load it could eat the whole init budget before init began.
+            self.fork_server.socket_path()
+            # The init phase starts now, beside the emulator's start-up, on its own clock.
+            init_deadline = time.monotonic() + INIT_PHASE_SECONDS
             prepared = self.fork_server.prepare(
                 token, variables, self.spec.code_dir, self.spec.handler, log_path
             )
