@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -271,9 +272,13 @@ def test_a_name_lambda_has_no_runtime_for_is_refused(serve_lambda: Serve) -> Non
 
 
 def _zip_layer(path: Path, files: dict[str, str]) -> Path:
+    """A zip of ``files``; those under bin/ executable, as a layer's tools are."""
     with zipfile.ZipFile(path, "w") as archive:
         for name, text in files.items():
-            archive.writestr(name, text)
+            member = zipfile.ZipInfo(name)
+            mode = 0o755 if name.startswith("bin/") else 0o644
+            member.external_attr = (stat.S_IFREG | mode) << 16
+            archive.writestr(member, text)
     return path
 
 
@@ -285,6 +290,7 @@ def _layered_template(folder: Path) -> Path:
             "python/lib/python3.12/site-packages/zipped_pkg/__init__.py": 'GREETING = "hello from the zip"\n',
             "python/overridden.py": 'GREETING = "from the second layer"\n',
             "root_module.py": 'GREETING = "at the root of the zip"\n',
+            "bin/layer-tool": "#!/bin/sh\necho from a layer\n",
         },
     )
     template = folder / "template.yaml"
@@ -316,7 +322,7 @@ def test_a_functions_layers_are_merged_into_its_opt_in_order_and_import_as_on_aw
     served = serve_lambda(stack.functions)
     modules = ["layer_greeting", "zipped_pkg", "overridden", "root_module"]
 
-    function_error, found = invoke(served, "UsesLayers", {"modules": modules})
+    function_error, found = invoke(served, "UsesLayers", {"modules": modules, "which": "layer-tool"})
 
     assert function_error is None
     assert found["layer_greeting"]["greeting"] == "hello from the folder layer"
@@ -329,6 +335,7 @@ def test_a_functions_layers_are_merged_into_its_opt_in_order_and_import_as_on_aw
     opt = Path(found["layer_greeting"]["file"]).parent.parent
     assert (opt / "root_module.py").is_file()  # in /opt itself: not on the path, as on AWS
     assert found["root_module"] == {"error": "No module named 'root_module'"}
+    assert found["which"] == str(opt / "bin" / "layer-tool")  # /opt/bin ends Lambda's PATH
     configuration = served.client().get_function(FunctionName="UsesLayers")["Configuration"]
     assert [layer["Arn"] for layer in configuration["Layers"]] == [
         "arn:aws:lambda:us-east-1:123456789012:layer:shared:1",

@@ -244,7 +244,10 @@ def environment_variables(
         "PYTHONUNBUFFERED": "1",
         # What `sam local` sets: Powertools Tracer then stays off instead of looking for an X-Ray daemon.
         "AWS_SAM_LOCAL": "true",
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        # Lambda's PATH ends with /opt/bin: a layer's executables run by name.
+        "PATH": os.pathsep.join(
+            [os.environ.get("PATH", "/usr/bin:/bin"), *([str(opt_dir / "bin")] if opt_dir else [])]
+        ),
         "LANG": "C.UTF-8",
         "TZ": ":UTC",
         **read_only,
