@@ -377,7 +377,12 @@ def test_the_task_root_and_opt_are_read_only_and_get_no_bytecode_while_tmp_is_wr
     function_error, outcome = invoke(served, "Writer", {"layer_folder": str(opt / "python")})
 
     assert function_error is None
-    assert outcome == {"task_root": "EROFS", "tmp": "written", "layer_folder": "EROFS"}  # errno 30
+    assert outcome == {
+        "task_root": "EROFS",  # errno 30, as on Lambda
+        "tmp": "written",
+        "layer_folder": "EROFS",
+        "local_cloud_variables": [],  # the read-only folders were the runtime server's to know
+    }
     assert not (code_copy / "written-by-handler.txt").exists()
     assert not list(code_copy.rglob("__pycache__"))  # the handler was imported: its bytecode went elsewhere
     # The host still writes there: the read-only view is the runtime's own.

@@ -20,7 +20,8 @@ def _write(folder: str) -> str:
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
     task_root = os.environ["LAMBDA_TASK_ROOT"]
-    outcome = {"task_root": _write(task_root), "tmp": _write(tempfile.gettempdir())}
+    outcome: dict[str, Any] = {"task_root": _write(task_root), "tmp": _write(tempfile.gettempdir())}
     if event.get("layer_folder"):
         outcome["layer_folder"] = _write(event["layer_folder"])
+    outcome["local_cloud_variables"] = sorted(name for name in os.environ if name.startswith("ORDERBATCH_"))
     return outcome
