@@ -24,7 +24,7 @@ from orderbatch.localcloud.lambda_service.environments import (
 from orderbatch.localcloud.lambda_service.errors import ServiceError
 from orderbatch.localcloud.lambda_service.forkserver import RuntimeForkServer, read_only_supported
 from orderbatch.localcloud.lambda_service.functions import FunctionSpec
-from orderbatch.localcloud.lambda_service.layers import LayerCache
+from orderbatch.localcloud.lambda_service.layers import LayerCache, LayerSpec
 from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuild, RuntimeCache, RuntimeResolver
 
 TIMED_OUT_PREFIX = b"Task timed out after"
@@ -118,7 +118,7 @@ class RieBackend:
         self._lock = threading.Lock()
         cache_dir = settings.runtime_cache_dir
         self.layers = LayerCache(cache_dir.parent / "layers" if cache_dir is not None else None)
-        self._opt_dirs: dict[tuple[object, ...], Path | None] = {}
+        self._opt_dirs: dict[tuple[LayerSpec, ...], Path | None] = {}
         functions = list(functions)
         resolved = self.runtimes.resolve(functions)
         self._builds.update({(spec.runtime, spec.code_dir): resolved[spec.name] for spec in functions})
