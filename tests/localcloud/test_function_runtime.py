@@ -39,7 +39,7 @@ from orderbatch.localcloud.lambda_service.runtimes import (
     RuntimeUnavailableError,
     find_interpreter,
 )
-from orderbatch.localcloud.stack import load_stack
+from orderbatch.localcloud.stack import TemplateError, load_stack
 from orderbatch.project import DUMMY_CREDENTIALS
 
 pytestmark = pytest.mark.e2e
@@ -357,6 +357,48 @@ def test_an_error_raised_in_a_layer_names_its_file_under_opt(serve_lambda: Serve
         '  File "/var/task/uses_layers.py"',
         '  File "/opt/python/layer_greeting.py"',
     ]
+
+
+def _layer_template(folder: Path, layer_properties: str, function_layers: str) -> Path:
+    template = folder / "template.yaml"
+    template.write_text(
+        "Transform: AWS::Serverless-2016-10-31\n"
+        "Resources:\n"
+        "  TheLayer:\n"
+        "    Type: AWS::Lambda::LayerVersion\n"
+        f"    Properties: {layer_properties}\n"
+        "  Fn:\n"
+        "    Type: AWS::Serverless::Function\n"
+        f"    Properties: {{Runtime: python3.12, CodeUri: {FUNCTIONS}, Handler: uses_layers.handler, "
+        f"Layers: {function_layers}}}\n"
+    )
+    return template
+
+
+@pytest.mark.parametrize(
+    ("layer_properties", "function_layers", "refusal"),
+    [
+        (
+            "{Content: {S3Bucket: b, S3Key: k}}",
+            "[!Ref TheLayer]",
+            "TheLayer: a layer's content must be a local folder or .zip to run locally",
+        ),
+        ("{Content: missing.zip}", "[!Ref TheLayer]", "TheLayer: layer content .*missing.zip does not exist"),
+        (
+            f"{{Content: {LAYERS / 'shared'}}}",
+            "[!Ref TheLayer, !Ref TheLayer, !Ref TheLayer, !Ref TheLayer, !Ref TheLayer, !Ref TheLayer]",
+            "Fn: 6 layers; Lambda allows 5",
+        ),
+    ],
+    ids=["in-s3", "missing", "six-layers"],
+)
+def test_a_layer_the_local_cloud_cannot_lay_out_stops_the_deploy_naming_it(
+    tmp_path: Path, layer_properties: str, function_layers: str, refusal: str
+) -> None:
+    template = _layer_template(tmp_path, layer_properties, function_layers)
+
+    with pytest.raises(TemplateError, match=refusal):
+        load_stack(template)
 
 
 # -- a read-only task root ----------------------------------------------------------------------------------
