@@ -13,10 +13,12 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,13 +29,17 @@ from botocore.config import Config
 
 from orderbatch.localcloud.lambda_service import FunctionSpec
 from orderbatch.localcloud.lambda_service import environments as environments_module
+from orderbatch.localcloud.lambda_service.forkserver import read_only_supported
+from orderbatch.localcloud.lambda_service.layers import LayerSpec
 from orderbatch.localcloud.lambda_service.runtimes import (
     BASE_PACKAGES,
     RuntimeCache,
+    RuntimeNotCreatableError,
     RuntimeResolver,
     RuntimeUnavailableError,
     find_interpreter,
 )
+from orderbatch.localcloud.stack import TemplateError, load_stack
 from orderbatch.project import DUMMY_CREDENTIALS
 
 pytestmark = pytest.mark.e2e
@@ -41,6 +47,8 @@ pytestmark = pytest.mark.e2e
 Serve = Callable[..., Any]
 FUNCTIONS = Path(__file__).resolve().parent / "runtime_functions"
 PROBE_FUNCTIONS = Path(__file__).resolve().parent / "fixture_functions"
+LAYERS = Path(__file__).resolve().parent / "runtime_layers"
+PUBLISHED_LAYER = "arn:aws:lambda:us-east-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-x86_64:7"
 BOTO3_PIN = next(pin for pin in BASE_PACKAGES if pin.startswith("boto3==")).partition("==")[2]
 
 
@@ -88,7 +96,7 @@ def test_listing_the_package_in_requirements_makes_it_import(serve_lambda: Serve
     assert payload == "a: 1\n"
 
 
-@pytest.mark.parametrize("runtime", ["python3.12", "python3.13"])
+@pytest.mark.parametrize("runtime", ["python3.9", "python3.12", "python3.13"])
 def test_a_function_runs_on_its_runtimes_python_with_only_the_runtimes_packages(
     serve_lambda: Serve, runtime: str
 ) -> None:
@@ -171,6 +179,256 @@ def test_the_runtime_fallback_runs_on_the_local_clouds_own_python_and_says_so(
     assert report["version"] == list(sys.version_info[:2])
     assert not report["has_yaml"]  # still only the function's build, not the tools' packages
     assert "python3.13 not found; Report run on Python" in capsys.readouterr().err
+
+
+# -- which runtimes: Lambda's runtime table ---------------------------------------------------------------
+
+
+@pytest.mark.slow  # a first run builds five runtime environments (about 20 s each); cached after that
+def test_every_runtime_aws_creates_functions_on_runs_on_its_own_python(
+    serve_lambda: Serve, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runtimes = [f"python3.{minor}" for minor in range(9, 14)]
+    installed = [runtime for runtime in runtimes if find_interpreter(runtime.removeprefix("python"))]
+    if installed != runtimes:
+        pytest.skip(f"not installed here: {sorted(set(runtimes) - set(installed))}")
+    functions = [
+        FunctionSpec(
+            f"Report{runtime.replace('.', '')}", "report_runtime.handler", FUNCTIONS, runtime=runtime
+        )
+        for runtime in runtimes
+    ]
+    served = serve_lambda(functions)
+
+    answers = {spec.runtime: invoke(served, spec.name) for spec in functions}
+
+    for runtime, (function_error, report) in answers.items():
+        assert function_error is None, report
+        assert f"python{report['version'][0]}.{report['version'][1]}" == runtime
+        assert report["boto3"] == BOTO3_PIN
+    assert "python3.9 is deprecated on AWS since 2025-12-15" in capsys.readouterr().err
+
+
+def test_a_supported_runtime_not_installed_here_names_what_to_install(
+    serve_lambda: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # python3.14 neither on PATH (this machine has none) ...
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path))  # ... nor in pyenv
+
+    with pytest.raises(RuntimeUnavailableError) as refused:
+        serve_lambda([FunctionSpec("Newest", "report_runtime.handler", FUNCTIONS, runtime="python3.14")])
+
+    assert not isinstance(refused.value, RuntimeNotCreatableError)
+    assert "python3.14 is not installed (not on PATH, not in pyenv); needed by Newest" in str(refused.value)
+    assert "`pyenv install 3.14`" in str(refused.value)
+
+
+def test_a_runtime_aws_no_longer_creates_functions_on_gets_create_functions_error(
+    serve_lambda: Serve,
+) -> None:
+    functions = [
+        FunctionSpec(name, "report_runtime.handler", FUNCTIONS, runtime="python3.8") for name in "BA"
+    ]
+
+    with pytest.raises(RuntimeNotCreatableError) as refused:
+        serve_lambda(functions)
+
+    assert refused.value.code == "InvalidParameterValueException"
+    assert (
+        "The runtime parameter of python3.8 is no longer supported for creating or updating AWS Lambda "
+        "functions. We recommend you use a supported runtime while creating or updating functions."
+    ) in str(refused.value)
+    assert "CreateFunction of A, B" in str(refused.value)
+    assert "--runtime-fallback" in str(refused.value)
+
+
+def test_with_the_fallback_a_runtime_aws_refuses_runs_on_the_local_clouds_python_and_says_so(
+    serve_lambda: Serve, capsys: pytest.CaptureFixture[str]
+) -> None:
+    served = serve_lambda(
+        [FunctionSpec("Legacy", "report_runtime.handler", FUNCTIONS, runtime="python3.8")],
+        runtime_fallback=True,
+    )
+
+    function_error, report = invoke(served, "Legacy")
+
+    assert function_error is None
+    assert report["version"] == list(sys.version_info[:2])
+    assert not report["has_yaml"]
+    assert (
+        "python3.8 is no longer accepted by AWS's CreateFunction; Legacy run on Python "
+        f"{'.'.join(map(str, sys.version_info[:3]))}"
+    ) in capsys.readouterr().err
+
+
+def test_a_name_lambda_has_no_runtime_for_is_refused(serve_lambda: Serve) -> None:
+    with pytest.raises(RuntimeUnavailableError) as refused:
+        serve_lambda([FunctionSpec("Future", "report_runtime.handler", FUNCTIONS, runtime="python3.99")])
+
+    assert "runtime python3.99 of Future is not a Lambda runtime" in str(refused.value)
+
+
+# -- layers in /opt ----------------------------------------------------------------------------------------
+
+
+def _zip_layer(path: Path, files: dict[str, str]) -> Path:
+    """A zip of ``files``; those under bin/ executable, as a layer's tools are."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            member = zipfile.ZipInfo(name)
+            mode = 0o755 if name.startswith("bin/") else 0o644
+            member.external_attr = (stat.S_IFREG | mode) << 16
+            archive.writestr(member, text)
+    return path
+
+
+def _layered_template(folder: Path) -> Path:
+    """A folder layer (SAM), a zip layer (CloudFormation) listed after it, and a published layer."""
+    _zip_layer(
+        folder / "zipped.zip",
+        {
+            "python/lib/python3.12/site-packages/zipped_pkg/__init__.py": 'GREETING = "hello from the zip"\n',
+            "python/overridden.py": 'GREETING = "from the second layer"\n',
+            "root_module.py": 'GREETING = "at the root of the zip"\n',
+            "bin/layer-tool": "#!/bin/sh\necho from a layer\n",
+        },
+    )
+    template = folder / "template.yaml"
+    template.write_text(
+        "Transform: AWS::Serverless-2016-10-31\n"
+        "Resources:\n"
+        "  SharedLayer:\n"
+        "    Type: AWS::Serverless::LayerVersion\n"
+        f"    Properties: {{LayerName: shared, ContentUri: {LAYERS / 'shared'}}}\n"
+        "  ZippedLayer:\n"
+        "    Type: AWS::Lambda::LayerVersion\n"
+        "    Properties: {LayerName: zipped, Content: zipped.zip}\n"
+        "  UsesLayers:\n"
+        "    Type: AWS::Serverless::Function\n"
+        "    Properties:\n"
+        "      FunctionName: UsesLayers\n"
+        "      Runtime: python3.12\n"
+        f"      CodeUri: {FUNCTIONS}\n"
+        "      Handler: uses_layers.handler\n"
+        f"      Layers: [!Ref SharedLayer, !Ref ZippedLayer, {PUBLISHED_LAYER}]\n"
+    )
+    return template
+
+
+def test_a_functions_layers_are_merged_into_its_opt_in_order_and_import_as_on_aws(
+    serve_lambda: Serve, tmp_path: Path
+) -> None:
+    stack = load_stack(_layered_template(tmp_path))
+    served = serve_lambda(stack.functions)
+    modules = ["layer_greeting", "zipped_pkg", "overridden", "root_module"]
+
+    function_error, found = invoke(served, "UsesLayers", {"modules": modules, "which": "layer-tool"})
+
+    assert function_error is None
+    assert found["layer_greeting"]["greeting"] == "hello from the folder layer"
+    assert found["layer_greeting"]["file"].endswith("/opt/python/layer_greeting.py")
+    assert found["zipped_pkg"]["greeting"] == "hello from the zip"
+    assert found["zipped_pkg"]["file"].endswith(
+        "/opt/python/lib/python3.12/site-packages/zipped_pkg/__init__.py"
+    )
+    assert found["overridden"]["greeting"] == "from the second layer"  # the later layer's file wins
+    opt = Path(found["layer_greeting"]["file"]).parent.parent
+    assert (opt / "root_module.py").is_file()  # in /opt itself: not on the path, as on AWS
+    assert found["root_module"] == {"error": "No module named 'root_module'"}
+    assert found["which"] == str(opt / "bin" / "layer-tool")  # /opt/bin ends Lambda's PATH
+    configuration = served.client().get_function(FunctionName="UsesLayers")["Configuration"]
+    assert [layer["Arn"] for layer in configuration["Layers"]] == [
+        "arn:aws:lambda:us-east-1:123456789012:layer:shared:1",
+        "arn:aws:lambda:us-east-1:123456789012:layer:zipped:1",
+    ]
+    assert f"UsesLayers.Layers: {PUBLISHED_LAYER} is not defined in the template; not in its /opt" in (
+        stack.not_honoured
+    )
+
+
+def test_an_error_raised_in_a_layer_names_its_file_under_opt(serve_lambda: Serve, tmp_path: Path) -> None:
+    served = serve_lambda(load_stack(_layered_template(tmp_path)).functions)
+
+    function_error, payload = invoke(served, "UsesLayers", {"modules": [], "fail_in": "layer_greeting"})
+
+    assert function_error == "Unhandled"
+    assert payload["errorMessage"] == "failed inside a layer"
+    assert [frame.split(",")[0] for frame in payload["stackTrace"]] == [
+        '  File "/var/task/uses_layers.py"',
+        '  File "/opt/python/layer_greeting.py"',
+    ]
+
+
+def _layer_template(folder: Path, layer_properties: str, function_layers: str) -> Path:
+    template = folder / "template.yaml"
+    template.write_text(
+        "Transform: AWS::Serverless-2016-10-31\n"
+        "Resources:\n"
+        "  TheLayer:\n"
+        "    Type: AWS::Lambda::LayerVersion\n"
+        f"    Properties: {layer_properties}\n"
+        "  Fn:\n"
+        "    Type: AWS::Serverless::Function\n"
+        f"    Properties: {{Runtime: python3.12, CodeUri: {FUNCTIONS}, Handler: uses_layers.handler, "
+        f"Layers: {function_layers}}}\n"
+    )
+    return template
+
+
+@pytest.mark.parametrize(
+    ("layer_properties", "function_layers", "refusal"),
+    [
+        (
+            "{Content: {S3Bucket: b, S3Key: k}}",
+            "[!Ref TheLayer]",
+            "TheLayer: a layer's content must be a local folder or .zip to run locally",
+        ),
+        ("{Content: missing.zip}", "[!Ref TheLayer]", "TheLayer: layer content .*missing.zip does not exist"),
+        (
+            f"{{Content: {LAYERS / 'shared'}}}",
+            "[!Ref TheLayer, !Ref TheLayer, !Ref TheLayer, !Ref TheLayer, !Ref TheLayer, !Ref TheLayer]",
+            "Fn: 6 layers; Lambda allows 5",
+        ),
+    ],
+    ids=["in-s3", "missing", "six-layers"],
+)
+def test_a_layer_the_local_cloud_cannot_lay_out_stops_the_deploy_naming_it(
+    tmp_path: Path, layer_properties: str, function_layers: str, refusal: str
+) -> None:
+    template = _layer_template(tmp_path, layer_properties, function_layers)
+
+    with pytest.raises(TemplateError, match=refusal):
+        load_stack(template)
+
+
+# -- a read-only task root ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fork_runtimes", [True, False], ids=["forked", "spawned"])
+def test_the_task_root_and_opt_are_read_only_and_get_no_bytecode_while_tmp_is_writable(
+    serve_lambda: Serve, code_copy: Path, fork_runtimes: bool
+) -> None:
+    if not read_only_supported():
+        pytest.skip("neither root nor unprivileged user namespaces here: the task root stays writable")
+    layer = LayerSpec("shared", "arn:aws:lambda:us-east-1:123456789012:layer:shared:1", LAYERS / "shared")
+    spec = FunctionSpec("Writer", "task_root_writer.handler", code_copy, layers=(layer,))
+    served = serve_lambda([spec], fork_runtimes=fork_runtimes)
+    opt = served.service.backend.opt_dir_for(spec)  # type: ignore[attr-defined]
+    assert opt is not None
+
+    function_error, outcome = invoke(served, "Writer", {"layer_folder": str(opt / "python")})
+
+    assert function_error is None
+    assert outcome == {
+        "task_root": "EROFS",  # errno 30, as on Lambda
+        "tmp": "written",
+        "layer_folder": "EROFS",
+        "local_cloud_variables": [],  # the read-only folders were the runtime server's to know
+    }
+    assert not (code_copy / "written-by-handler.txt").exists()
+    assert not list(code_copy.rglob("__pycache__"))  # the handler was imported: its bytecode went elsewhere
+    # The host still writes there: the read-only view is the runtime's own.
+    (code_copy / "from-the-host.txt").write_text("x")
 
 
 # -- the init phase --------------------------------------------------------------------------------------

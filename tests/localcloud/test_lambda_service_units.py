@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import random
+import stat
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orderbatch.app_batches import order_event_keys
+from orderbatch.localcloud import runtime_shim
 from orderbatch.localcloud.lambda_service.accounting import Accounting
 from orderbatch.localcloud.lambda_service.backends import is_function_error_payload
 from orderbatch.localcloud.lambda_service.errors import InvalidParameterValueError, TooManyRequestsError
 from orderbatch.localcloud.lambda_service.faults import ErrorBeforeBody, FaultInjector, FaultPlan
 from orderbatch.localcloud.lambda_service.functions import FunctionRegistry, FunctionSpec
+from orderbatch.localcloud.lambda_service.layers import LayerCache, LayerError, LayerSpec, python_layer_dirs
+from orderbatch.localcloud.lambda_service.runtimes import RuntimeStatus, runtime_status
 
 
 def test_unreserved_functions_share_what_reservations_leave() -> None:
@@ -213,3 +219,122 @@ def test_probabilities_are_reproducible_with_a_seed() -> None:
 
     assert [rule.fires(1, first) for _ in range(20)] == [rule.fires(1, second) for _ in range(20)]
     assert ErrorBeforeBody().fires(5, first), "a rule without a condition always fires"
+
+
+# -- layers: one /opt per function, merged in its order -----------------------------------------------------
+
+
+def _layer(folder: Path, name: str, files: dict[str, str]) -> LayerSpec:
+    for relative, text in files.items():
+        (folder / name / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name / relative).write_text(text)
+    return LayerSpec(name, f"arn:aws:lambda:us-east-1:123456789012:layer:{name}:1", folder / name)
+
+
+def test_a_later_layer_replaces_an_earlier_ones_file_and_an_edit_gives_a_new_opt(tmp_path: Path) -> None:
+    first = _layer(tmp_path, "first", {"python/shared.py": "first", "python/only_first.py": "1"})
+    second = _layer(tmp_path, "second", {"python/shared.py": "second"})
+    cache = LayerCache(tmp_path / "cache")
+
+    opt = cache.opt_view([first, second])
+    again = cache.opt_view([first, second])
+    reversed_opt = cache.opt_view([second, first])
+    (second.content / "python" / "shared.py").write_text("second, edited")
+    edited = cache.opt_view([first, second])
+
+    assert opt is not None
+    assert reversed_opt is not None
+    assert edited is not None
+    assert (opt / "python" / "shared.py").read_text() == "second"
+    assert (opt / "python" / "only_first.py").read_text() == "1"
+    assert again == opt  # built once, reused
+    assert (reversed_opt / "python" / "shared.py").read_text() == "first"
+    assert edited != opt
+    assert (edited / "python" / "shared.py").read_text() == "second, edited"
+    assert cache.opt_view([]) is None
+
+
+def test_a_zip_layer_is_extracted_with_its_file_modes(tmp_path: Path) -> None:
+    archive = tmp_path / "tools.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        tool = zipfile.ZipInfo("bin/tool")
+        tool.external_attr = (stat.S_IFREG | 0o755) << 16
+        zipped.writestr(tool, "#!/bin/sh\necho tool\n")
+        zipped.writestr("python/module.py", "VALUE = 1\n")
+    layer = LayerSpec("tools", "arn:aws:lambda:us-east-1:123456789012:layer:tools:1", archive)
+
+    opt = LayerCache(tmp_path / "cache").opt_view([layer])
+
+    assert opt is not None
+    assert stat.S_IMODE((opt / "bin" / "tool").stat().st_mode) == 0o755
+    assert (opt / "python" / "module.py").read_text() == "VALUE = 1\n"
+
+
+def test_a_layer_that_is_neither_a_folder_nor_a_zip_is_refused_by_name(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a zip")
+    missing = LayerSpec("gone", "arn:aws:lambda:us-east-1:123456789012:layer:gone:1", tmp_path / "gone")
+    text = LayerSpec("text", "arn:aws:lambda:us-east-1:123456789012:layer:text:1", tmp_path / "notes.txt")
+
+    with pytest.raises(LayerError, match=r"layer gone: its content .* does not exist"):
+        LayerCache(tmp_path / "cache").opt_view([missing])
+    with pytest.raises(LayerError, match=r"layer text: .* is neither a folder nor a zip"):
+        LayerCache(tmp_path / "cache").opt_view([text])
+
+
+def test_python_imports_layers_from_the_runtimes_site_packages_then_python() -> None:
+    assert python_layer_dirs(Path("/x/opt"), "python3.13") == [
+        Path("/x/opt/python/lib/python3.13/site-packages"),
+        Path("/x/opt/python"),
+    ]
+
+
+def test_a_function_may_have_five_layers_at_most() -> None:
+    layers = tuple(
+        LayerSpec(f"l{number}", f"arn:aws:lambda:us-east-1:123456789012:layer:l{number}:1", Path("/x"))
+        for number in range(6)
+    )
+
+    with pytest.raises(ValueError, match="F has 6 layers; Lambda allows 5"):
+        FunctionSpec("F", "app.handler", Path("."), layers=layers)
+
+
+# -- Lambda's runtime table ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("runtime", "status"),
+    [
+        ("python3.14", RuntimeStatus.SUPPORTED),
+        ("python3.10", RuntimeStatus.SUPPORTED),
+        ("python3.9", RuntimeStatus.DEPRECATED),
+        ("python3.8", RuntimeStatus.BLOCKED),
+        ("python3.7", RuntimeStatus.BLOCKED),
+        ("python3.99", None),
+        ("nodejs22.x", None),
+    ],
+)
+def test_runtimes_stand_where_lambdas_table_has_them(runtime: str, status: RuntimeStatus | None) -> None:
+    assert runtime_status(runtime) is status
+
+
+# -- stack traces: /var/task and /opt -----------------------------------------------------------------------
+
+
+def test_frames_under_the_task_root_and_a_layer_folder_are_named_as_on_aws(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, opt = tmp_path / "code", tmp_path / "layers" / "abc" / "opt"
+    site_packages = opt / "python" / "lib" / "python3.12" / "site-packages"
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", str(code))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(map(str, [code, site_packages, opt / "python"])))
+
+    folders = runtime_shim._aws_folders()
+
+    assert runtime_shim.as_on_aws(str(code / "app.py"), folders) == "/var/task/app.py"
+    assert runtime_shim.as_on_aws(str(site_packages / "pkg" / "m.py"), folders) == (
+        "/opt/python/lib/python3.12/site-packages/pkg/m.py"
+    )
+    assert runtime_shim.as_on_aws(str(opt / "python" / "m.py"), folders) == "/opt/python/m.py"
+    assert runtime_shim.as_on_aws("/usr/lib/python3.12/json/__init__.py", folders) == (
+        "/usr/lib/python3.12/json/__init__.py"
+    )

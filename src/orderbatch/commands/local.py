@@ -319,6 +319,7 @@ def stop_on_signals(stopped: threading.Event, started: threading.Event) -> None:
 def start_local_cloud(cloud: Any, started: threading.Event) -> None:
     """Start it, or stop what did start and exit: on a signal, with what is missing to run a function, or
     with the resource the deploy refused."""
+    from orderbatch.localcloud.lambda_service.layers import LayerError
     from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuildError, RuntimeUnavailableError
     from orderbatch.localcloud.stack import TemplateError
     from orderbatch.localcloud.stepfunctions.mock_config import MockConfigError
@@ -330,7 +331,7 @@ def start_local_cloud(cloud: Any, started: threading.Event) -> None:
         _stop_lambda_processes(cloud)
         raise SystemExit(130) from None
     # TemplateError: a resource the deploy refused, e.g. a state machine definition AWS would refuse too.
-    except (RuntimeUnavailableError, RuntimeBuildError, MockConfigError, TemplateError) as error:
+    except (RuntimeUnavailableError, RuntimeBuildError, LayerError, MockConfigError, TemplateError) as error:
         _stop_lambda_processes(cloud)
         raise SystemExit(f"orderbatch: {error}") from None
 

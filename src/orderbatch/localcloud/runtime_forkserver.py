@@ -21,6 +21,14 @@ The stub and its runtime live and die together, as one runtime process would: wh
 the stub (a timeout, a reset, the environment reaped), the server kills the runtime; when the runtime
 exits, the server sends the stub ``exit:N`` and the stub exits with it. Runtimes die with the server.
 
+Every runtime sees its task root as Lambda's /var/task is, read-only: the folders named in the
+environment's ``ORDERBATCH_READ_ONLY_PATHS`` (taken out of the function's environment) are bound
+read-only onto themselves in a mount namespace of the runtime's own, before its init; a write there
+fails with EROFS, while /tmp and everything else stays as it was. That takes root, or unprivileged user
+namespaces (a user namespace mapping only the caller's own IDs); where neither is allowed the folders
+stay writable (``--probe-read-only`` tells). Compiled bytecode goes under ``--pycache-prefix``, never
+into ``__pycache__`` beside the function's code.
+
 Run by path and standard library only, so nothing of the local cloud's own code is imported into the
 runtimes. The socket is bound only once the preloaded modules are imported: its appearance means ready.
 """
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import gc
 import importlib
 import json
@@ -39,6 +48,7 @@ import signal
 import socket
 import struct
 import sys
+import tempfile
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +62,109 @@ RUN = "run"
 PREPARED_FLAG = "--prepared"  # runtime_shim.PREPARED_FLAG; the shim is not importable from here
 _PR_SET_PDEATHSIG = 1
 _PARENT_CHECK_SECONDS = 1.0
+# The folders a runtime must see read-only (os.pathsep-separated); for this server, not the function.
+READ_ONLY_VARIABLE = "ORDERBATCH_READ_ONLY_PATHS"
+PRIVATE_VARIABLES = (READ_ONLY_VARIABLE,)
+# <linux/sched.h> and <sys/mount.h>
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_MS_RDONLY = 1
+_MS_REMOUNT = 32
+_MS_BIND = 4096
+_MS_REC = 16384
+_MS_PRIVATE = 1 << 18
+# statvfs's f_flag bits -> the mount flags a read-only remount must keep (a user namespace may not
+# drop them: EPERM). Linux names; elsewhere there are no mount namespaces anyway.
+_KEPT_MOUNT_FLAGS = (
+    (getattr(os, "ST_NOSUID", 0), 2),  # MS_NOSUID
+    (getattr(os, "ST_NODEV", 0), 4),  # MS_NODEV
+    (getattr(os, "ST_NOEXEC", 0), 8),  # MS_NOEXEC
+    (getattr(os, "ST_NOATIME", 0), 1024),  # MS_NOATIME
+    (getattr(os, "ST_NODIRATIME", 0), 2048),  # MS_NODIRATIME
+    (getattr(os, "ST_RELATIME", 0), 1 << 21),  # MS_RELATIME
+)
+
+
+class IsolationError(OSError):
+    """The read-only view of the task root could not be set up."""
+
+
+def split_private(environment: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """(the function's own environment, the folders it must see read-only)."""
+    own = {key: value for key, value in environment.items() if key not in PRIVATE_VARIABLES}
+    folders = [entry for entry in environment.get(READ_ONLY_VARIABLE, "").split(os.pathsep) if entry]
+    return own, folders
+
+
+def _libc() -> object:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        import ctypes
+
+        code = ctypes.get_errno()
+        raise IsolationError(code, f"{what}: {os.strerror(code)}")
+
+
+def _enter_mount_namespace(libc: object) -> None:
+    """A mount namespace of this process's own: as root directly, else inside a user namespace."""
+    unshare = libc.unshare  # type: ignore[attr-defined]
+    if unshare(_CLONE_NEWNS) == 0:
+        return
+    uid, gid = os.getuid(), os.getgid()
+    _check(unshare(_CLONE_NEWUSER | _CLONE_NEWNS), "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
+    # The same IDs inside as outside: files keep their owners and the function its user.
+    for name, content in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{uid} {uid} 1"),
+        ("gid_map", f"{gid} {gid} 1"),
+    ):
+        with open(f"/proc/self/{name}", "w") as control:
+            control.write(content)
+
+
+def isolate_read_only(folders: list[str]) -> None:
+    """Bind ``folders`` read-only onto themselves, seen by this process (and its children) only.
+
+    Call it in a single-threaded process (a freshly forked runtime). Raises ``IsolationError``.
+    """
+    import ctypes
+
+    libc = _libc()
+    mount = libc.mount  # type: ignore[attr-defined]
+    mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+    _enter_mount_namespace(libc)
+    # Private first, or the bind mounts below would propagate to the host's namespace.
+    _check(mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "making / private")
+    for folder in folders:
+        if not os.path.isdir(folder):
+            continue
+        path = os.fsencode(folder)
+        _check(mount(path, path, None, _MS_BIND | _MS_REC, None), f"binding {folder}")
+        kept = os.statvfs(folder).f_flag
+        flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY
+        flags |= sum(mount_flag for stat_flag, mount_flag in _KEPT_MOUNT_FLAGS if kept & stat_flag)
+        _check(mount(None, path, None, flags, None), f"remounting {folder} read-only")
+
+
+def probe_read_only() -> int:
+    """Exit status 0 when a write under a read-only folder fails with EROFS in a forked child."""
+    with tempfile.TemporaryDirectory(prefix="orderbatch-ro-probe-") as folder:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                isolate_read_only([folder])
+                open(os.path.join(folder, "written"), "w").close()
+            except OSError as error:
+                code = 0 if error.errno == errno.EROFS else 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        return 0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 1
 
 
 def _preload(modules: list[str]) -> list[str]:
@@ -116,9 +229,12 @@ class Runtime:
 
 
 class ForkServer:
-    def __init__(self, socket_path: str, shim: str, *, spawn: bool) -> None:
+    def __init__(
+        self, socket_path: str, shim: str, *, spawn: bool, pycache_prefix: str | None = None
+    ) -> None:
         self.shim = shim
         self.spawn = spawn
+        self.pycache_prefix = pycache_prefix
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # Bound under another name and renamed once listening: a client that sees the path can connect.
         self.listener.bind(socket_path + ".binding")
@@ -190,7 +306,8 @@ class ForkServer:
         """The stub's runtime: the prepared one its token names if it is still wanted, else a new one."""
         runtime = self._adoptable(request.get("token"))
         if runtime is not None and runtime.channel is not None:
-            adoption = json.dumps({"env": request["env"], "cwd": request["cwd"]}).encode()
+            environment, _ = split_private(request["env"])  # its folders were made read-only at prepare
+            adoption = json.dumps({"env": environment, "cwd": request["cwd"]}).encode()
             try:
                 socket.send_fds(runtime.channel, [adoption], fds[:MAX_FDS])
             except OSError:
@@ -248,12 +365,20 @@ class ForkServer:
             self._close_in_child(keep, close)
             for number, fd in enumerate(streams):
                 os.dup2(fd, number)
-            environment: dict[str, str] = request["env"]
+            environment, read_only = split_private(request["env"])
+            if read_only:
+                try:
+                    isolate_read_only(read_only)
+                except OSError as error:  # the host said at start-up whether this works here
+                    print(f"orderbatch: the task root stays writable: {error}", file=sys.stderr, flush=True)
             os.chdir(request["cwd"])
             for kept in keep:
                 os.set_inheritable(kept.fileno(), True)
             if self.spawn:
-                os.execve(sys.executable, [sys.executable, self.shim, *arguments], environment)
+                options = ["-X", f"pycache_prefix={self.pycache_prefix}"] if self.pycache_prefix else []
+                os.execve(sys.executable, [sys.executable, *options, self.shim, *arguments], environment)
+            if self.pycache_prefix:
+                sys.pycache_prefix = self.pycache_prefix
             os.environ.clear()
             os.environ.update(environment)
             # What a fresh interpreter started in this directory with this PYTHONPATH would search.
@@ -342,19 +467,27 @@ class ForkServer:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--socket", required=True)
-    parser.add_argument("--shim", required=True, help="runtime_shim.py, run by every runtime")
+    parser.add_argument("--socket")
+    parser.add_argument("--shim", help="runtime_shim.py, run by every runtime")
     parser.add_argument("--preload", default="", help="comma-separated modules to import once")
     parser.add_argument("--path", action="append", default=[], help="folders to import from, first")
     parser.add_argument("--spawn", action="store_true", help="exec each runtime afresh instead of forking")
+    parser.add_argument("--pycache-prefix", help="where runtimes write compiled bytecode")
+    parser.add_argument(
+        "--probe-read-only", action="store_true", help="exit 0 if runtimes can get a read-only task root"
+    )
     args = parser.parse_args()
+    if args.probe_read_only:
+        sys.exit(probe_read_only())
     sys.path[0:0] = args.path
     if not args.spawn:
         _preload([name for name in args.preload.split(",") if name])
         gc.collect()
         gc.freeze()
+    if not args.socket or not args.shim:
+        parser.error("--socket and --shim are required")
     # The socket appears only now, when everything is imported: the local cloud waits for it.
-    ForkServer(args.socket, args.shim, spawn=args.spawn).serve_forever()
+    ForkServer(args.socket, args.shim, spawn=args.spawn, pycache_prefix=args.pycache_prefix).serve_forever()
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ awslambdaric itself imports the handler's module and reports a failed import exa
   before the body, before or after its N-th AWS call, as the handler returns, or as the finished
   response is sent. ``record_calls`` logs every AWS call the invocation makes, one JSON line each
   (``CALL_LOG_KEY``), so the crash points of a function can be enumerated from a real run;
-- an unhandled error's ``stackTrace`` shows the function's files under /var/task, where AWS has them,
-  and no frame of this module.
+- an unhandled error's ``stackTrace`` shows the function's files under /var/task and its layers' under
+  /opt, where AWS has them, and no frame of this module.
 
 Standard library only: it runs on whatever Python the function's runtime is.
 """
@@ -63,6 +63,10 @@ CRASH_LOG_KEY = "orderbatch_crash"
 PREPARED_FLAG = "--prepared"
 READY = b"ready\n"
 TASK_ROOT_ON_AWS = "/var/task"
+OPT_ON_AWS = "/opt"
+# A function's /opt folder is ``.../opt`` (lambda_service.layers), its Python layers under ``python``.
+OPT_FOLDER = "opt"
+OPT_PYTHON_FOLDER = "python"
 STREAMS = 3
 # Sleeping this long past the remaining time guarantees the emulator's timeout kills us first.
 _PAST_DEADLINE_SECONDS = 5.0
@@ -302,18 +306,29 @@ def with_faults(real_handler: Handler) -> Handler:
     return handler
 
 
-def _task_dirs() -> list[str]:
-    """The folders AWS would have in /var/task: the code (LAMBDA_TASK_ROOT) and its packages (PYTHONPATH)."""
+def _aws_folders() -> list[tuple[str, str]]:
+    """(local folder, where AWS has it), longest first: the code and its packages (LAMBDA_TASK_ROOT and
+    PYTHONPATH) are /var/task; a layer folder on PYTHONPATH (``<...>/opt/python``, ``<...>/opt/python/lib/
+    pythonX.Y/site-packages``, laid out by the local Lambda service) is under /opt."""
     entries = [os.environ.get("LAMBDA_TASK_ROOT", ""), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
-    return sorted({os.path.realpath(entry) for entry in entries if entry}, key=len, reverse=True)
+    folders: dict[str, str] = {}
+    for entry in filter(None, entries):
+        real = os.path.realpath(entry)
+        parts = real.split(os.sep)
+        opt_at = [at for at in range(len(parts) - 1) if parts[at : at + 2] == [OPT_FOLDER, OPT_PYTHON_FOLDER]]
+        if opt_at:
+            folders.setdefault(os.sep.join(parts[: opt_at[-1] + 1]), OPT_ON_AWS)
+        else:
+            folders.setdefault(real, TASK_ROOT_ON_AWS)
+    return sorted(folders.items(), key=lambda folder: len(folder[0]), reverse=True)
 
 
-def as_on_aws(filename: str, task_dirs: list[str]) -> str:
-    """A file under one of the task folders, named as it is on AWS: /var/task/<relative path>."""
+def as_on_aws(filename: str, folders: list[tuple[str, str]]) -> str:
+    """A file under one of the task or layer folders, named as it is on AWS: /var/task/... or /opt/..."""
     real = os.path.realpath(filename)
-    for folder in task_dirs:
+    for folder, on_aws in folders:
         if real.startswith(folder + os.sep):
-            return TASK_ROOT_ON_AWS + "/" + os.path.relpath(real, folder)
+            return on_aws + "/" + os.path.relpath(real, folder)
     return filename
 
 
@@ -323,11 +338,11 @@ def _report_frames_as_on_aws(bootstrap: Any) -> None:
     if extract is None:
         return
     own_file = os.path.realpath(__file__)
-    task_dirs = _task_dirs()
+    folders = _aws_folders()
 
     def extract_traceback(tb: Any) -> list[tuple[Any, ...]]:
         frames = [frame for frame in extract(tb) if os.path.realpath(frame[0]) != own_file]
-        return [(as_on_aws(frame[0], task_dirs), *frame[1:]) for frame in frames]
+        return [(as_on_aws(frame[0], folders), *frame[1:]) for frame in frames]
 
     bootstrap.extract_traceback = extract_traceback
 

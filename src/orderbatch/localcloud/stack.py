@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from orderbatch.localcloud.lambda_service import FunctionSpec
+from orderbatch.localcloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT_ID = "123456789012"
@@ -54,6 +55,23 @@ SILENTLY_LOCAL = {
         "PointInTimeRecoverySpecification",
     },
     "AWS::S3::Bucket": {"BucketName", "BucketEncryption", "PublicAccessBlockConfiguration"},
+    "AWS::Serverless::LayerVersion": {
+        "LayerName",
+        "ContentUri",
+        "CompatibleRuntimes",
+        "CompatibleArchitectures",
+        "Description",
+        "LicenseInfo",
+        "RetentionPolicy",
+    },
+    "AWS::Lambda::LayerVersion": {
+        "LayerName",
+        "Content",
+        "CompatibleRuntimes",
+        "CompatibleArchitectures",
+        "Description",
+        "LicenseInfo",
+    },
     "AWS::Serverless::StateMachine": {
         "Name",
         "Type",
@@ -69,7 +87,6 @@ SILENTLY_LOCAL = {
 NOT_ENFORCED_LOCALLY = {
     "Tracing": "X-Ray tracing is not collected locally",
     "Logging": "state machine logging is not delivered locally",
-    "Layers": "layers are not mounted locally",
     "PointInTimeRecoverySpecification": "point-in-time recovery has no local effect",
     "BucketEncryption": "bucket encryption has no local effect",
 }
@@ -142,6 +159,7 @@ class LocalStack:
     tables: list[TableSpec] = field(default_factory=list)
     buckets: dict[str, str] = field(default_factory=dict)
     functions: list[FunctionSpec] = field(default_factory=list)
+    layers: dict[str, LayerSpec] = field(default_factory=dict)  # by version ARN
     state_machines: list[StateMachineSpec] = field(default_factory=list)
     routes: list[HttpRoute] = field(default_factory=list)
     topics: dict[str, str] = field(default_factory=dict)
@@ -222,8 +240,14 @@ def load_stack(
 
     stack = LocalStack(stack_name=stack_name, region=region, account_id=account_id, parameters=parameters)
     base_dir = template_path.parent
-    for logical_id, resource in resolved.get("Resources", {}).items():
-        _add_resource(stack, logical_id, resource, physical, base_dir)
+    resources = resolved.get("Resources", {})
+    # Layers first: a function names them by ARN, wherever they sit in the template.
+    for logical_id, resource in resources.items():
+        if resource.get("Type") in LAYER_TYPES:
+            _add_layer(stack, logical_id, resource, physical, base_dir)
+    for logical_id, resource in resources.items():
+        if resource.get("Type") not in LAYER_TYPES:
+            _add_resource(stack, logical_id, resource, physical, base_dir)
     stack.outputs = {name: output.get("Value") for name, output in (resolved.get("Outputs") or {}).items()}
     return stack
 
@@ -343,6 +367,10 @@ def _physical_ids(
         elif kind == "AWS::Logs::LogGroup":
             name = props.get("LogGroupName") or f"{stack_name}-{logical_id}"
             ids[logical_id] = {"Ref": name, "Arn": f"arn:aws:logs:{region}:{account_id}:log-group:{name}:*"}
+        elif kind in LAYER_TYPES:
+            # Ref is the layer version's ARN; each local deployment is the layer's first version.
+            name = props.get("LayerName") or logical_id
+            ids[logical_id] = {"Ref": f"arn:aws:lambda:{region}:{account_id}:layer:{name}:1"}
         else:
             ids[logical_id] = {"Ref": logical_id}
     return ids
@@ -409,7 +437,9 @@ def _add_resource(
     elif kind == "AWS::S3::Bucket":
         stack.buckets[logical_id] = ref
     elif kind == "AWS::Serverless::Function":
-        stack.functions.append(_function_spec(logical_id, ref, props, base_dir))
+        stack.functions.append(
+            _function_spec(logical_id, ref, props, base_dir, _layers_of(stack, logical_id, props))
+        )
         stack.routes.extend(_http_routes(ref, props.get("Events") or {}, physical))
         stack.event_rules.extend(_event_source_rules(logical_id, physical[logical_id]["Arn"], props))
     elif kind == "AWS::Serverless::StateMachine":
@@ -573,7 +603,58 @@ def _note_unhonoured(stack: LocalStack, logical_id: str, kind: str, props: Mappi
             stack.not_honoured.append(f"{logical_id}.{prop}: not honoured locally")
 
 
-def _function_spec(logical_id: str, name: str, props: Mapping[str, Any], base_dir: Path) -> FunctionSpec:
+LAYER_TYPES = ("AWS::Serverless::LayerVersion", "AWS::Lambda::LayerVersion")
+
+
+def _add_layer(
+    stack: LocalStack,
+    logical_id: str,
+    resource: Mapping[str, Any],
+    physical: Mapping[str, Any],
+    base_dir: Path,
+) -> None:
+    """A layer version whose content is a local folder or zip (``ContentUri``, or ``Content`` as
+    ``sam package``/``aws cloudformation package`` take it before uploading)."""
+    kind = resource["Type"]
+    props: dict[str, Any] = resource.get("Properties") or {}
+    content = props.get("ContentUri") if kind == "AWS::Serverless::LayerVersion" else props.get("Content")
+    if not isinstance(content, str):
+        raise TemplateError(
+            f"{logical_id}: a layer's content must be a local folder or .zip to run locally (got {content!r})"
+        )
+    path = (base_dir / content).resolve()
+    if not path.exists():
+        raise TemplateError(f"{logical_id}: layer content {path} does not exist")
+    arn = physical[logical_id]["Ref"]
+    stack.layers[arn] = LayerSpec(name=arn.split(":")[-2], arn=arn, content=path)
+    build_method = (resource.get("Metadata") or {}).get("BuildMethod")
+    if build_method:
+        stack.not_honoured.append(
+            f"{logical_id}: used as its folder is, not built (Metadata BuildMethod {build_method}); "
+            "`sam build`, then run .aws-sam/build/template.yaml"
+        )
+    _note_unhonoured(stack, logical_id, kind, props)
+
+
+def _layers_of(stack: LocalStack, logical_id: str, props: Mapping[str, Any]) -> tuple[LayerSpec, ...]:
+    """The function's layers the template defines, in its order; others (published ARNs) are named."""
+    found = []
+    for arn in props.get("Layers") or []:
+        layer = stack.layers.get(str(arn))
+        if layer is None:
+            stack.not_honoured.append(
+                f"{logical_id}.Layers: {arn} is not defined in the template; not in its /opt"
+            )
+        else:
+            found.append(layer)
+    if len(found) > MAX_LAYERS_PER_FUNCTION:
+        raise TemplateError(f"{logical_id}: {len(found)} layers; Lambda allows {MAX_LAYERS_PER_FUNCTION}")
+    return tuple(found)
+
+
+def _function_spec(
+    logical_id: str, name: str, props: Mapping[str, Any], base_dir: Path, layers: tuple[LayerSpec, ...] = ()
+) -> FunctionSpec:
     if props.get("PackageType") == "Image":
         raise TemplateError(f"{logical_id}: image functions need a container runtime; use --lambda-endpoint")
     code_uri = props.get("CodeUri")
@@ -590,6 +671,7 @@ def _function_spec(logical_id: str, name: str, props: Mapping[str, Any], base_di
         memory_mb=int(props.get("MemorySize", 128)),
         environment={key: _env_string(value) for key, value in environment.items()},
         reserved_concurrency=int(reserved) if reserved is not None else None,
+        layers=layers,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -21,8 +22,9 @@ from orderbatch.localcloud.lambda_service.environments import (
     LaunchSettings,
 )
 from orderbatch.localcloud.lambda_service.errors import ServiceError
-from orderbatch.localcloud.lambda_service.forkserver import RuntimeForkServer
+from orderbatch.localcloud.lambda_service.forkserver import RuntimeForkServer, read_only_supported
 from orderbatch.localcloud.lambda_service.functions import FunctionSpec
+from orderbatch.localcloud.lambda_service.layers import LayerCache, LayerSpec
 from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuild, RuntimeCache, RuntimeResolver
 
 TIMED_OUT_PREFIX = b"Task timed out after"
@@ -83,7 +85,8 @@ class RieBackend:
 
     Every function runs on the environment ``sam build`` would give it (``runtimes``): its runtime's
     Python with its requirements and the runtime's own packages, built and resolved for all ``functions``
-    at construction, so a missing interpreter fails the start-up. Each runtime environment has its own
+    at construction, so a missing interpreter fails the start-up, with its layers merged into its own
+    /opt folder (``layers``), laid out at construction too. Each runtime environment has its own
     runtime server, which forks runtimes from a warm interpreter (or spawns them, ``fork_runtimes=False``).
     """
 
@@ -113,9 +116,28 @@ class RieBackend:
         self._fork_servers: dict[str, RuntimeForkServer] = {}
         self._pools: dict[str, EnvironmentPool] = {}
         self._lock = threading.Lock()
+        cache_dir = settings.runtime_cache_dir
+        self.layers = LayerCache(cache_dir.parent / "layers" if cache_dir is not None else None)
+        self._opt_dirs: dict[tuple[LayerSpec, ...], Path | None] = {}
         functions = list(functions)
         resolved = self.runtimes.resolve(functions)
         self._builds.update({(spec.runtime, spec.code_dir): resolved[spec.name] for spec in functions})
+        for spec in functions:
+            self.opt_dir_for(spec)
+        if functions and not read_only_supported():
+            print(
+                "orderbatch: function code stays writable here (a read-only task root takes root or "
+                "unprivileged user namespaces); on AWS a write under /var/task or /opt fails with EROFS",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def opt_dir_for(self, spec: FunctionSpec) -> Path | None:
+        """The folder that is ``spec``'s /opt (its layers merged), None without layers."""
+        key = tuple(spec.layers)
+        if key not in self._opt_dirs:
+            self._opt_dirs[key] = self.layers.opt_view(spec.layers)
+        return self._opt_dirs[key]
 
     def build_for(self, spec: FunctionSpec) -> RuntimeBuild:
         """The runtime environment ``spec`` runs on (resolved, and built if need be, on first use)."""
@@ -144,7 +166,9 @@ class RieBackend:
                 if pool is not None:  # the function was redefined: its old environments are stale
                     pool.close()
                 server = self.fork_server_for(spec)
-                pool = self._pools[spec.name] = EnvironmentPool(spec, self.settings, server.build, server)
+                pool = self._pools[spec.name] = EnvironmentPool(
+                    spec, self.settings, server.build, server, self.opt_dir_for(spec)
+                )
             return pool
 
     def invoke(

@@ -30,8 +30,10 @@ from orderbatch.localcloud.lambda_service.forkserver import (
     ForkServerError,
     PreparedRuntime,
     RuntimeForkServer,
+    read_only_variables,
 )
 from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionSpec
+from orderbatch.localcloud.lambda_service.layers import python_layer_dirs
 from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuild
 from orderbatch.project import DUMMY_CREDENTIALS
 
@@ -81,7 +83,8 @@ class LaunchSettings:
     log_dir: Path
     startup_timeout_seconds: float = 10.0
     runtime_fallback: bool = False
-    # Where built runtime environments are cached; None for ~/.cache/orderbatch/runtimes.
+    # Where built runtime environments are cached; None for ~/.cache/orderbatch/runtimes (and layers'
+    # /opt folders beside it, in .../layers).
     runtime_cache_dir: Path | None = None
 
 
@@ -200,15 +203,24 @@ class Environment:
 
 
 def environment_variables(
-    spec: FunctionSpec, settings: LaunchSettings, log_stream: str, build: RuntimeBuild
+    spec: FunctionSpec,
+    settings: LaunchSettings,
+    log_stream: str,
+    build: RuntimeBuild,
+    opt_dir: Path | None = None,
 ) -> dict[str, str]:
     """The process environment Lambda gives a function: its own variables plus the reserved ones.
 
-    Its imports come from its code first, then its requirements' packages, then what the runtime ships
-    (the environment's interpreter adds those), as /var/task comes first on AWS.
+    Its imports come from its code first, then its requirements' packages (both /var/task on AWS), then
+    its layers (``opt_dir``, its /opt: ``python/lib/pythonX.Y/site-packages`` and ``python``), then what
+    the runtime ships (the environment's interpreter adds those), in AWS's ``sys.path`` order. The
+    runtime server shows those folders to the runtime read-only, as Lambda mounts /var/task and /opt.
     """
     code_dir = str(spec.code_dir.resolve())
-    python_path = os.pathsep.join([code_dir, *map(str, build.package_dirs)])
+    task_dirs = [code_dir, *map(str, build.package_dirs)]
+    layer_dirs = [str(folder) for folder in python_layer_dirs(opt_dir, spec.runtime)] if opt_dir else []
+    python_path = os.pathsep.join([*task_dirs, *layer_dirs])
+    read_only = read_only_variables([Path(folder) for folder in task_dirs] + ([opt_dir] if opt_dir else []))
     reserved: Mapping[str, str] = {
         "AWS_LAMBDA_FUNCTION_NAME": spec.name,
         "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_seconds),
@@ -232,9 +244,13 @@ def environment_variables(
         "PYTHONUNBUFFERED": "1",
         # What `sam local` sets: Powertools Tracer then stays off instead of looking for an X-Ray daemon.
         "AWS_SAM_LOCAL": "true",
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        # Lambda's PATH ends with /opt/bin: a layer's executables run by name.
+        "PATH": os.pathsep.join(
+            [os.environ.get("PATH", "/usr/bin:/bin"), *([str(opt_dir / "bin")] if opt_dir else [])]
+        ),
         "LANG": "C.UTF-8",
         "TZ": ":UTC",
+        **read_only,
     }
     return {**spec.environment, **reserved}
 
@@ -250,11 +266,13 @@ class EnvironmentPool:
         settings: LaunchSettings,
         build: RuntimeBuild,
         fork_server: RuntimeForkServer,
+        opt_dir: Path | None = None,
     ) -> None:
         self.spec = spec
         self.settings = settings
         self.build = build
         self.fork_server = fork_server
+        self.opt_dir = opt_dir
         self._idle: list[Environment] = []
         self._all: set[Environment] = set()
         self._lock = threading.Lock()
@@ -356,11 +374,14 @@ class EnvironmentPool:
         log_stream = f"{datetime.now(UTC):%Y/%m/%d}/[{LATEST}]{uuid.uuid4().hex}"
         log_path = self.settings.log_dir / self.spec.name / f"{env_id}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        variables = environment_variables(self.spec, self.settings, log_stream, self.build)
-        # The init phase starts now, beside the emulator's start-up, on its own clock.
-        init_deadline = time.monotonic() + INIT_PHASE_SECONDS
+        variables = environment_variables(self.spec, self.settings, log_stream, self.build, self.opt_dir)
         token = uuid.uuid4().hex
         try:
+            # The runtime server's own start (once per runtime environment, a second or two) is no part
+            # of any function's init: under load it could eat the whole init budget before init began.
+            self.fork_server.socket_path()
+            # The init phase starts now, beside the emulator's start-up, on its own clock.
+            init_deadline = time.monotonic() + INIT_PHASE_SECONDS
             prepared = self.fork_server.prepare(
                 token, variables, self.spec.code_dir, self.spec.handler, log_path
             )

@@ -7,16 +7,18 @@ See ``orderbatch/localcloud/runtime_forkserver.py`` for how runtimes are forked 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from orderbatch.localcloud import runtime_forkserver, runtime_shim, runtime_stub
@@ -27,6 +29,7 @@ STUB_SCRIPT = Path(runtime_stub.__file__)
 SHIM_SCRIPT = Path(runtime_shim.__file__)
 SOCKET_VARIABLE = runtime_stub.SOCKET_VARIABLE
 TOKEN_VARIABLE = runtime_stub.TOKEN_VARIABLE
+READ_ONLY_VARIABLE = runtime_forkserver.READ_ONLY_VARIABLE
 
 # Imported once in the fork server and shared by every runtime: what the Python Lambda functions of this
 # field import (boto3 comes with Lambda's Python runtime). Only what the runtime environment has is
@@ -51,6 +54,33 @@ SHARED_MODULES = (
 
 class ForkServerError(RuntimeError):
     """The fork server did not come up, or is stopped."""
+
+
+@functools.cache
+def read_only_supported() -> bool:
+    """Whether runtimes here can see their task root read-only (root, or unprivileged user namespaces).
+
+    Asked once per process, of a forked child of a fresh interpreter, as the runtimes will do it.
+    """
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-I", str(FORKSERVER_SCRIPT), "--probe-read-only"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def read_only_variables(folders: Iterable[Path]) -> dict[str, str]:
+    """The variable that has the runtime server show ``folders`` read-only to a runtime (Lambda's
+    /var/task and /opt), for the environment of an emulator whose runtime it starts; nothing where that
+    cannot be done here. The server takes it out of the function's environment."""
+    if not read_only_supported():
+        return {}
+    return {READ_ONLY_VARIABLE: os.pathsep.join(str(folder) for folder in folders)}
 
 
 class PreparedRuntime:
@@ -167,6 +197,8 @@ class RuntimeForkServer:
             command += ["--path", str(folder)]
         if self.spawn:
             command.append("--spawn")
+        # Beside the build, kept across runs: never __pycache__ in the (read-only) task root.
+        command += ["--pycache-prefix", str(self.build.root / "pycache")]
         with (self.log_dir / f"forkserver-{self.build.key}.log").open("ab") as log:
             self._process = subprocess.Popen(
                 command,

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from orderbatch.localcloud.lambda_service.errors import ResourceNotFoundError
+from orderbatch.localcloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
 
 LATEST = "$LATEST"
 
@@ -32,6 +33,7 @@ class FunctionSpec:
     ``handler`` is the real ``module.function``; ``code_dir`` becomes the task root (cwd and PYTHONPATH).
     ``runtime`` (``python3.12`` ...) and ``code_dir``'s requirements.txt decide what it runs on: that
     Python with those packages and the runtime's own (``runtimes``), as ``sam build`` would package it.
+    ``layers`` are merged, in this order, into the folder that stands for its /opt (``layers``).
     """
 
     name: str
@@ -42,6 +44,7 @@ class FunctionSpec:
     memory_mb: int = 128
     environment: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     reserved_concurrency: int | None = None
+    layers: tuple[LayerSpec, ...] = ()
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
@@ -52,6 +55,10 @@ class FunctionSpec:
             raise ValueError(f"timeout of {self.name} must be at least 1 second")
         if self.reserved_concurrency is not None and self.reserved_concurrency < 0:
             raise ValueError(f"reserved concurrency of {self.name} must not be negative")
+        if len(self.layers) > MAX_LAYERS_PER_FUNCTION:
+            raise ValueError(
+                f"{self.name} has {len(self.layers)} layers; Lambda allows {MAX_LAYERS_PER_FUNCTION}"
+            )
 
     def with_environment(self, environment: Mapping[str, str]) -> FunctionSpec:
         """A copy with these environment variables (replacing the old ones)."""
@@ -140,4 +147,9 @@ class FunctionRegistry:
             "State": "Active",
             "LastUpdateStatus": "Successful",
             "EphemeralStorage": {"Size": 512},
+            **(
+                {"Layers": [{"Arn": layer.arn, "CodeSize": 0} for layer in spec.layers]}
+                if spec.layers
+                else {}
+            ),
         }

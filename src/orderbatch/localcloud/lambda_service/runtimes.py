@@ -11,11 +11,16 @@ else. A local runtime gets exactly that, so an import that would fail on AWS fai
 The key hashes the interpreter (path and full version), the requirements text and the base pins, so an
 environment is reused by every function and every local cloud that needs the same one. It is built in a
 temporary folder and renamed into place under a file lock: two processes needing it at once build it once.
+Each environment is built by the pip its own interpreter bundles (``venv`` runs ``ensurepip``), so every
+Python from 3.9 on builds whatever pip the tools themselves run.
+
+Which runtimes a function may name follows Lambda's runtime table (``PYTHON_RUNTIMES``): the supported
+ones run on their own Python, a deprecated one too with a note, and one AWS no longer lets anyone create
+is refused with CreateFunction's own error unless ``--runtime-fallback`` substitutes a Python for it.
 """
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import json
@@ -26,11 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
+from orderbatch.localcloud.lambda_service.build_cache import cache_root, locked
 from orderbatch.localcloud.lambda_service.functions import FunctionSpec
 
 # What the Lambda Python runtimes ship: boto3/botocore as the managed python3.12 and python3.13 runtimes
@@ -40,7 +46,33 @@ from orderbatch.localcloud.lambda_service.functions import FunctionSpec
 BASE_PACKAGES = ("boto3==1.38.36", "botocore==1.38.36", "awslambdaric==3.1.1")
 REQUIREMENTS_FILE = "requirements.txt"
 # Bumped when the layout of a built environment changes, so old ones are not reused.
-_BUILD_FORMAT = 1
+# 2: the environment has its interpreter's own pip (Lambda's Python images carry pip too).
+_BUILD_FORMAT = 2
+
+
+class RuntimeStatus(Enum):
+    """Where a runtime stands in Lambda's runtime table (docs: "Lambda runtimes", December 2026)."""
+
+    SUPPORTED = "supported"
+    # Past its deprecation date: no more patches, but CreateFunction and UpdateFunctionConfiguration
+    # still accept it until the table's "block function create" date.
+    DEPRECATED = "deprecated"
+    # CreateFunction refuses it (InvalidParameterValueException).
+    BLOCKED = "blocked"
+
+
+PYTHON_RUNTIMES: Mapping[str, RuntimeStatus] = {
+    "python3.14": RuntimeStatus.SUPPORTED,
+    "python3.13": RuntimeStatus.SUPPORTED,
+    "python3.12": RuntimeStatus.SUPPORTED,
+    "python3.11": RuntimeStatus.SUPPORTED,
+    "python3.10": RuntimeStatus.SUPPORTED,
+    "python3.9": RuntimeStatus.DEPRECATED,  # deprecated 2025-12-15
+    "python3.8": RuntimeStatus.BLOCKED,
+    "python3.7": RuntimeStatus.BLOCKED,
+    "python3.6": RuntimeStatus.BLOCKED,
+    "python2.7": RuntimeStatus.BLOCKED,
+}
 _PYTHON_RUNTIME = re.compile(r"python(3\.\d+)")
 _BUILD_LOG_TAIL_CHARACTERS = 3000
 _PROBE_SCRIPT = "import sys; print(sys.executable); print('.'.join(map(str, sys.version_info[:3])))"
@@ -48,6 +80,25 @@ _PROBE_SCRIPT = "import sys; print(sys.executable); print('.'.join(map(str, sys.
 
 class RuntimeUnavailableError(RuntimeError):
     """A function's runtime cannot run here: its interpreter is missing or the runtime is not Python."""
+
+
+class RuntimeNotCreatableError(RuntimeUnavailableError):
+    """AWS no longer creates functions on this runtime: CreateFunction answers 400 with this message."""
+
+    code = "InvalidParameterValueException"
+
+
+def runtime_status(runtime: str) -> RuntimeStatus | None:
+    """The runtime's place in Lambda's table; None for a name Lambda does not know."""
+    return PYTHON_RUNTIMES.get(runtime)
+
+
+def create_function_refusal(runtime: str) -> str:
+    """CreateFunction's message for a runtime past its "block function create" date, as AWS words it."""
+    return (
+        f"The runtime parameter of {runtime} is no longer supported for creating or updating AWS Lambda "
+        "functions. We recommend you use a supported runtime while creating or updating functions."
+    )
 
 
 class RuntimeBuildError(RuntimeError):
@@ -81,8 +132,7 @@ class RuntimeBuild:
 
 
 def default_cache_dir() -> Path:
-    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache_home) / "orderbatch" / "runtimes"
+    return cache_root() / "runtimes"
 
 
 def python_version_of(runtime: str) -> str | None:
@@ -178,7 +228,7 @@ class RuntimeCache:
         if build is not None:
             return build
         self.root.mkdir(parents=True, exist_ok=True)
-        with _locked(self.root / f"{key}.lock"):
+        with locked(self.root / f"{key}.lock"):
             build = self._built(key, interpreter, requirements)  # another process may have built it meanwhile
             if build is not None:
                 return build
@@ -206,7 +256,8 @@ class RuntimeCache:
         staging = Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=self.root))
         try:
             venv = staging / "venv"
-            _run([interpreter.executable, "-m", "venv", "--without-pip", str(venv)], what="venv")
+            # With its own pip (ensurepip, offline): the tools' pip may no longer run on an older Python.
+            _run([interpreter.executable, "-m", "venv", str(venv)], what="venv")
             _pip(venv, ["install", *self.base_packages], what="the runtime's packages")
             if requirements.strip():
                 requirements_file = staging / REQUIREMENTS_FILE
@@ -237,8 +288,7 @@ class RuntimeCache:
 
 
 def _pip(venv: Path, arguments: list[str], *, what: str) -> None:
-    # The tools' own pip, run under the environment's interpreter (pip --python): no pip inside it.
-    command = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *arguments]
+    command = [str(venv / "bin" / "python"), "-m", "pip", *arguments]
     _run([*command, "--quiet", "--no-input", "--disable-pip-version-check"], what=what)
 
 
@@ -250,22 +300,14 @@ def _run(command: list[str], *, what: str) -> None:
         raise RuntimeBuildError(f"installing {what} failed ({' '.join(command)}):\n{output}")
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 class RuntimeResolver:
     """Which built environment each function runs on; everything a local cloud needs, checked at start-up.
 
-    A function whose ``pythonX.Y`` is not installed fails the start-up, naming the interpreter and the
-    functions that need it, unless ``fallback`` is set: then it runs on ``fallback_python`` (the local
-    cloud's own), still with only its requirements and the runtime's packages, and a line says so.
+    Each function's ``Runtime`` is checked against Lambda's table first. One AWS no longer creates
+    functions on (python3.8 and older) fails the start-up with CreateFunction's error; a supported or
+    deprecated one whose ``pythonX.Y`` is not installed fails it naming what to install. Unless
+    ``fallback`` is set: then those functions run on ``fallback_python`` (the local cloud's own), still
+    with only their requirements and the runtime's packages, and a line says so.
     """
 
     def __init__(
@@ -279,6 +321,7 @@ class RuntimeResolver:
         self.fallback = fallback
         self.fallback_python = fallback_python
         self._builds: dict[tuple[str, str], RuntimeBuild] = {}
+        self._noted: set[str] = set()
 
     def resolve(self, specs: Iterable[FunctionSpec]) -> dict[str, RuntimeBuild]:
         """Function name -> its environment, building what is missing."""
@@ -294,6 +337,35 @@ class RuntimeResolver:
             builds.update(dict.fromkeys(names, build))
         return builds
 
+    def interpreter_for(self, runtime: str, names: Iterable[str]) -> Interpreter:
+        """The Python functions ``names`` on ``runtime`` run on, or the error that stops them.
+
+        Raises ``RuntimeNotCreatableError`` (a runtime AWS no longer creates functions on) or
+        ``RuntimeUnavailableError`` (not Python, not a Lambda runtime, or not installed) unless the
+        fallback applies; prints one line per runtime the first time it substitutes or is deprecated.
+        """
+        names = sorted(names)
+        status = runtime_status(runtime)
+        version = python_version_of(runtime)
+        if status is None:
+            raise RuntimeUnavailableError(_unknown_message(runtime, names, python=version is not None))
+        if status is RuntimeStatus.BLOCKED:
+            if not self.fallback:
+                raise RuntimeNotCreatableError(_not_creatable_message(runtime, names))
+            return self._substitute(runtime, names, "is no longer accepted by AWS's CreateFunction")
+        interpreter = find_interpreter(version) if version is not None else None
+        if interpreter is None:
+            if not self.fallback:
+                raise RuntimeUnavailableError(_missing_message({runtime: names}))
+            return self._substitute(runtime, names, "not found")
+        if status is RuntimeStatus.DEPRECATED:
+            self._note(
+                runtime,
+                f"orderbatch: {runtime} is deprecated on AWS since {DEPRECATED_SINCE.get(runtime, '?')} (no "
+                f"more patches; CreateFunction will refuse it later); {', '.join(names)} run on it as on AWS",
+            )
+        return interpreter
+
     def _environment(self, interpreter: Interpreter, requirements: str, names: list[str]) -> RuntimeBuild:
         memo_key = (self.cache.key(interpreter, requirements), interpreter.executable)
         build = self._builds.get(memo_key)
@@ -304,36 +376,58 @@ class RuntimeResolver:
         return build
 
     def _interpreters(self, specs: list[FunctionSpec]) -> dict[str, Interpreter]:
-        found: dict[str, Interpreter] = {}
-        missing: dict[str, list[str]] = {}
+        by_runtime: dict[str, list[str]] = {}
         for spec in specs:
-            version = python_version_of(spec.runtime)
-            if version is None:
-                raise RuntimeUnavailableError(
-                    f"runtime {spec.runtime} of {spec.name} is not supported locally (Python runtimes only)"
-                )
-            interpreter = find_interpreter(version)
-            if interpreter is None:
-                missing.setdefault(spec.runtime, []).append(spec.name)
-            else:
-                found[spec.name] = interpreter
-        if missing and not self.fallback:
-            raise RuntimeUnavailableError(_missing_message(missing))
-        if missing:
-            substitute = _probe(self.fallback_python)
-            if substitute is None:
-                raise RuntimeUnavailableError(
-                    f"{self.fallback_python} does not run; {_missing_message(missing)}"
-                )
-            for runtime, names in missing.items():
-                print(
-                    f"orderbatch: {runtime} not found; {', '.join(names)} run on Python {substitute.version} "
-                    f"({substitute.executable}) instead (--runtime-fallback)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                found.update(dict.fromkeys(names, substitute))
+            by_runtime.setdefault(spec.runtime, []).append(spec.name)
+        found: dict[str, Interpreter] = {}
+        refusals: list[RuntimeUnavailableError] = []
+        for runtime, names in by_runtime.items():
+            try:
+                found.update(dict.fromkeys(names, self.interpreter_for(runtime, names)))
+            except RuntimeUnavailableError as error:
+                refusals.append(error)
+        if refusals:
+            # CreateFunction's refusal first: installing an interpreter would not help those functions.
+            refusals.sort(key=lambda error: not isinstance(error, RuntimeNotCreatableError))
+            raise type(refusals[0])(" ".join(str(error) for error in refusals))
         return found
+
+    def _substitute(self, runtime: str, names: list[str], reason: str) -> Interpreter:
+        substitute = _probe(self.fallback_python)
+        if substitute is None:
+            raise RuntimeUnavailableError(f"{self.fallback_python} does not run; {runtime} {reason}")
+        self._note(
+            runtime,
+            f"orderbatch: {runtime} {reason}; {', '.join(names)} run on Python {substitute.version} "
+            f"({substitute.executable}) instead (--runtime-fallback)",
+        )
+        return substitute
+
+    def _note(self, runtime: str, line: str) -> None:
+        if runtime not in self._noted:
+            self._noted.add(runtime)
+            print(line, file=sys.stderr, flush=True)
+
+
+DEPRECATED_SINCE = {"python3.9": "2025-12-15"}
+
+
+def _not_creatable_message(runtime: str, names: list[str]) -> str:
+    supported = [name for name, status in PYTHON_RUNTIMES.items() if status is RuntimeStatus.SUPPORTED]
+    return (
+        f"InvalidParameterValueException: {create_function_refusal(runtime)} (CreateFunction of "
+        f"{', '.join(names)}). Move them to a supported runtime ({', '.join(supported)}), or pass "
+        "--runtime-fallback to run them on the local cloud's own Python anyway."
+    )
+
+
+def _unknown_message(runtime: str, names: list[str], *, python: bool) -> str:
+    if not python:
+        return f"runtime {runtime} of {', '.join(names)} is not supported locally (Python runtimes only)"
+    known = ", ".join(PYTHON_RUNTIMES)
+    return (
+        f"runtime {runtime} of {', '.join(names)} is not a Lambda runtime (Lambda's Python runtimes: {known})"
+    )
 
 
 def _missing_message(missing: Mapping[str, list[str]]) -> str:
