@@ -28,6 +28,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from orderbatch.localcloud import event_targets
 from orderbatch.localcloud.dynamodb import TableLocks, patch_transactions
+from orderbatch.localcloud.event_sources import QueuePollers
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
 from orderbatch.localcloud.iam import IamEnforcer, build_roles
 from orderbatch.localcloud.lambda_service import (
@@ -128,6 +129,7 @@ class LocalCloud:
         self._deployed = threading.Event()
         self._sigterm_before: Any = None
         self._event_clients: dict[str, Any] = {}
+        self._queue_pollers: QueuePollers | None = None
         self._event_client_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
@@ -209,6 +211,10 @@ class LocalCloud:
             self.lambda_service, cloudwatch, interval_seconds=METRICS_INTERVAL_SECONDS
         )
         self._metrics.start()
+        self._queue_pollers = QueuePollers(
+            self.stack.queue_mappings, self._deployer_client("sqs"), in_process.invoke, self.stack.region
+        )
+        self._queue_pollers.start()
         self._deployed.set()
         return self
 
@@ -228,6 +234,8 @@ class LocalCloud:
         give_task_roles_credentials(None)
         event_targets.deliver_through(None)
         keep_histories_in(None)
+        if self._queue_pollers is not None:
+            self._queue_pollers.stop()
         if self._metrics is not None:
             self._metrics.close()
         if self.lambda_service is not None:

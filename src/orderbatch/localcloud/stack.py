@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from orderbatch.localcloud.event_sources import QueueMapping, mapping_from_resource, mappings_from_template
 from orderbatch.localcloud.lambda_service import FunctionSpec
 from orderbatch.localcloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
 
@@ -167,6 +168,7 @@ class LocalStack:
     event_buses: dict[str, str] = field(default_factory=dict)
     event_rules: list[EventRuleSpec] = field(default_factory=list)
     subscriptions: list[SubscriptionSpec] = field(default_factory=list)
+    queue_mappings: list[QueueMapping] = field(default_factory=list)
     log_groups: dict[str, str] = field(default_factory=dict)
     alarms: dict[str, dict[str, Any]] = field(default_factory=dict)
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -442,6 +444,7 @@ def _add_resource(
         )
         stack.routes.extend(_http_routes(ref, props.get("Events") or {}, physical))
         stack.event_rules.extend(_event_source_rules(logical_id, physical[logical_id]["Arn"], props))
+        stack.queue_mappings.extend(mappings_from_template(ref, props.get("Events") or {}))
     elif kind == "AWS::Serverless::StateMachine":
         stack.state_machines.append(_state_machine_spec(logical_id, physical[logical_id], props, base_dir))
         stack.event_rules.extend(_event_source_rules(logical_id, physical[logical_id]["Arn"], props))
@@ -465,7 +468,8 @@ def _add_resource(
 def _add_messaging_resource(
     stack: LocalStack, logical_id: str, kind: str, props: Mapping[str, Any], ids: Mapping[str, str]
 ) -> bool:
-    """Simple tables, queues, buses, rules, subscriptions and roles; False for any other kind."""
+    """Simple tables, queues, buses, rules, subscriptions, event source mappings and roles; False for any
+    other kind."""
     if kind == "AWS::Serverless::SimpleTable":
         key = props.get("PrimaryKey") or {"Name": "id", "Type": "String"}
         attribute = {
@@ -500,6 +504,12 @@ def _add_messaging_resource(
                 },
             )
         )
+    elif kind == "AWS::Lambda::EventSourceMapping":
+        mapping = mapping_from_resource(props)
+        if mapping is None:
+            stack.not_honoured.append(f"{logical_id}: only SQS event sources are polled locally")
+        else:
+            stack.queue_mappings.append(mapping)
     elif kind != "AWS::IAM::Role":  # roles are read by the IAM module (docs/iam.md)
         return False
     return True
