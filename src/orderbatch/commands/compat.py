@@ -35,6 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "recorded commit",
     )
     parser.add_argument("--filter", default=None, help="only apps whose id contains this text")
+    parser.add_argument(
+        "--runtime-fallback",
+        action="store_true",
+        help="pass --runtime-fallback to local up: functions on a runtime this machine lacks, or that AWS no "
+        "longer creates (python3.8), run on the tools' Python",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="apps run at once (each is a local cloud)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     parser.set_defaults(func=run)
@@ -53,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     def one(app: CompatApp) -> AppResult:
-        result = run_app(app, sources=args.sources, local_root=COMPAT_DIR)
+        extra = ("--runtime-fallback",) if args.runtime_fallback else ()
+        result = run_app(app, sources=args.sources, local_root=COMPAT_DIR, extra_up_args=extra)
         if not args.json:
             verdict = "passed" if result.ended_as_readme else f"{result.stage}: {result.cause[:160]}"
             print(f"{app.id}: {verdict} ({result.seconds:.0f} s)", file=sys.stderr, flush=True)
