@@ -43,6 +43,7 @@ from orderbatch.localcloud.stepfunctions import (
     HistoryStore,
     create_moto_app,
     keep_histories_in,
+    limit_express_duration,
     route_lambda_tasks_to,
 )
 from orderbatch.localcloud.stepfunctions.mock_config import MockConfig, mock_config_path, use_mock_config
@@ -90,6 +91,9 @@ class LocalCloudConfig:
     # Finished executions' history events kept in memory, all executions together; older histories are
     # written to <state_dir>/histories and read back from there.
     history_events_in_memory: int = DEFAULT_MAX_EVENTS_IN_MEMORY
+    # The longest an Express execution runs before it ends TIMED_OUT; None: AWS's five minutes. Shorter
+    # only to see the limit at work in a test.
+    express_max_duration_seconds: float | None = None
     # Rewrites a state machine's definition (logical ID, parsed ASL) before it is created: for experiments
     # such as the benchmark's "docs retrier" scenario, never needed to run a template as written.
     definition_transform: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
@@ -189,6 +193,7 @@ class LocalCloud:
         give_task_roles_credentials(self.iam.task_credentials if self.iam else None)
         self.history_store = HistoryStore(self.state_dir / "histories", self.config.history_events_in_memory)
         keep_histories_in(self.history_store)
+        limit_express_duration(self.config.express_max_duration_seconds)
         self.http_api = HttpApiGateway(
             self.stack.routes,
             self._invoke_for_api,
@@ -222,6 +227,7 @@ class LocalCloud:
         route_lambda_tasks_to(None)
         give_task_roles_credentials(None)
         keep_histories_in(None)
+        limit_express_duration(None)
         if self._metrics is not None:
             self._metrics.close()
         if self.lambda_service is not None:
@@ -395,7 +401,11 @@ class LocalCloud:
             role_arn = (self.iam.state_machine_role_arn(machine.name) if self.iam else None) or LOCAL_ROLE_ARN
             try:
                 sfn.create_state_machine(
-                    name=machine.name, definition=definition, roleArn=role_arn, type=machine.type
+                    name=machine.name,
+                    definition=definition,
+                    roleArn=role_arn,
+                    type=machine.type,
+                    **({"loggingConfiguration": machine.logging} if machine.logging else {}),
                 )
             except ClientError as error:
                 # As CloudFormation's CREATE_FAILED would: which resource, and the service's own words.

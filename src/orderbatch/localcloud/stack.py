@@ -68,7 +68,6 @@ SILENTLY_LOCAL = {
 }
 NOT_ENFORCED_LOCALLY = {
     "Tracing": "X-Ray tracing is not collected locally",
-    "Logging": "state machine logging is not delivered locally",
     "Layers": "layers are not mounted locally",
     "PointInTimeRecoverySpecification": "point-in-time recovery has no local effect",
     "BucketEncryption": "bucket encryption has no local effect",
@@ -92,6 +91,8 @@ class StateMachineSpec:
     arn: str
     type: str
     definition: str
+    # CreateStateMachine's loggingConfiguration (from SAM's Logging), or None to log nothing.
+    logging: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -446,7 +447,24 @@ def _state_machine_spec(
         arn=ids["Arn"],
         type=str(props.get("Type", "STANDARD")),
         definition=definition,
+        logging=logging_configuration(props.get("Logging")),
     )
+
+
+def logging_configuration(logging: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """SAM's ``Logging`` (CloudFormation's LoggingConfiguration) in the API's shape."""
+    if not logging:
+        return None
+    include = logging.get("IncludeExecutionData", False)
+    return {
+        "level": str(logging.get("Level", "OFF")),
+        "includeExecutionData": include is True or str(include).lower() == "true",
+        "destinations": [
+            {"cloudWatchLogsLogGroup": {"logGroupArn": str(group.get("LogGroupArn"))}}
+            for destination in logging.get("Destinations") or []
+            if (group := destination.get("CloudWatchLogsLogGroup"))
+        ],
+    }
 
 
 def _parse_definition(logical_id: str, substituted: str) -> str:
