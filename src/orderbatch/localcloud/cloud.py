@@ -22,10 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
 from botocore.config import Config
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.test import Client as WerkzeugClient
 
+from orderbatch.localcloud.api_integrations import ActionOutcome
 from orderbatch.localcloud.dynamodb import TableLocks, patch_transactions
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
 from orderbatch.localcloud.iam import IamEnforcer, build_roles
@@ -199,6 +204,8 @@ class LocalCloud:
             self._invoke_for_api,
             region=self.stack.region,
             account_id=self.stack.account_id,
+            service_routes=self.stack.service_routes,
+            call_states=self._call_states_for_api,
         )
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-cloud", daemon=True)
         self._thread.start()
@@ -356,6 +363,29 @@ class LocalCloud:
         except TooManyRequestsError:
             return InvokeOutcome(payload=b"", throttled=True)
         return InvokeOutcome(payload=result.payload, function_error=result.function_error)
+
+    def _call_states_for_api(
+        self, action: str, parameters: dict[str, Any], role_arn: str | None
+    ) -> ActionOutcome:
+        """A Step Functions action called by an API's integration: signed as its role, answered raw."""
+        credentials = (self.iam.task_credentials(role_arn) if self.iam and role_arn else None) or (
+            DUMMY_CREDENTIALS["aws_access_key_id"],
+            DUMMY_CREDENTIALS["aws_secret_access_key"],
+        )
+        signed = AWSRequest(
+            method="POST",
+            url=f"{self.endpoint}/",
+            data=json.dumps(parameters).encode(),
+            headers={
+                "X-Amz-Target": f"AWSStepFunctions.{action}",
+                "Content-Type": "application/x-amz-json-1.0",
+            },
+        )
+        SigV4Auth(Credentials(*credentials), "states", self.stack.region).add_auth(signed)
+        response = WerkzeugClient(self._dispatch).post(
+            "/", data=signed.body, headers=dict(signed.headers.items())
+        )
+        return ActionOutcome(status=response.status_code, body=response.get_data())
 
     # ------------------------------------------------------------------ deployment
     def _deploy(self) -> None:

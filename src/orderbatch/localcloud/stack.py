@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from orderbatch.localcloud.api_integrations import ServiceRoute, routes_from_openapi
 from orderbatch.localcloud.lambda_service import FunctionSpec
 
 DEFAULT_REGION = "us-east-1"
@@ -65,6 +66,7 @@ SILENTLY_LOCAL = {
         "Tracing",
         "Logging",
     },
+    "AWS::Serverless::Api": {"Name", "StageName", "DefinitionBody", "Description", "EndpointConfiguration"},
 }
 NOT_ENFORCED_LOCALLY = {
     "Tracing": "X-Ray tracing is not collected locally",
@@ -117,6 +119,8 @@ class LocalStack:
     functions: list[FunctionSpec] = field(default_factory=list)
     state_machines: list[StateMachineSpec] = field(default_factory=list)
     routes: list[HttpRoute] = field(default_factory=list)
+    # API routes whose OpenAPI integration calls Step Functions (api_integrations).
+    service_routes: list[ServiceRoute] = field(default_factory=list)
     topics: dict[str, str] = field(default_factory=dict)
     log_groups: dict[str, str] = field(default_factory=dict)
     alarms: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -299,12 +303,17 @@ def _physical_ids(
             name = props.get("Name") or props.get("StateMachineName") or f"{stack_name}-{logical_id}"
             arn = f"arn:aws:states:{region}:{account_id}:stateMachine:{name}"
             ids[logical_id] = {"Ref": arn, "Arn": arn, "Name": name}
-        elif kind in ("AWS::Serverless::HttpApi", "AWS::ApiGatewayV2::Api"):
+        elif kind in ("AWS::Serverless::HttpApi", "AWS::ApiGatewayV2::Api", "AWS::Serverless::Api"):
             ids[logical_id] = {"Ref": logical_id.lower()}
         elif kind == "AWS::SNS::Topic":
             name = props.get("TopicName") or f"{stack_name}-{logical_id}"
             arn = f"arn:aws:sns:{region}:{account_id}:{name}"
             ids[logical_id] = {"Ref": arn, "TopicArn": arn, "TopicName": name}
+        elif kind == "AWS::IAM::Role":
+            # As iam.py names it: CloudFormation's "<stack>-<logical id>", without its random suffix.
+            name = props.get("RoleName") or f"{stack_name}-{logical_id}"[:64]
+            arn = f"arn:aws:iam::{account_id}:role{props.get('Path') or '/'}{name}"
+            ids[logical_id] = {"Ref": name, "Arn": arn, "RoleId": name}
         elif kind == "AWS::Logs::LogGroup":
             name = props.get("LogGroupName") or f"{stack_name}-{logical_id}"
             ids[logical_id] = {"Ref": name, "Arn": f"arn:aws:logs:{region}:{account_id}:log-group:{name}:*"}
@@ -341,22 +350,57 @@ def _add_resource(
         stack.functions.append(_function_spec(logical_id, ref, props, base_dir))
         stack.routes.extend(_http_routes(ref, props.get("Events") or {}, physical))
     elif kind == "AWS::Serverless::StateMachine":
-        stack.state_machines.append(_state_machine_spec(logical_id, physical[logical_id], props, base_dir))
+        _add_state_machine(stack, _state_machine_spec(logical_id, physical[logical_id], props, base_dir))
     elif kind == "AWS::Serverless::HttpApi":
         if (props.get("Auth") or {}).get("DefaultAuthorizer") not in (None, "AWS_IAM"):
             stack.not_honoured.append(f"{logical_id}: only AWS_IAM authorization is emulated locally")
+        _add_definition_routes(stack, logical_id, props, stage=None)
         return
+    elif kind == "AWS::Serverless::Api":
+        _add_definition_routes(stack, logical_id, props, stage=str(props.get("StageName", "Prod")))
     elif kind == "AWS::SNS::Topic":
         stack.topics[logical_id] = physical[logical_id]["TopicName"]
     elif kind == "AWS::Logs::LogGroup":
         stack.log_groups[logical_id] = ref
-    elif kind == "AWS::CloudWatch::Alarm":
-        stack.alarms[logical_id] = props
+    elif kind in ("AWS::CloudWatch::Alarm", "AWS::IAM::Role"):
+        # iam.py builds the roles, and enforces them unless told not to.
+        if kind == "AWS::CloudWatch::Alarm":
+            stack.alarms[logical_id] = props
         return
     else:
         stack.not_honoured.append(f"{logical_id} ({kind}): resource type not created locally")
         return
     _note_unhonoured(stack, logical_id, kind, props)
+
+
+def _add_state_machine(stack: LocalStack, machine: StateMachineSpec) -> None:
+    stack.state_machines.append(machine)
+    if machine.logging and machine.type != "EXPRESS":
+        stack.not_honoured.append(
+            f"{machine.logical_id}.Logging: delivered to CloudWatch Logs for EXPRESS state machines only"
+        )
+
+
+def _add_definition_routes(
+    stack: LocalStack, logical_id: str, props: Mapping[str, Any], stage: str | None
+) -> None:
+    """The routes of an API's OpenAPI ``DefinitionBody`` that call Step Functions (api_integrations)."""
+    body = props.get("DefinitionBody")
+    if not isinstance(body, Mapping):
+        if stage is not None:
+            stack.not_honoured.append(
+                f"{logical_id}: only a DefinitionBody's Step Functions routes run locally"
+            )
+        return
+    parsed = routes_from_openapi(
+        logical_id,
+        body,
+        stage=stage,
+        http_api=stage is None,
+        iam_auth=(props.get("Auth") or {}).get("DefaultAuthorizer") == "AWS_IAM",
+    )
+    stack.service_routes.extend(parsed.routes)
+    stack.not_honoured.extend(parsed.notes)
 
 
 def _note_unhonoured(stack: LocalStack, logical_id: str, kind: str, props: Mapping[str, Any]) -> None:
