@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -368,3 +368,25 @@ def test_an_integration_role_without_permission_is_denied(cloud: LocalCloud) -> 
     assert answer["__type"] == "com.amazon.coral.service#AccessDeniedException"
     assert "orderbatch-StartOnlyApiRole" in answer["Message"]
     assert "states:StartSyncExecution" in answer["Message"]
+
+
+# ---------------------------------------------------------------------------------------------- units
+
+
+@pytest.mark.parametrize(
+    ("milliseconds", "billed"), [(0, 100), (1, 100), (100, 100), (101, 200), (2_049, 2_100)]
+)
+def test_billing_rounds_the_duration_up_to_100_ms(milliseconds: int, billed: int) -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    details = express.billing_details(start, start + timedelta(milliseconds=milliseconds))
+    assert details == {"billedDurationInMilliseconds": billed, "billedMemoryUsedInMB": 64}
+
+
+def test_only_top_level_express_arns_are_refused_by_the_execution_apis() -> None:
+    prefix = "arn:aws:states:us-east-1:123456789012"
+    assert express.is_top_level_express_arn(
+        f"{prefix}:express:machine:name:0f67d1a2-bfdd-43af-9682-bcaefd58c9ab"
+    )
+    # A Distributed Map's Express child: DescribeExecution answers for it on AWS.
+    assert not express.is_top_level_express_arn(f"{prefix}:express:machine/map-run:name:0f67d1a2")
+    assert not express.is_top_level_express_arn(f"{prefix}:execution:machine:name")
