@@ -29,6 +29,7 @@ pytestmark = pytest.mark.e2e
 
 TEMPLATE = Path(__file__).resolve().parent / "express_fixtures" / "template.yaml"
 LOG_GROUP = "/express-tests/greeter"
+SLEEPER_LOG_GROUP = "/express-tests/sleeper"
 DURATION_LIMIT_SECONDS = 2.0
 EXPRESS_ARN = re.compile(
     r"^arn:aws:states:us-east-1:123456789012:express:(?P<machine>[^:]+):(?P<name>[^:]+):(?P<id>[0-9a-f-]{36})$"
@@ -63,12 +64,14 @@ def error_of(call: Any, **parameters: Any) -> dict[str, str]:
     return {"Code": error["Code"], "Message": error["Message"]}
 
 
-def log_records(cloud: LocalCloud, execution_arn: str, until_type: str, timeout: float = 10) -> list[Any]:
+def log_records(
+    cloud: LocalCloud, execution_arn: str, until_type: str, group: str = LOG_GROUP, timeout: float = 10
+) -> list[Any]:
     """The CloudWatch Logs records of one execution, once the one of type ``until_type`` is there."""
     logs = cloud.client("logs")
     deadline = time.monotonic() + timeout
     while True:
-        events = logs.filter_log_events(logGroupName=LOG_GROUP)["events"]
+        events = logs.filter_log_events(logGroupName=group)["events"]
         records = [json.loads(event["message"]) for event in events]
         mine = [record for record in records if record["execution_arn"] == execution_arn]
         if any(record["type"] == until_type for record in mine):
@@ -235,12 +238,19 @@ def test_an_asynchronous_express_execution_runs_and_leaves_its_log_record(
 
 
 def test_an_asynchronous_execution_past_the_limit_is_logged_timed_out(cloud: LocalCloud, sfn: Any) -> None:
+    begun = time.monotonic()
     started = sfn.start_execution(
         stateMachineArn=machine_arn(cloud, "express-sleeper"), input='{"seconds": 30}'
     )
-    # The sleeper has no logging configuration: nothing to read but that the start answered at once.
-    assert EXPRESS_ARN.match(started["executionArn"])
-    deadline = time.monotonic() + DURATION_LIMIT_SECONDS + 5
+    assert time.monotonic() - begun < DURATION_LIMIT_SECONDS
+    records = log_records(
+        cloud, started["executionArn"], "ExecutionTimedOut", SLEEPER_LOG_GROUP, DURATION_LIMIT_SECONDS + 5
+    )
+    # Level ERROR: the timeout only, not the start nor the Wait; no execution data.
+    assert [record["type"] for record in records] == ["ExecutionTimedOut"]
+    assert "input" not in records[0]["details"]
+    assert "output" not in records[0]["details"]
+    deadline = time.monotonic() + 5
     while express.express_executions_in_memory() and time.monotonic() < deadline:
         gc.collect()
         time.sleep(0.1)
