@@ -361,6 +361,17 @@ def test_the_rest_api_answers_only_under_its_stage(cloud: LocalCloud) -> None:
     assert status == 404
 
 
+def test_a_state_machine_api_event_starts_an_execution_as_sam_writes_the_route(cloud: LocalCloud) -> None:
+    # SAM's StartExecution route; UnescapeMappingTemplate keeps a quote in the input valid JSON.
+    status, _, body = post(f"{cloud.endpoint}/execute-api/greeterrestapi/test/start", '{"name": "O\'Neil"}')
+    assert status == 200
+    started = json.loads(body)
+    assert EXPRESS_ARN.match(started["executionArn"])
+    assert isinstance(started["startDate"], float)
+    records = log_records(cloud, started["executionArn"], "ExecutionSucceeded")
+    assert json.loads(records[-1]["details"]["output"]) == {"greeting": "Hello, O'Neil!"}
+
+
 def test_an_http_api_route_answers_with_step_functions_response(cloud: LocalCloud) -> None:
     status, _, body = post(f"{cloud.endpoint}/execute-api/greeterhttpapi/greet", '{"name": "Ada"}')
     assert status == 200

@@ -75,3 +75,9 @@ def test_context_and_comments() -> None:
 def test_an_unclosed_if_is_refused() -> None:
     with pytest.raises(vtl.TemplateSyntaxError):
         render("#if($x)never closed")
+
+
+def test_sams_unescaped_template_keeps_a_quote_valid_json() -> None:
+    template = "$util.escapeJavaScript($input.json('$')).replaceAll(\"\\\\'\",\"'\")"
+    rendered = render(template, '{"name": "O\'Neil"}')
+    assert json.loads(f'"{rendered}"') == '{"name":"O\'Neil"}'

@@ -126,6 +126,37 @@ def routes_from_openapi(
     return parsed
 
 
+def state_machine_event_route(
+    api_logical_id: str,
+    *,
+    stage: str,
+    path: str,
+    method: str,
+    state_machine_arn: str,
+    unescape_quotes: bool = False,
+) -> ServiceRoute:
+    """The route SAM writes for a state machine's ``Api`` event: StartExecution with SAM's templates."""
+    escaped_input = "$util.escapeJavaScript($input.json('$'))"
+    if unescape_quotes:
+        # SAM's UnescapeMappingTemplate: undo escapeJavaScript's \' so the input stays valid JSON.
+        escaped_input += '.replaceAll("\\\\\'","\'")'
+    template = f'{{"input": "{escaped_input}", "stateMachineArn": "{state_machine_arn}"}}'
+    return ServiceRoute(
+        api_logical_id=api_logical_id,
+        method="ANY" if method.lower() == "any" else method.upper(),
+        path=path,
+        action="StartExecution",
+        integration={
+            "type": "aws",
+            "uri": "arn:aws:apigateway:local:states:action/StartExecution",
+            "requestTemplates": {"application/json": template},
+            "responses": {"200": {"statusCode": "200"}, "400": {"statusCode": "400"}},
+            "passthroughBehavior": "when_no_match",
+        },
+        stage=stage,
+    )
+
+
 def _states_action(integration: Mapping[str, Any]) -> str | None:
     kind = str(integration.get("type", "")).lower()
     if kind == "aws":

@@ -17,7 +17,11 @@ from typing import Any
 
 import yaml
 
-from orderbatch.localcloud.api_integrations import ServiceRoute, routes_from_openapi
+from orderbatch.localcloud.api_integrations import (
+    ServiceRoute,
+    routes_from_openapi,
+    state_machine_event_route,
+)
 from orderbatch.localcloud.lambda_service import FunctionSpec
 
 DEFAULT_REGION = "us-east-1"
@@ -197,6 +201,7 @@ def load_stack(
     base_dir = template_path.parent
     for logical_id, resource in resolved.get("Resources", {}).items():
         _add_resource(stack, logical_id, resource, physical, base_dir)
+    _add_state_machine_api_events(stack, resolved.get("Resources", {}), physical)
     stack.outputs = {name: output.get("Value") for name, output in (resolved.get("Outputs") or {}).items()}
     return stack
 
@@ -379,6 +384,44 @@ def _add_state_machine(stack: LocalStack, machine: StateMachineSpec) -> None:
         stack.not_honoured.append(
             f"{machine.logical_id}.Logging: delivered to CloudWatch Logs for EXPRESS state machines only"
         )
+
+
+# SAM's implicit REST API, which an Api event without a RestApiId joins, and its stage.
+IMPLICIT_REST_API = "ServerlessRestApi"
+IMPLICIT_REST_API_STAGE = "Prod"
+
+
+def _add_state_machine_api_events(
+    stack: LocalStack, resources: Mapping[str, Any], physical: Mapping[str, Any]
+) -> None:
+    """A state machine's ``Events`` of type Api: the StartExecution route SAM writes into the REST API."""
+    stages = {
+        physical[logical_id]["Ref"]: (
+            logical_id,
+            str((body.get("Properties") or {}).get("StageName", "Prod")),
+        )
+        for logical_id, body in resources.items()
+        if body.get("Type") == "AWS::Serverless::Api"
+    }
+    for logical_id, body in resources.items():
+        if body.get("Type") != "AWS::Serverless::StateMachine":
+            continue
+        for event in ((body.get("Properties") or {}).get("Events") or {}).values():
+            if event.get("Type") != "Api":
+                continue
+            props = event.get("Properties") or {}
+            api_id = props.get("RestApiId")
+            api_logical_id, stage = stages.get(api_id, (IMPLICIT_REST_API, IMPLICIT_REST_API_STAGE))
+            stack.service_routes.append(
+                state_machine_event_route(
+                    api_logical_id,
+                    stage=str(props.get("Stage") or stage),
+                    path=str(props.get("Path", "/")),
+                    method=str(props.get("Method", "ANY")),
+                    state_machine_arn=physical[logical_id]["Arn"],
+                    unescape_quotes=bool(props.get("UnescapeMappingTemplate")),
+                )
+            )
 
 
 def _add_definition_routes(

@@ -656,6 +656,12 @@ def _index(target: Any, index: Any) -> Any:
     return UNDEFINED
 
 
+def _replace_all(text: str, pattern: str, replacement: str) -> str:
+    """Java's String.replaceAll: a regular expression, ``$n`` for its groups in the replacement."""
+    python_replacement = re.sub(r"\$(\d)", r"\\\1", replacement.replace("\\", "\\\\"))
+    return re.sub(pattern, python_replacement, text)
+
+
 def _append(items: list[Any], item: Any) -> bool:
     items.append(item)
     return True
@@ -694,6 +700,7 @@ def _method(target: Any, name: str) -> Callable[..., Any] | None:
             "startsWith": lambda part: target.startswith(_text(part)),
             "endsWith": lambda part: target.endswith(_text(part)),
             "replace": lambda old, new: target.replace(_text(old), _text(new)),
+            "replaceAll": lambda pattern, new: _replace_all(target, _text(pattern), _text(new)),
             "equals": lambda other: target == other,
         }
         return java_string.get(name)
