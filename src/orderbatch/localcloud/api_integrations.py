@@ -101,7 +101,9 @@ def routes_from_openapi(
             if method.lower() not in _METHODS or not isinstance(operation, Mapping):
                 continue
             verb = "ANY" if method.lower() == "x-amazon-apigateway-any-method" else method.upper()
-            integration = operation.get("x-amazon-apigateway-integration") or {}
+            integration = operation.get("x-amazon-apigateway-integration")
+            if not integration:
+                continue  # no integration yet: SAM's implicit API before an event's route is written in
             action = _states_action(integration)
             if action is None and ":lambda:path/" in str(integration.get("uri", "")):
                 continue  # a function's route: its HttpApi event is the route the gateway runs

@@ -69,8 +69,16 @@ SILENTLY_LOCAL = {
         "Role",
         "Tracing",
         "Logging",
+        "Events",  # Api events become routes; the others are noted one by one
     },
-    "AWS::Serverless::Api": {"Name", "StageName", "DefinitionBody", "Description", "EndpointConfiguration"},
+    "AWS::Serverless::Api": {
+        "Name",
+        "StageName",
+        "DefinitionBody",
+        "Description",
+        "EndpointConfiguration",
+        "__MANAGE_SWAGGER",  # SAM's mark on the implicit API it writes the events' routes into
+    },
 }
 NOT_ENFORCED_LOCALLY = {
     "Tracing": "X-Ray tracing is not collected locally",
@@ -406,8 +414,11 @@ def _add_state_machine_api_events(
     for logical_id, body in resources.items():
         if body.get("Type") != "AWS::Serverless::StateMachine":
             continue
-        for event in ((body.get("Properties") or {}).get("Events") or {}).values():
+        for event_name, event in ((body.get("Properties") or {}).get("Events") or {}).items():
             if event.get("Type") != "Api":
+                stack.not_honoured.append(
+                    f"{logical_id}.Events.{event_name} ({event.get('Type')}): not honoured locally"
+                )
                 continue
             props = event.get("Properties") or {}
             api_id = props.get("RestApiId")
