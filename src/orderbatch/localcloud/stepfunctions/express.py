@@ -220,6 +220,14 @@ def _worker_class() -> type:
             env.event_manager._history_event_list = _KeepsNoEvents()  # type: ignore[misc]
             return env
 
+        def _execution_logic(self) -> None:
+            try:
+                super()._execution_logic()
+            except Exception as error:  # the interpreter broke before the program could end
+                execution: Any = getattr(self._execution_communication, "execution", None)
+                if execution is not None:
+                    execution.close(broken_by=error)
+
     return ExpressWorker
 
 
@@ -239,9 +247,8 @@ def _communication_class() -> type:
 
 @cache
 def _execution_class() -> type:
-    from moto.stepfunctions.parser.api import ExecutionStatus
     from moto.stepfunctions.parser.asl.eval.program_state import ProgramTimedOut
-    from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
+    from moto.stepfunctions.parser.backend.execution import Execution
 
     class ExpressExecution(Execution):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -260,21 +267,19 @@ def _execution_class() -> type:
                 activity_store=self._activity_store,
             )
 
-        def close(self) -> None:
+        def close(self, broken_by: Exception | None = None) -> None:
             with self._close_lock:
                 if self.closed.is_set():
                     return
-                BaseExecutionWorkerCommunication(self)._reflect_execution_status()
-                if self.exec_status == ExecutionStatus.TIMED_OUT and self.error is None:
-                    self.error = "States.Timeout"
+                _record_the_end(self, broken_by)
                 self.closed.set()
-            _release(self)
 
         def end_within(self, seconds: float) -> None:
             if self.closed.wait(timeout=seconds):
                 return
             env = self.exec_worker.env if self.exec_worker is not None else None
             if env is None:
+                self.close(broken_by=RuntimeError("the execution did not start within its time"))
                 return
             with env._state_mutex:  # re-entrant: set_timed_out takes it too
                 if env.is_running():
@@ -285,6 +290,24 @@ def _execution_class() -> type:
     return ExpressExecution
 
 
+def _record_the_end(execution: Any, broken_by: Exception | None) -> None:
+    """The execution's status, stop date, output or error, from how its program ended."""
+    from moto.stepfunctions.parser.api import ExecutionStatus
+    from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
+
+    env = execution.exec_worker.env if execution.exec_worker is not None else None
+    if broken_by is not None or env is None:
+        # As moto ends a program whose evaluation raised: FAILED with States.Runtime.
+        execution.exec_status = ExecutionStatus.FAILED
+        execution.stop_date = datetime.now(UTC)
+        execution.error = "States.Runtime"
+        execution.cause = f"{type(broken_by).__name__}({broken_by})" if broken_by else None
+    else:
+        BaseExecutionWorkerCommunication(execution)._reflect_execution_status()
+    if execution.exec_status == ExecutionStatus.TIMED_OUT and execution.error is None:
+        execution.error = "States.Timeout"
+
+
 def _evaluation_details(execution: Any) -> Any:
     from moto.stepfunctions.parser.asl.eval.evaluation_details import EvaluationDetails
 
@@ -293,15 +316,6 @@ def _evaluation_details(execution: Any) -> Any:
         execution_details=execution.get_start_execution_details(),
         state_machine_details=execution.get_start_state_machine_details(),
     )
-
-
-def _release(execution: Any) -> None:
-    """What a closed execution held for its run: nothing reads it again."""
-    env = execution.exec_worker.env if execution.exec_worker is not None else None
-    if env is None or env.is_running():
-        return
-    env.stack.clear()
-    env.heap.clear()
 
 
 # ---------------------------------------------------------------------------------------------- logging
