@@ -97,8 +97,20 @@ class HttpApiGateway:
         return sorted(set(self._routes) | set(self._service_routes))
 
     def url(self, endpoint: str, api_id: str | None = None) -> str:
-        chosen = api_id or self.api_ids[0]
+        # By default the API of the functions' routes (the app's own), else any.
+        chosen = api_id or (sorted(self._routes) or self.api_ids)[0]
         return f"{endpoint.rstrip('/')}{PATH_PREFIX}{chosen}"
+
+    def service_routes(self, endpoint: str) -> list[tuple[str, str, str]]:
+        """(method, URL, Step Functions action) of every route that calls Step Functions itself."""
+        listed = []
+        for api_id, routes in sorted(self._service_routes.items()):
+            for route, _ in routes:
+                stage = f"/{route.stage}" if route.stage else ""
+                listed.append(
+                    (route.method, f"{self.url(endpoint, api_id)}{stage}{route.path}", route.action)
+                )
+        return listed
 
     @staticmethod
     def handles(path: str) -> bool:
