@@ -188,6 +188,28 @@ def test_start_sync_execution_refuses_input_that_is_not_json(cloud: LocalCloud, 
     assert error["Message"].startswith("Invalid State Machine Execution Input: ")
 
 
+def test_the_context_object_names_the_express_execution(cloud: LocalCloud, sfn: Any) -> None:
+    machine = machine_arn(cloud, "express-context")
+    answer = sfn.start_sync_execution(stateMachineArn=machine, name="read-it", input='{"k": 1}')
+    context = json.loads(answer["output"])
+    assert context["machine"] == {"Id": machine, "Name": "express-context"}
+    execution = context["execution"]
+    # AWS-recorded: no RedriveCount in a synchronous execution's context.
+    assert sorted(execution) == ["Id", "Input", "Name", "RoleArn", "StartTime"]
+    assert (execution["Id"], execution["Name"], execution["Input"]) == (
+        answer["executionArn"],
+        "read-it",
+        {"k": 1},
+    )
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", execution["StartTime"])
+
+    started = sfn.start_execution(stateMachineArn=machine, input="{}")
+    records = log_records(cloud, started["executionArn"], "ExecutionSucceeded")
+    asynchronous = json.loads(records[-1]["details"]["output"])["execution"]
+    assert asynchronous["Id"] == started["executionArn"]
+    assert asynchronous["RedriveCount"] == 0
+
+
 # ---------------------------------------------------------------------------------------------- the limit
 
 

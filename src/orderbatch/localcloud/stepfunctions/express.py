@@ -110,6 +110,8 @@ def start_express_execution(
     name: str | None,
     execution_input: str | None,
     trace_header: str | None = None,
+    *,
+    synchronous: bool = False,
 ) -> Any:
     """Start an Express execution of ``state_machine`` (a moto StateMachine) and return it, running."""
     input_text = "{}" if execution_input is None else execution_input
@@ -143,6 +145,7 @@ def start_express_execution(
         input_data=input_text,
         trace_header=trace_header,
     )
+    execution.synchronous = synchronous
     _alive.add(execution)
     execution.start()
     watchdog = threading.Thread(
@@ -163,6 +166,7 @@ def start_sync_execution(backend: Any, parameters: dict[str, Any]) -> dict[str, 
         parameters.get("name"),
         parameters.get("input"),
         parameters.get("traceHeader"),
+        synchronous=True,
     )
     execution.closed.wait()
     return sync_answer(execution)
@@ -218,6 +222,12 @@ def _worker_class() -> type:
         def _get_evaluation_environment(self) -> Any:
             env = super()._get_evaluation_environment()
             env.event_manager._history_event_list = _KeepsNoEvents()  # type: ignore[misc]
+            execution: Any = getattr(self._execution_communication, "execution", None)
+            if getattr(execution, "synchronous", False):
+                # AWS-recorded: a synchronous execution's $$.Execution has no RedriveCount (it can never
+                # be redriven); an asynchronous one's has 0, as a Standard execution's.
+                context: Any = env.states.context_object.context_object_data["Execution"]
+                context.pop("RedriveCount", None)
             return env
 
         def _execution_logic(self) -> None:
@@ -253,6 +263,7 @@ def _execution_class() -> type:
     class ExpressExecution(Execution):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
+            self.synchronous = False
             self.closed = threading.Event()
             self._close_lock = threading.Lock()
 
