@@ -389,6 +389,17 @@ def test_the_rest_api_answers_only_under_its_stage(cloud: LocalCloud) -> None:
     assert status == 404
 
 
+def test_a_rest_api_route_slower_than_its_integration_timeout_is_504(cloud: LocalCloud) -> None:
+    url = f"{cloud.endpoint}/execute-api/greeterrestapi/test/sleep"
+    begun = time.monotonic()
+    status, _, body = post(url, '{"seconds": 3}')
+    assert (status, json.loads(body)) == (504, {"message": "Endpoint request timed out"})
+    assert time.monotonic() - begun < 2.5  # timeoutInMillis 1000; the sleep goes on without the caller
+    status, _, body = post(url, '{"seconds": 0}')
+    assert status == 200
+    assert json.loads(body)["output"] == '"awake"'
+
+
 def test_a_state_machine_api_event_starts_an_execution_as_sam_writes_the_route(cloud: LocalCloud) -> None:
     # SAM's StartExecution route; UnescapeMappingTemplate keeps a quote in the input valid JSON.
     status, _, body = post(f"{cloud.endpoint}/execute-api/greeterrestapi/test/start", '{"name": "O\'Neil"}')

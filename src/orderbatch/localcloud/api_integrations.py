@@ -14,19 +14,22 @@ API Gateway runs it:
    the action's HTTP status, ``default`` otherwise; its ``responseTemplates`` (``$input`` is now the
    action's JSON answer) and its literal ``responseParameters`` headers make the answer, with its
    ``statusCode``. No matching response and no default: HTTP 500 ``Internal server error``, as AWS
-   answers that configuration error.
+   answers that configuration error. An action slower than the integration's ``timeoutInMillis``
+   (29 s by default) gets 504 ``Endpoint request timed out``.
 
 An HTTP API (``AWS::Serverless::HttpApi`` with a ``DefinitionBody``) route with ``type: aws_proxy`` and
 ``integrationSubtype: StepFunctions-StartSyncExecution`` (or ``-StartExecution``) maps ``requestParameters``
 (``$request.body``, ``$request.body.<path>``, ``$request.header.<name>``, ``$request.querystring.<name>``,
 ``$request.path.<name>``, ``$context.requestId`` or literal text) onto the action's parameters and answers
-with the action's status and JSON body.
+with the action's status and JSON body (503 ``Service Unavailable`` past its ``timeoutInMillis``, 30 s by
+default).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -50,6 +53,10 @@ _HTTP_API_PARAMETERS = {
     "Name": "name",
     "TraceHeader": "traceHeader",
 }
+# API Gateway's integration timeouts (``timeoutInMillis`` sets a route's own): past them the caller gets
+# 504 "Endpoint request timed out" from a REST API, 503 "Service Unavailable" from an HTTP API.
+REST_API_TIMEOUT_MILLISECONDS = 29_000
+HTTP_API_TIMEOUT_MILLISECONDS = 30_000
 _METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "x-amazon-apigateway-any-method")
 _INTERNAL_ERROR = {"message": "Internal server error"}
 
@@ -237,12 +244,34 @@ def _answer_rest_api(
     except json.JSONDecodeError:
         # Step Functions itself refuses a body that is not JSON; its answer goes through the responses.
         parameters = None
-    outcome = (
-        call(route.action, parameters, integration.get("credentials"))
-        if isinstance(parameters, dict)
-        else ActionOutcome(400, json.dumps({"__type": "SerializationException"}).encode())
-    )
+    if not isinstance(parameters, dict):
+        outcome: ActionOutcome | None = ActionOutcome(
+            400, json.dumps({"__type": "SerializationException"}).encode()
+        )
+    else:
+        outcome = _call_within(route, call, parameters, REST_API_TIMEOUT_MILLISECONDS)
+    if outcome is None:
+        return _json(504, {"message": "Endpoint request timed out"})
     return _integration_response(integration, outcome, context)
+
+
+def _call_within(
+    route: ServiceRoute, call: StatesCaller, parameters: dict[str, Any], default_milliseconds: int
+) -> ActionOutcome | None:
+    """The action's answer, or None if it did not come within the integration's timeout.
+
+    As on AWS the action goes on (a synchronous execution runs to its end); only the caller stops waiting.
+    """
+    milliseconds = int(route.integration.get("timeoutInMillis") or default_milliseconds)
+    answers: list[ActionOutcome] = []
+    caller = threading.Thread(
+        target=lambda: answers.append(call(route.action, parameters, route.integration.get("credentials"))),
+        name="api-integration",
+        daemon=True,
+    )
+    caller.start()
+    caller.join(timeout=milliseconds / 1000)
+    return answers[0] if answers else None
 
 
 def _integration_response(
@@ -302,7 +331,9 @@ def _answer_http_api(
         value = _http_api_value(str(source), request, body, path_parameters, context)
         if value is not None:
             parameters[member] = value
-    outcome = call(route.action, parameters, route.integration.get("credentials"))
+    outcome = _call_within(route, call, parameters, HTTP_API_TIMEOUT_MILLISECONDS)
+    if outcome is None:
+        return _json(503, {"message": "Service Unavailable"})
     return Response(outcome.body, status=outcome.status, content_type="application/json")
 
 
