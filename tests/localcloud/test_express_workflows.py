@@ -210,6 +210,17 @@ def test_the_context_object_names_the_express_execution(cloud: LocalCloud, sfn: 
     assert asynchronous["RedriveCount"] == 0
 
 
+def test_start_execution_refuses_input_that_is_not_json_with_its_code(cloud: LocalCloud, sfn: Any) -> None:
+    for machine in ("standard-greeter", "express-greeter"):
+        error = error_of(sfn.start_execution, stateMachineArn=machine_arn(cloud, machine), input="[1,")
+        assert error["Code"] == "InvalidExecutionInput"
+        assert error["Message"].startswith("Invalid State Machine Execution Input: '")
+
+
+def test_the_interpreters_own_errors_carry_their_codes(sfn: Any) -> None:
+    assert error_of(sfn.send_task_success, taskToken="no-such-token", output="{}")["Code"] == "InvalidToken"
+
+
 # ---------------------------------------------------------------------------------------------- the limit
 
 

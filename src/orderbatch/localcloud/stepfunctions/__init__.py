@@ -1,13 +1,14 @@
 """moto in server mode, as the local Step Functions, DynamoDB, S3, CloudWatch, SNS and Logs.
 
 moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud
-changes in it, without forking it, lives beside this module, one concern each: ``definitions`` (the
-definitions CreateStateMachine refuses), ``task_clients`` (how Tasks reach services), ``map_state`` (the
-Map state's limits, memory and results), ``histories`` (what a finished execution keeps), ``executions``
-(StartExecution where moto answers unlike AWS), ``express`` (EXPRESS state machines: StartSyncExecution,
-their executions' limit and logs, what the other APIs answer for them), ``lambda_tasks`` (Lambda Task
-results and error causes in AWS's shapes), ``redrive`` (RedriveExecution, which moto lacks) and
-``mock_config`` (Step Functions Local's MockConfigFile test cases).
+changes in it, without forking it, lives beside this module, one concern each: ``errors`` (its errors'
+codes), ``definitions`` (the definitions CreateStateMachine refuses), ``task_clients`` (how Tasks reach
+services), ``map_state`` (the Map state's limits, memory and results), ``histories`` (what a finished
+execution keeps), ``executions`` (StartExecution where moto answers unlike AWS), ``express`` (EXPRESS
+state machines: StartSyncExecution, their executions' limit and logs, what the other APIs answer for
+them), ``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes), ``redrive``
+(RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions Local's MockConfigFile test
+cases).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from orderbatch.localcloud.stepfunctions import (
     context_object,
     definitions,
+    errors,
     executions,
     express,
     histories,
@@ -72,6 +74,7 @@ def apply_interpreter_patches() -> None:
     with _patch_lock:
         if _patched:
             return
+        errors.patch()
         definitions.patch()
         task_clients.patch()
         map_state.patch()

@@ -115,12 +115,7 @@ def start_express_execution(
 ) -> Any:
     """Start an Express execution of ``state_machine`` (a moto StateMachine) and return it, running."""
     input_text = "{}" if execution_input is None else execution_input
-    try:
-        json.loads(input_text)
-    except ValueError as error:
-        raise ExpressRequestError(
-            "InvalidExecutionInput", f"Invalid State Machine Execution Input: '{error}'"
-        ) from None
+    check_execution_input(input_text)
     if name:
         backend._validate_name(name)
     name = name or str(uuid.uuid4())
@@ -153,6 +148,18 @@ def start_express_execution(
     )
     watchdog.start()
     return execution
+
+
+def check_execution_input(input_text: str | None) -> None:
+    """InvalidExecutionInput, worded as AWS words it, for input that is not JSON."""
+    if input_text is None:
+        return
+    try:
+        json.loads(input_text)
+    except ValueError as error:
+        raise ExpressRequestError(
+            "InvalidExecutionInput", f"Invalid State Machine Execution Input: '{error}'"
+        ) from None
 
 
 def start_sync_execution(backend: Any, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -425,9 +432,11 @@ def _start_express_executions() -> None:
         trace_header: Any = None,
     ) -> Any:
         state_machine = self.describe_state_machine(state_machine_arn)
-        if state_machine.type != EXPRESS:
-            return original(self, state_machine_arn, name, execution_input, trace_header)
         try:
+            # Both types: moto's own refusal names no error code and words the message unlike AWS.
+            check_execution_input(execution_input)
+            if state_machine.type != EXPRESS:
+                return original(self, state_machine_arn, name, execution_input, trace_header)
             return start_express_execution(self, state_machine, name, execution_input, trace_header)
         except ExpressRequestError as refusal:
             raise _refused_class()(refusal) from None
