@@ -279,8 +279,10 @@ def run_up(args: argparse.Namespace) -> int:
             print(f"  table          {table.name}")
         for bucket in cloud.stack.buckets.values():
             print(f"  bucket         {bucket}")
-        if cloud.http_api and cloud.http_api.api_ids:
+        if cloud.http_api and cloud.stack.routes:
             print(f"  HTTP API       {cloud.api_url}  (SigV4, service execute-api)")
+        for method, url, action in cloud.http_api.service_routes(cloud.endpoint) if cloud.http_api else []:
+            print(f"  API route      {method} {url} -> states:{action}")
         for reason, resources in group_not_honoured(cloud.stack.not_honoured).items():
             print(f"  not honoured   {reason}: {', '.join(resources)}")
         if cloud.mock_config is not None:

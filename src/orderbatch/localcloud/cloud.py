@@ -22,11 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
 from botocore.config import Config
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.test import Client as WerkzeugClient
 
 from orderbatch.localcloud import event_targets
+from orderbatch.localcloud.api_integrations import ActionOutcome
 from orderbatch.localcloud.dynamodb import TableLocks, patch_transactions
 from orderbatch.localcloud.event_sources import QueuePollers
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
@@ -45,6 +50,7 @@ from orderbatch.localcloud.stepfunctions import (
     HistoryStore,
     create_moto_app,
     keep_histories_in,
+    limit_express_duration,
     route_lambda_tasks_to,
 )
 from orderbatch.localcloud.stepfunctions.mock_config import MockConfig, mock_config_path, use_mock_config
@@ -92,6 +98,9 @@ class LocalCloudConfig:
     # Finished executions' history events kept in memory, all executions together; older histories are
     # written to <state_dir>/histories and read back from there.
     history_events_in_memory: int = DEFAULT_MAX_EVENTS_IN_MEMORY
+    # The longest an Express execution runs before it ends TIMED_OUT; None: AWS's five minutes. Shorter
+    # only to see the limit at work in a test.
+    express_max_duration_seconds: float | None = None
     # Rewrites a state machine's definition (logical ID, parsed ASL) before it is created: for experiments
     # such as the benchmark's "docs retrier" scenario, never needed to run a template as written.
     definition_transform: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
@@ -194,11 +203,14 @@ class LocalCloud:
         give_task_roles_credentials(self.iam.task_credentials if self.iam else None)
         self.history_store = HistoryStore(self.state_dir / "histories", self.config.history_events_in_memory)
         keep_histories_in(self.history_store)
+        limit_express_duration(self.config.express_max_duration_seconds)
         self.http_api = HttpApiGateway(
             self.stack.routes,
             self._invoke_for_api,
             region=self.stack.region,
             account_id=self.stack.account_id,
+            service_routes=self.stack.service_routes,
+            call_states=self._call_states_for_api,
         )
         event_targets.patch()
         event_targets.deliver_through(self._event_target_client)
@@ -236,6 +248,7 @@ class LocalCloud:
         keep_histories_in(None)
         if self._queue_pollers is not None:
             self._queue_pollers.stop()
+        limit_express_duration(None)
         if self._metrics is not None:
             self._metrics.close()
         if self.lambda_service is not None:
@@ -373,6 +386,29 @@ class LocalCloud:
             return InvokeOutcome(payload=b"", throttled=True)
         return InvokeOutcome(payload=result.payload, function_error=result.function_error)
 
+    def _call_states_for_api(
+        self, action: str, parameters: dict[str, Any], role_arn: str | None
+    ) -> ActionOutcome:
+        """A Step Functions action called by an API's integration: signed as its role, answered raw."""
+        credentials = (self.iam.task_credentials(role_arn) if self.iam and role_arn else None) or (
+            DUMMY_CREDENTIALS["aws_access_key_id"],
+            DUMMY_CREDENTIALS["aws_secret_access_key"],
+        )
+        signed = AWSRequest(
+            method="POST",
+            url=f"{self.endpoint}/",
+            data=json.dumps(parameters).encode(),
+            headers={
+                "X-Amz-Target": f"AWSStepFunctions.{action}",
+                "Content-Type": "application/x-amz-json-1.0",
+            },
+        )
+        SigV4Auth(Credentials(*credentials), "states", self.stack.region).add_auth(signed)
+        response = WerkzeugClient(self._dispatch).post(
+            "/", data=signed.body, headers=dict(signed.headers.items())
+        )
+        return ActionOutcome(status=response.status_code, body=response.get_data())
+
     # ------------------------------------------------------------------ deployment
     def _deploy(self) -> None:
         dynamodb = self._deployer_client("dynamodb")
@@ -430,7 +466,11 @@ class LocalCloud:
             role_arn = (self.iam.state_machine_role_arn(machine.name) if self.iam else None) or LOCAL_ROLE_ARN
             try:
                 sfn.create_state_machine(
-                    name=machine.name, definition=definition, roleArn=role_arn, type=machine.type
+                    name=machine.name,
+                    definition=definition,
+                    roleArn=role_arn,
+                    type=machine.type,
+                    **({"loggingConfiguration": machine.logging} if machine.logging else {}),
                 )
             except ClientError as error:
                 # As CloudFormation's CREATE_FAILED would: which resource, and the service's own words.

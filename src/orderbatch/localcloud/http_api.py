@@ -1,9 +1,11 @@
-"""The template's HTTP API routes, answered as API Gateway (HTTP API, payload format 2.0) would.
+"""The template's API routes, answered as API Gateway (HTTP API, payload format 2.0) would.
 
-Requests arrive at `/execute-api/{api_id}/{path}` on the local cloud's endpoint. Routes with IAM
-authorization require a SigV4 `Authorization` header scoped to `execute-api` (any credentials are
-accepted, as everywhere in the local cloud); the function is invoked through the local Lambda
-service, so it counts against the concurrency quota like any other invocation.
+Requests arrive at `/execute-api/{api_id}/{path}` on the local cloud's endpoint (a REST API's at
+`/execute-api/{api_id}/{stage}/{path}`). Routes with IAM authorization require a SigV4 `Authorization`
+header scoped to `execute-api` (any credentials are accepted, as everywhere in the local cloud); the
+function is invoked through the local Lambda service, so it counts against the concurrency quota like
+any other invocation. Routes whose OpenAPI integration calls Step Functions are answered by
+``api_integrations``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
+from orderbatch.localcloud import api_integrations
+from orderbatch.localcloud.api_integrations import ServiceRoute, StatesCaller
 from orderbatch.localcloud.stack import HttpRoute
 
 PATH_PREFIX = "/execute-api/"
@@ -60,23 +64,53 @@ def _compile(path: str) -> re.Pattern[str]:
 
 
 class HttpApiGateway:
-    def __init__(self, routes: Iterable[HttpRoute], invoke: Invoker, *, region: str, account_id: str) -> None:
+    def __init__(
+        self,
+        routes: Iterable[HttpRoute],
+        invoke: Invoker,
+        *,
+        region: str,
+        account_id: str,
+        service_routes: Iterable[ServiceRoute] = (),
+        call_states: StatesCaller | None = None,
+    ) -> None:
         self._routes: dict[str, list[_CompiledRoute]] = {}
         for route in routes:
             self._routes.setdefault(route.api_logical_id.lower(), []).append(
                 _CompiledRoute(route, _compile(route.path))
             )
+        self._service_routes: dict[str, list[tuple[ServiceRoute, re.Pattern[str]]]] = {}
+        for service_route in service_routes:
+            staged = (
+                f"/{service_route.stage}{service_route.path}" if service_route.stage else service_route.path
+            )
+            self._service_routes.setdefault(service_route.api_logical_id.lower(), []).append(
+                (service_route, _compile(staged))
+            )
         self._invoke = invoke
+        self._call_states = call_states
         self._region = region
         self._account_id = account_id
 
     @property
     def api_ids(self) -> list[str]:
-        return sorted(self._routes)
+        return sorted(set(self._routes) | set(self._service_routes))
 
     def url(self, endpoint: str, api_id: str | None = None) -> str:
-        chosen = api_id or self.api_ids[0]
+        # By default the API of the functions' routes (the app's own), else any.
+        chosen = api_id or (sorted(self._routes) or self.api_ids)[0]
         return f"{endpoint.rstrip('/')}{PATH_PREFIX}{chosen}"
+
+    def service_routes(self, endpoint: str) -> list[tuple[str, str, str]]:
+        """(method, URL, Step Functions action) of every route that calls Step Functions itself."""
+        listed = []
+        for api_id, routes in sorted(self._service_routes.items()):
+            for route, _ in routes:
+                stage = f"/{route.stage}" if route.stage else ""
+                listed.append(
+                    (route.method, f"{self.url(endpoint, api_id)}{stage}{route.path}", route.action)
+                )
+        return listed
 
     @staticmethod
     def handles(path: str) -> bool:
@@ -90,6 +124,9 @@ class HttpApiGateway:
     def _respond(self, request: Request) -> Response:
         api_id, _, path = request.path[len(PATH_PREFIX) :].partition("/")
         path = "/" + path
+        service_answer = self._answer_service_route(request, api_id, path)
+        if service_answer is not None:
+            return service_answer
         routes = self._routes.get(api_id)
         if routes is None:
             return _json(404, {"message": "Not Found"})
@@ -115,6 +152,26 @@ class HttpApiGateway:
             # API Gateway hides the Lambda error from the caller, as it does in AWS.
             return _json(500, {"message": "Internal Server Error"})
         return _response_from_payload(outcome.payload)
+
+    def _answer_service_route(self, request: Request, api_id: str, path: str) -> Response | None:
+        """The answer of the route whose integration calls Step Functions, if one matches."""
+        for route, pattern in self._service_routes.get(api_id, []):
+            found = pattern.match(path)
+            if found is None or route.method not in (request.method, "ANY"):
+                continue
+            if route.iam_auth and (refusal := _check_sigv4(request.headers.get("Authorization"))):
+                return _json(403, {"message": refusal})
+            if self._call_states is None:
+                return _json(500, {"message": "Internal server error"})
+            return api_integrations.answer(
+                route,
+                request,
+                found.groupdict(),
+                self._call_states,
+                api_id=api_id,
+                account_id=self._account_id,
+            )
+        return None
 
     def _event(
         self,

@@ -54,6 +54,8 @@ class StackRoles:
 
     functions: dict[str, Role] = field(default_factory=dict)
     state_machines: dict[str, Role] = field(default_factory=dict)
+    # Every role of the template by ARN: what an API's integration ``credentials`` name, for one.
+    by_arn: dict[str, Role] = field(default_factory=dict)
     # Things of the template the local IAM cannot honour, said once at start-up.
     notes: list[str] = field(default_factory=list)
 
@@ -89,6 +91,7 @@ def build_roles(template_path: Path, stack: LocalStack) -> StackRoles:
         documents.extend(extra_documents.inline.get(name, []))
         by_arn[arn] = Role(logical_id, name, arn, tuple(documents))
     roles.notes.extend(_statements_not_evaluated(by_arn.values()))
+    roles.by_arn = by_arn
 
     for logical_id, resource in resources.items():
         kind = resource.get("Type")
@@ -389,7 +392,7 @@ class IamEnforcer:
             identity = self._add(f"function:{function_name}", role, session_name=function_name)
             self._function_keys[function_name] = identity
         self._state_machine_roles = {name: role.arn for name, role in roles.state_machines.items()}
-        for role in roles.state_machines.values():
+        for role in [*roles.state_machines.values(), *roles.by_arn.values()]:
             if role.arn not in self._role_keys:
                 self._role_keys[role.arn] = self._add(f"states:{role.arn}", role, _session_name(role.arn))
 
@@ -421,7 +424,7 @@ class IamEnforcer:
         return self._state_machine_roles.get(state_machine_name)
 
     def task_credentials(self, role_arn: str) -> tuple[str, str] | None:
-        """The credentials a state machine's Tasks call with, by the state machine's role ARN."""
+        """The credentials a template role calls with: a state machine's Tasks, an API's integration."""
         identity = self._role_keys.get(role_arn)
         return (identity.access_key_id, identity.secret_access_key) if identity else None
 

@@ -17,6 +17,11 @@ from typing import Any
 
 import yaml
 
+from orderbatch.localcloud.api_integrations import (
+    ServiceRoute,
+    routes_from_openapi,
+    state_machine_event_route,
+)
 from orderbatch.localcloud.event_sources import QueueMapping, mapping_from_resource, mappings_from_template
 from orderbatch.localcloud.lambda_service import FunctionSpec
 from orderbatch.localcloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
@@ -83,11 +88,19 @@ SILENTLY_LOCAL = {
         "Role",
         "Tracing",
         "Logging",
+        "Events",  # Api events become routes; the others are noted one by one
+    },
+    "AWS::Serverless::Api": {
+        "Name",
+        "StageName",
+        "DefinitionBody",
+        "Description",
+        "EndpointConfiguration",
+        "__MANAGE_SWAGGER",  # SAM's mark on the implicit API it writes the events' routes into
     },
 }
 NOT_ENFORCED_LOCALLY = {
     "Tracing": "X-Ray tracing is not collected locally",
-    "Logging": "state machine logging is not delivered locally",
     "PointInTimeRecoverySpecification": "point-in-time recovery has no local effect",
     "BucketEncryption": "bucket encryption has no local effect",
 }
@@ -110,6 +123,8 @@ class StateMachineSpec:
     arn: str
     type: str
     definition: str
+    # CreateStateMachine's loggingConfiguration (from SAM's Logging), or None to log nothing.
+    logging: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +178,8 @@ class LocalStack:
     layers: dict[str, LayerSpec] = field(default_factory=dict)  # by version ARN
     state_machines: list[StateMachineSpec] = field(default_factory=list)
     routes: list[HttpRoute] = field(default_factory=list)
+    # API routes whose OpenAPI integration calls Step Functions (api_integrations).
+    service_routes: list[ServiceRoute] = field(default_factory=list)
     topics: dict[str, str] = field(default_factory=dict)
     queues: list[QueueSpec] = field(default_factory=list)
     event_buses: dict[str, str] = field(default_factory=dict)
@@ -250,6 +267,7 @@ def load_stack(
     for logical_id, resource in resources.items():
         if resource.get("Type") not in LAYER_TYPES:
             _add_resource(stack, logical_id, resource, physical, base_dir)
+    _add_state_machine_api_events(stack, resources, physical)
     stack.outputs = {name: output.get("Value") for name, output in (resolved.get("Outputs") or {}).items()}
     return stack
 
@@ -360,12 +378,17 @@ def _physical_ids(
             name = props.get("Name") or props.get("StateMachineName") or f"{stack_name}-{logical_id}"
             arn = f"arn:aws:states:{region}:{account_id}:stateMachine:{name}"
             ids[logical_id] = {"Ref": arn, "Arn": arn, "Name": name}
-        elif kind in ("AWS::Serverless::HttpApi", "AWS::ApiGatewayV2::Api"):
+        elif kind in ("AWS::Serverless::HttpApi", "AWS::ApiGatewayV2::Api", "AWS::Serverless::Api"):
             ids[logical_id] = {"Ref": logical_id.lower()}
         elif kind == "AWS::SNS::Topic":
             name = props.get("TopicName") or f"{stack_name}-{logical_id}"
             arn = f"arn:aws:sns:{region}:{account_id}:{name}"
             ids[logical_id] = {"Ref": arn, "TopicArn": arn, "TopicName": name}
+        elif kind == "AWS::IAM::Role":
+            # As iam.py names it: CloudFormation's "<stack>-<logical id>", without its random suffix.
+            name = props.get("RoleName") or f"{stack_name}-{logical_id}"[:64]
+            arn = f"arn:aws:iam::{account_id}:role{props.get('Path') or '/'}{name}"
+            ids[logical_id] = {"Ref": name, "Arn": arn, "RoleId": name}
         elif kind == "AWS::Logs::LogGroup":
             name = props.get("LogGroupName") or f"{stack_name}-{logical_id}"
             ids[logical_id] = {"Ref": name, "Arn": f"arn:aws:logs:{region}:{account_id}:log-group:{name}:*"}
@@ -438,20 +461,15 @@ def _add_resource(
         return
     elif kind == "AWS::S3::Bucket":
         stack.buckets[logical_id] = ref
-    elif kind == "AWS::Serverless::Function":
-        stack.functions.append(
-            _function_spec(logical_id, ref, props, base_dir, _layers_of(stack, logical_id, props))
-        )
-        stack.routes.extend(_http_routes(ref, props.get("Events") or {}, physical))
-        stack.event_rules.extend(_event_source_rules(logical_id, physical[logical_id]["Arn"], props))
-        stack.queue_mappings.extend(mappings_from_template(ref, props.get("Events") or {}))
-    elif kind == "AWS::Serverless::StateMachine":
-        stack.state_machines.append(_state_machine_spec(logical_id, physical[logical_id], props, base_dir))
-        stack.event_rules.extend(_event_source_rules(logical_id, physical[logical_id]["Arn"], props))
+    elif kind in ("AWS::Serverless::Function", "AWS::Serverless::StateMachine"):
+        _add_serverless_compute(stack, logical_id, kind, props, physical, base_dir)
     elif kind == "AWS::Serverless::HttpApi":
         if (props.get("Auth") or {}).get("DefaultAuthorizer") not in (None, "AWS_IAM"):
             stack.not_honoured.append(f"{logical_id}: only AWS_IAM authorization is emulated locally")
+        _add_definition_routes(stack, logical_id, props, stage=None)
         return
+    elif kind == "AWS::Serverless::Api":
+        _add_definition_routes(stack, logical_id, props, stage=str(props.get("StageName", "Prod")))
     elif kind == "AWS::SNS::Topic":
         stack.topics[logical_id] = physical[logical_id]["TopicName"]
     elif kind == "AWS::Logs::LogGroup":
@@ -463,6 +481,28 @@ def _add_resource(
         stack.not_honoured.append(f"{logical_id} ({kind}): resource type not created locally")
         return
     _note_unhonoured(stack, logical_id, kind, props)
+
+
+def _add_serverless_compute(
+    stack: LocalStack,
+    logical_id: str,
+    kind: str,
+    props: Mapping[str, Any],
+    physical: Mapping[str, Any],
+    base_dir: Path,
+) -> None:
+    """A SAM function or state machine, and what its ``Events`` make: routes, rules, queue pollers."""
+    ids = physical[logical_id]
+    events = props.get("Events") or {}
+    if kind == "AWS::Serverless::Function":
+        stack.functions.append(
+            _function_spec(logical_id, ids["Ref"], props, base_dir, _layers_of(stack, logical_id, props))
+        )
+        stack.routes.extend(_http_routes(ids["Ref"], events, physical))
+        stack.queue_mappings.extend(mappings_from_template(ids["Ref"], events))
+    else:
+        _add_state_machine(stack, _state_machine_spec(logical_id, ids, props, base_dir))
+    stack.event_rules.extend(_event_source_rules(logical_id, ids["Arn"], props))
 
 
 def _add_messaging_resource(
@@ -603,6 +643,79 @@ def _as_serverless_machine(props: Mapping[str, Any]) -> dict[str, Any]:
     elif "DefinitionS3Location" in props:
         converted["DefinitionUri"] = props["DefinitionS3Location"]
     return converted
+
+
+def _add_state_machine(stack: LocalStack, machine: StateMachineSpec) -> None:
+    stack.state_machines.append(machine)
+    if machine.logging and machine.type != "EXPRESS":
+        stack.not_honoured.append(
+            f"{machine.logical_id}.Logging: delivered to CloudWatch Logs for EXPRESS state machines only"
+        )
+
+
+# SAM's implicit REST API, which an Api event without a RestApiId joins, and its stage.
+IMPLICIT_REST_API = "ServerlessRestApi"
+IMPLICIT_REST_API_STAGE = "Prod"
+
+
+def _add_state_machine_api_events(
+    stack: LocalStack, resources: Mapping[str, Any], physical: Mapping[str, Any]
+) -> None:
+    """A state machine's ``Events`` of type Api: the StartExecution route SAM writes into the REST API."""
+    stages = {
+        physical[logical_id]["Ref"]: (
+            logical_id,
+            str((body.get("Properties") or {}).get("StageName", "Prod")),
+        )
+        for logical_id, body in resources.items()
+        if body.get("Type") == "AWS::Serverless::Api"
+    }
+    for logical_id, body in resources.items():
+        if body.get("Type") != "AWS::Serverless::StateMachine":
+            continue
+        for event_name, event in ((body.get("Properties") or {}).get("Events") or {}).items():
+            if event.get("Type") in _RULE_EVENT_TYPES:
+                continue  # a rule (_event_source_rules)
+            if event.get("Type") != "Api":
+                stack.not_honoured.append(
+                    f"{logical_id}.Events.{event_name} ({event.get('Type')}): not honoured locally"
+                )
+                continue
+            props = event.get("Properties") or {}
+            api_id = props.get("RestApiId")
+            api_logical_id, stage = stages.get(api_id, (IMPLICIT_REST_API, IMPLICIT_REST_API_STAGE))
+            stack.service_routes.append(
+                state_machine_event_route(
+                    api_logical_id,
+                    stage=str(props.get("Stage") or stage),
+                    path=str(props.get("Path", "/")),
+                    method=str(props.get("Method", "ANY")),
+                    state_machine_arn=physical[logical_id]["Arn"],
+                    unescape_quotes=bool(props.get("UnescapeMappingTemplate")),
+                )
+            )
+
+
+def _add_definition_routes(
+    stack: LocalStack, logical_id: str, props: Mapping[str, Any], stage: str | None
+) -> None:
+    """The routes of an API's OpenAPI ``DefinitionBody`` that call Step Functions (api_integrations)."""
+    body = props.get("DefinitionBody")
+    if not isinstance(body, Mapping):
+        if stage is not None:
+            stack.not_honoured.append(
+                f"{logical_id}: only a DefinitionBody's Step Functions routes run locally"
+            )
+        return
+    parsed = routes_from_openapi(
+        logical_id,
+        body,
+        stage=stage,
+        http_api=stage is None,
+        iam_auth=(props.get("Auth") or {}).get("DefaultAuthorizer") == "AWS_IAM",
+    )
+    stack.service_routes.extend(parsed.routes)
+    stack.not_honoured.extend(parsed.notes)
 
 
 def _note_unhonoured(stack: LocalStack, logical_id: str, kind: str, props: Mapping[str, Any]) -> None:
@@ -747,7 +860,24 @@ def _state_machine_spec(
         arn=ids["Arn"],
         type=str(props.get("Type", "STANDARD")),
         definition=definition,
+        logging=logging_configuration(props.get("Logging")),
     )
+
+
+def logging_configuration(logging: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """SAM's ``Logging`` (CloudFormation's LoggingConfiguration) in the API's shape."""
+    if not logging:
+        return None
+    include = logging.get("IncludeExecutionData", False)
+    return {
+        "level": str(logging.get("Level", "OFF")),
+        "includeExecutionData": include is True or str(include).lower() == "true",
+        "destinations": [
+            {"cloudWatchLogsLogGroup": {"logGroupArn": str(group.get("LogGroupArn"))}}
+            for destination in logging.get("Destinations") or []
+            if (group := destination.get("CloudWatchLogsLogGroup"))
+        ],
+    }
 
 
 def _parse_definition(logical_id: str, substituted: str) -> str:

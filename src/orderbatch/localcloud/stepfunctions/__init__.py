@@ -1,12 +1,14 @@
 """moto in server mode, as the local Step Functions, DynamoDB, S3, CloudWatch, SNS and Logs.
 
 moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud
-changes in it, without forking it, lives beside this module, one concern each: ``definitions`` (the
-definitions CreateStateMachine refuses), ``task_clients`` (how Tasks reach services), ``map_state`` (the
-Map state's limits, memory and results), ``histories`` (what a finished execution keeps), ``executions``
-(StartExecution where moto answers unlike AWS), ``lambda_tasks`` (Lambda Task results and error causes in
-AWS's shapes), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions
-Local's MockConfigFile test cases).
+changes in it, without forking it, lives beside this module, one concern each: ``errors`` (its errors'
+codes), ``definitions`` (the definitions CreateStateMachine refuses), ``task_clients`` (how Tasks reach
+services), ``map_state`` (the Map state's limits, memory and results), ``histories`` (what a finished
+execution keeps), ``executions`` (StartExecution where moto answers unlike AWS), ``express`` (EXPRESS
+state machines: StartSyncExecution, their executions' limit and logs, what the other APIs answer for
+them), ``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes), ``redrive``
+(RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions Local's MockConfigFile test
+cases).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Any
 from orderbatch.localcloud.stepfunctions import (
     context_object,
     definitions,
+    errors,
     executions,
+    express,
     histories,
     jsonata,
     lambda_tasks,
@@ -29,6 +33,7 @@ from orderbatch.localcloud.stepfunctions import (
     test_state,
     wait_state,
 )
+from orderbatch.localcloud.stepfunctions.express import EXPRESS_MAX_DURATION_SECONDS, limit_express_duration
 from orderbatch.localcloud.stepfunctions.histories import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
     HistoryStore,
@@ -39,12 +44,14 @@ from orderbatch.localcloud.stepfunctions.task_clients import route_lambda_tasks_
 
 __all__ = [
     "DEFAULT_MAX_EVENTS_IN_MEMORY",
+    "EXPRESS_MAX_DURATION_SECONDS",
     "INLINE_MAP_CONCURRENCY_LIMIT",
     "RESULTS_PER_FILE",
     "HistoryStore",
     "apply_interpreter_patches",
     "create_moto_app",
     "keep_histories_in",
+    "limit_express_duration",
     "route_lambda_tasks_to",
 ]
 
@@ -67,6 +74,7 @@ def apply_interpreter_patches() -> None:
     with _patch_lock:
         if _patched:
             return
+        errors.patch()
         definitions.patch()
         task_clients.patch()
         map_state.patch()
@@ -75,6 +83,8 @@ def apply_interpreter_patches() -> None:
         lambda_tasks.patch()
         jsonata.patch()
         redrive.patch()
+        # Before mock_config: its StartExecution strips a test case's name off the ARN, then calls this one.
+        express.patch()
         mock_config.patch()
         test_state.patch()
         context_object.patch()
