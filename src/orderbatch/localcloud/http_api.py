@@ -132,22 +132,32 @@ class HttpApiGateway:
             return _json(404, {"message": "Not Found"})
         match = next(
             (
-                (compiled, found)
+                (compiled, found, route_path)
                 for compiled in routes
                 if compiled.route.method in (request.method, "ANY")
-                and (found := compiled.pattern.match(path)) is not None
+                and (route_path := _within_stage(path, compiled.route.stage)) is not None
+                and (found := compiled.pattern.match(route_path)) is not None
             ),
             None,
         )
         if match is None:
-            return _json(404, {"message": "Not Found"})
-        compiled, found = match
+            # A REST API answers an unknown route with its missing-authentication message.
+            rest = any(compiled.route.payload_version == "1.0" for compiled in routes)
+            return _json(403 if rest else 404, {"message": _MISSING_TOKEN if rest else "Not Found"})
+        compiled, found, route_path = match
         if compiled.route.iam_auth:
             refusal = _check_sigv4(request.headers.get("Authorization"))
             if refusal is not None:
                 return _json(403, {"message": refusal})
-        event = self._event(request, api_id, path, compiled, found.groupdict())
+        if compiled.route.payload_version == "1.0":
+            event = self._rest_event(request, api_id, route_path, compiled, found.groupdict())
+        else:
+            event = self._event(request, api_id, path, compiled, found.groupdict())
         outcome = self._invoke(compiled.route.function_name, json.dumps(event).encode())
+        if compiled.route.payload_version == "1.0":
+            if outcome.throttled or outcome.function_error:
+                return _json(502, {"message": "Internal server error"})
+            return _rest_response_from_payload(outcome.payload)
         if outcome.throttled or outcome.function_error:
             # API Gateway hides the Lambda error from the caller, as it does in AWS.
             return _json(500, {"message": "Internal Server Error"})
@@ -172,6 +182,61 @@ class HttpApiGateway:
                 account_id=self._account_id,
             )
         return None
+
+    def _rest_event(
+        self,
+        request: Request,
+        api_id: str,
+        path: str,
+        compiled: _CompiledRoute,
+        path_parameters: dict[str, str],
+    ) -> dict[str, Any]:
+        """The Lambda proxy event of a REST API (payload format 1.0)."""
+        body = request.get_data()
+        try:
+            text_body: str | None = body.decode("utf-8") if body else None
+            is_base64 = False
+        except UnicodeDecodeError:
+            text_body, is_base64 = base64.b64encode(body).decode(), True
+        now = time.time()
+        stage = compiled.route.stage or ""
+        multi_headers: dict[str, list[str]] = {}
+        for key, value in request.headers.items():
+            multi_headers.setdefault(key, []).append(value)
+        return {
+            "resource": compiled.route.path,
+            "path": path,
+            "httpMethod": request.method,
+            "headers": dict(request.headers.items()) or None,
+            "multiValueHeaders": multi_headers or None,
+            "queryStringParameters": dict(request.args) or None,
+            "multiValueQueryStringParameters": {key: request.args.getlist(key) for key in request.args}
+            or None,
+            "pathParameters": path_parameters or None,
+            "stageVariables": None,
+            "requestContext": {
+                "resourceId": uuid.uuid4().hex[:6],
+                "resourcePath": compiled.route.path,
+                "httpMethod": request.method,
+                "extendedRequestId": str(uuid.uuid4()),
+                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+                "path": f"/{stage}{path}",
+                "accountId": self._account_id,
+                "protocol": request.environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
+                "stage": stage,
+                "domainPrefix": api_id,
+                "requestTimeEpoch": int(now * 1000),
+                "requestId": str(uuid.uuid4()),
+                "identity": {
+                    "sourceIp": request.remote_addr or "127.0.0.1",
+                    "userAgent": request.headers.get("User-Agent", ""),
+                },
+                "domainName": request.host,
+                "apiId": api_id,
+            },
+            "body": text_body,
+            "isBase64Encoded": is_base64,
+        }
 
     def _event(
         self,
@@ -220,6 +285,42 @@ class HttpApiGateway:
             "body": text_body,
             "isBase64Encoded": is_base64,
         }
+
+
+_MISSING_TOKEN = "Missing Authentication Token"
+
+
+def _within_stage(path: str, stage: str | None) -> str | None:
+    """The route's path of a request to a REST API stage (``/Prod/orders`` -> ``/orders``); the path
+    itself for an HTTP API's route; None when the request is for another stage."""
+    if stage is None:
+        return path
+    prefix = f"/{stage}"
+    if path == prefix:
+        return "/"
+    return path[len(prefix) :] if path.startswith(prefix + "/") else None
+
+
+def _rest_response_from_payload(payload: bytes) -> Response:
+    """A Lambda proxy answer as a REST API returns it; anything but an object with ``statusCode`` is
+    API Gateway's 502 for a malformed Lambda proxy response."""
+    try:
+        result = json.loads(payload or b"null")
+    except json.JSONDecodeError:
+        result = None
+    if not isinstance(result, dict) or not isinstance(result.get("statusCode"), int | str):
+        return _json(502, {"message": "Internal server error"})
+    body = result.get("body") or ""
+    data = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
+    response = Response(data, status=int(result["statusCode"]))
+    if "Content-Type" not in (result.get("headers") or {}):
+        response.headers["Content-Type"] = "application/json"
+    for key, value in (result.get("headers") or {}).items():
+        response.headers[key] = str(value)
+    for key, values in (result.get("multiValueHeaders") or {}).items():
+        for value in values:
+            response.headers.add(key, str(value))
+    return response
 
 
 def _check_sigv4(authorization: str | None) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +162,9 @@ class HttpRoute:
     function_name: str
     api_logical_id: str
     iam_auth: bool
+    # "2.0" for an HTTP API's route; "1.0" for a REST API's Lambda proxy route, served under its stage.
+    payload_version: str = "2.0"
+    stage: str | None = None
 
 
 @dataclass
@@ -268,6 +271,7 @@ def load_stack(
         if resource.get("Type") not in LAYER_TYPES:
             _add_resource(stack, logical_id, resource, physical, base_dir)
     _add_state_machine_api_events(stack, resources, physical)
+    _set_rest_api_stages(stack, resources, physical)
     stack.outputs = {name: output.get("Value") for name, output in (resolved.get("Outputs") or {}).items()}
     return stack
 
@@ -809,19 +813,47 @@ def _http_routes(
 ) -> list[HttpRoute]:
     routes = []
     for event in events.values():
-        if event.get("Type") != "HttpApi":
-            continue
         props = event.get("Properties") or {}
-        routes.append(
-            HttpRoute(
-                method=str(props.get("Method", "ANY")).upper(),
-                path=str(props.get("Path", "/")),
-                function_name=function_name,
-                api_logical_id=str(props.get("ApiId", "ServerlessHttpApi")),
-                iam_auth=True,
+        if event.get("Type") == "HttpApi":
+            routes.append(
+                HttpRoute(
+                    method=str(props.get("Method", "ANY")).upper(),
+                    path=str(props.get("Path", "/")),
+                    function_name=function_name,
+                    api_logical_id=str(props.get("ApiId", "ServerlessHttpApi")),
+                    iam_auth=True,
+                )
             )
-        )
+        elif event.get("Type") == "Api":
+            # A REST API's Lambda proxy route; its stage is the API's (set once every API is read).
+            routes.append(
+                HttpRoute(
+                    method=str(props.get("Method", "ANY")).upper(),
+                    path=str(props.get("Path", "/")),
+                    function_name=function_name,
+                    api_logical_id=str(props.get("RestApiId") or IMPLICIT_REST_API).lower(),
+                    iam_auth=((props.get("Auth") or {}).get("Authorizer")) == "AWS_IAM",
+                    payload_version="1.0",
+                )
+            )
     return routes
+
+
+def _set_rest_api_stages(
+    stack: LocalStack, resources: Mapping[str, Any], physical: Mapping[str, Any]
+) -> None:
+    """Each REST API proxy route is served under its API's ``StageName`` (SAM's implicit API: ``Prod``)."""
+    stages = {
+        str(physical[logical_id]["Ref"]).lower(): str((body.get("Properties") or {}).get("StageName", "Prod"))
+        for logical_id, body in resources.items()
+        if body.get("Type") == "AWS::Serverless::Api"
+    }
+    stack.routes = [
+        replace(route, stage=stages.get(route.api_logical_id, IMPLICIT_REST_API_STAGE))
+        if route.payload_version == "1.0"
+        else route
+        for route in stack.routes
+    ]
 
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.:-]+)\}")
