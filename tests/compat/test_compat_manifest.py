@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orderbatch.compat.manifest import ManifestError, load_manifest
+from orderbatch.compat.manifest import CompatApp, ManifestError, load_manifest
 from orderbatch.compat.report import render, summary
-from orderbatch.compat.runner import AppResult
+from orderbatch.compat.runner import AppResult, run_app
 from orderbatch.compat.sources import SourceUnavailableError, export_app
 
 PUBLIC_MANIFEST = Path(__file__).resolve().parent / "public_apps.yaml"
@@ -143,3 +143,16 @@ def test_the_report_counts_rates_over_the_apps_that_ran_and_groups_alike_causes(
         "compare: ended FAILED, README says SUCCEEDED": 1,
     }
     assert "deployed:           2 of 4 (50%)" in render(results)
+
+
+OWN_MANIFEST = Path(__file__).resolve().parent / "own_apps.yaml"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("app", load_manifest(OWN_MANIFEST), ids=lambda app: app.id)
+def test_the_runner_deploys_and_runs_an_app_in_its_own_local_up(app: CompatApp) -> None:
+    result = run_app(app, sources=None, local_root=OWN_MANIFEST.parent, deploy_timeout=180, run_timeout=60)
+
+    assert (result.stage, result.cause) == ("passed", "")
+    assert result.deployed
+    assert result.ended_as_readme

@@ -42,8 +42,9 @@ class TableItem:
 @dataclass(frozen=True)
 class HttpCall:
     method: str
-    path: str
+    path: str  # after the API's ID: a REST API's starts with its stage (/Prod/orders)
     body: Any = None
+    api: str | None = None  # the API's logical ID, where the stack has more than one
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,9 @@ def _app(entry: Any, index: int) -> CompatApp:
         state_machine_output=run.get("output"),
         input=_input(run),
         input_refs={str(k): dict(v) for k, v in (run.get("input_refs") or {}).items()},
-        http=HttpCall(http["method"].upper(), http["path"], http.get("body")) if http else None,
+        http=HttpCall(http["method"].upper(), http["path"], http.get("body"), http.get("api"))
+        if http
+        else None,
         expect=Expectation(
             status=status,
             output=expect.get("output"),

@@ -354,7 +354,12 @@ def _run_http(app: CompatApp, cloud: _LocalUp, timeout: float) -> str:
 
     assert app.http is not None
     stack = cloud.loaded_stack(app)
-    api_ids = sorted({route.api_logical_id.lower() for route in stack.routes})
+    api_ids = sorted(
+        {route.api_logical_id.lower() for route in stack.routes}
+        | {route.api_logical_id.lower() for route in stack.service_routes}
+    )
+    if app.http.api:
+        api_ids = [app.http.api.lower()]
     if not api_ids:
         raise _AppFailedError("run", "the stack has no API route the local cloud serves")
     url = f"{cloud.endpoint}{PATH_PREFIX}{api_ids[0]}{app.http.path}"
