@@ -4,7 +4,8 @@ moto's Step Functions interpreter (ported from LocalStack) runs the executions. 
 changes in it, without forking it, lives beside this module, one concern each: ``definitions`` (the
 definitions CreateStateMachine refuses), ``task_clients`` (how Tasks reach services), ``map_state`` (the
 Map state's limits, memory and results), ``histories`` (what a finished execution keeps), ``executions``
-(StartExecution where moto answers unlike AWS), ``lambda_tasks`` (Lambda Task results and error causes in
+(StartExecution where moto answers unlike AWS), ``jsonpath`` (paths in Jayway's dialect with AWS's result
+shapes), ``intrinsics`` (how ``States.*`` invocations are read and fail), ``lambda_tasks`` (Lambda Task results and error causes in
 AWS's shapes), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions
 Local's MockConfigFile test cases).
 """
@@ -19,7 +20,9 @@ from orderbatch.localcloud.stepfunctions import (
     definitions,
     executions,
     histories,
+    intrinsics,
     jsonata,
+    jsonpath,
     lambda_tasks,
     map_state,
     mock_config,
@@ -80,4 +83,6 @@ def apply_interpreter_patches() -> None:
         context_object.patch()
         wait_state.patch()
         service_tasks.patch()
+        jsonpath.patch()
+        intrinsics.patch()
         _patched = True
