@@ -5,7 +5,8 @@ changes in it, without forking it, lives beside this module, one concern each: `
 definitions CreateStateMachine refuses), ``task_clients`` (how Tasks reach services), ``map_state`` (the
 Map state's limits, memory and results), ``histories`` (what a finished execution keeps), ``executions``
 (StartExecution where moto answers unlike AWS), ``jsonpath`` (paths in Jayway's dialect with AWS's result
-shapes), ``intrinsics`` (how ``States.*`` invocations are read and fail), ``lambda_tasks`` (Lambda Task results and error causes in
+shapes), ``intrinsics`` (how ``States.*`` invocations are read and fail), ``assign_literals`` (text in
+``Assign`` decoded from its JSON string), ``lambda_tasks`` (Lambda Task results and error causes in
 AWS's shapes), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions
 Local's MockConfigFile test cases).
 """
@@ -16,6 +17,7 @@ import threading
 from typing import Any
 
 from orderbatch.localcloud.stepfunctions import (
+    assign_literals,
     context_object,
     definitions,
     executions,
@@ -85,4 +87,5 @@ def apply_interpreter_patches() -> None:
         service_tasks.patch()
         jsonpath.patch()
         intrinsics.patch()
+        assign_literals.patch()
         _patched = True

@@ -20,6 +20,7 @@ moto's function components from them:
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -140,12 +141,9 @@ def _read_argument(reader: _Reader) -> Any:
 
 
 def _variable_argument(path: str) -> Any:
-    from moto.stepfunctions.parser.asl.component.common.query_language import QueryLanguageMode
-    from moto.stepfunctions.parser.asl.component.common.string.string_expression import StringVariableSample
-    from moto.stepfunctions.parser.asl.component.intrinsic.argument.argument import ArgumentVar
-
-    sample = StringVariableSample(query_language_mode=QueryLanguageMode.JSONPath, expression=path)
-    return ArgumentVar(string_variable_sample=sample)
+    name = _VARIABLE.match(path)
+    assert name is not None
+    return _moto_classes().variable_argument(name.group()[1:], "$" + path[name.end() :])
 
 
 def _read_path_text(reader: _Reader) -> str:
@@ -214,15 +212,20 @@ def _escaped_character(reader: _Reader) -> str:
 class _MotoClasses:
     template_literal: type
     checked_argument_list: type
+    variable_argument: type
 
 
 @functools.cache
 def _moto_classes() -> _MotoClasses:
     """moto's argument components extended for this module (built on first use: importing imports no moto)."""
     from moto.stepfunctions.parser.asl.component.intrinsic.argument.argument import (
+        ArgumentJsonPath,
         ArgumentList,
         ArgumentLiteral,
     )
+    from moto.stepfunctions.parser.asl.eval.variable_store import NoSuchVariable
+
+    from orderbatch.localcloud.stepfunctions.jsonpath import extract_json
 
     class TemplateLiteral(ArgumentLiteral):
         """A string literal: its value is the text, its template the pieces around each unescaped ``{}``."""
@@ -241,7 +244,29 @@ def _moto_classes() -> _MotoClasses:
             check_arguments(self.function_name, values)
             return values
 
-    return _MotoClasses(template_literal=TemplateLiteral, checked_argument_list=CheckedArgumentList)
+    class VariableArgument(ArgumentJsonPath):
+        """``$name.path``: a JSONPath applied to a workflow variable's value, taken from the store as is.
+
+        moto sampled it through a JSONata expression, which mangled text holding JSON.
+        """
+
+        def __init__(self, variable_name: str, path: str) -> None:
+            super().__init__(json_path=path)
+            self.variable_name = variable_name
+            self.path = path
+
+        def _eval_argument(self, env: Any) -> Any:
+            try:
+                value = env.variable_store.get(self.variable_name)
+            except NoSuchVariable as error:
+                raise IntrinsicFailure(f"The variable ${self.variable_name} is not defined") from error
+            return copy.deepcopy(value if self.path == "$" else extract_json(self.path, value))
+
+    return _MotoClasses(
+        template_literal=TemplateLiteral,
+        checked_argument_list=CheckedArgumentList,
+        variable_argument=VariableArgument,
+    )
 
 
 def parse_invocation(source: str) -> Any:
