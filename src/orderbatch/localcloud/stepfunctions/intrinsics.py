@@ -15,7 +15,9 @@ moto's function components from them:
   a template and argument count that disagree, and arguments an intrinsic cannot take (a null to
   ``States.Hash``, ``States.StringSplit`` or ``States.MathAdd``, an index past the array's end), fail the
   state with States.Runtime, as AWS reports intrinsic errors (``States.IntrinsicFailure`` is reserved),
-  with a cause that names the function instead of a Python exception.
+  with a cause that names the function instead of a Python exception;
+- ``States.ArrayUnique`` and ``States.ArrayContains`` compare JSON values (``true`` is not ``1``, objects
+  and arrays by content), where moto used Python's equality and could not hash objects.
 """
 
 from __future__ import annotations
@@ -357,9 +359,15 @@ def check_arguments(function_name: str, values: list[Any]) -> None:
         )
 
 
+def json_identity(value: Any) -> str:
+    """Equal for equal JSON values only: ``true`` is not ``1``, objects compare by content."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
 def patch() -> None:
     _read_invocations_with_this_module()
     _format_with_templates()
+    _compare_array_items_as_json()
     _fail_intrinsics_as_states_runtime()
 
 
@@ -398,6 +406,33 @@ def _format_with_templates() -> None:
         env.stack.append(_format(template, values[1:], StringFormat._to_str_repr))
 
     StringFormat._eval_body = evaluate_format  # type: ignore[method-assign]
+
+
+def _compare_array_items_as_json() -> None:
+    """ArrayUnique and ArrayContains compare JSON values; moto's Python equality took true for 1."""
+    from moto.stepfunctions.parser.asl.component.intrinsic.function.statesfunction.array.array_contains import (
+        ArrayContains,
+    )
+    from moto.stepfunctions.parser.asl.component.intrinsic.function.statesfunction.array.array_unique import (
+        ArrayUnique,
+    )
+
+    def unique(self: Any, env: Any) -> None:
+        self.argument_list.eval(env=env)
+        array = env.stack.pop()[0]
+        unique_items: dict[str, Any] = {}
+        for item in array:
+            unique_items.setdefault(json_identity(item), item)
+        env.stack.append(list(unique_items.values()))
+
+    def contains(self: Any, env: Any) -> None:
+        self.argument_list.eval(env=env)
+        array, value = env.stack.pop()
+        wanted = json_identity(value)
+        env.stack.append(any(json_identity(item) == wanted for item in array))
+
+    ArrayUnique._eval_body = unique  # type: ignore[method-assign]
+    ArrayContains._eval_body = contains  # type: ignore[method-assign]
 
 
 def _fail_intrinsics_as_states_runtime() -> None:

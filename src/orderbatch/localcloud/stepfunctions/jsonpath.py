@@ -13,7 +13,8 @@ Step Functions reads ``InputPath``, ``OutputPath``, the ``.$`` fields of ``Param
   ``>=`` on numbers and on strings; ``=~ /regex/i``; ``in``, ``nin``, ``subsetof``, ``anyof``, ``noneof``,
   ``size``, ``empty``, ``contains``; ``@.x`` alone tests that x is there and not null;
 - path functions (``length()``, ``sum()``, ...) are not evaluated: AWS answers such a path with "could
-  not be found" (recorded for ``$.Jobs.sum()``), and so does this module.
+  not be found" (recorded for ``$.Jobs.sum()``), and so does this module; that cause quotes the input as
+  compact JSON, as AWS does (moto put spaces after ``:`` and ``,``).
 """
 
 from __future__ import annotations
@@ -640,3 +641,18 @@ def patch() -> None:
     for name in _MOTO_MODULES:
         module = importlib.import_module(name)
         module.extract_json = extract_json  # type: ignore[attr-defined]
+    _quote_inputs_compactly()
+
+
+def _quote_inputs_compactly() -> None:
+    """The input a "could not be found" cause quotes is compact JSON on AWS (``{"Jobs":[0,1]}``)."""
+    from moto.stepfunctions.parser.asl.component.common.string import string_expression
+    from moto.stepfunctions.parser.asl.component.state import state
+    from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
+
+    def compact_json(value: Any, separators: tuple[str, str] | None = None) -> str:
+        return to_json_str(value, separators=separators or (",", ":"))
+
+    # Both modules call this name only to write JSON into history details and causes.
+    state.to_json_str = compact_json  # type: ignore[attr-defined]
+    string_expression.to_json_str = compact_json  # type: ignore[attr-defined]
