@@ -104,7 +104,7 @@ def test_escaped_quote_braces_and_backslash(sfn: Any) -> None:
 
 def test_escaped_double_quotes_in_a_literal(sfn: Any) -> None:
     # Recorded (intrinsic_functions.test_json_merge_escaped_argument): \" inside a literal is a quote.
-    result = value_of(sfn, 'States.StringToJson(\'{"a": [1, null]}\')', {})
+    result = value_of(sfn, "States.StringToJson('{\"a\": [1, null]}')", {})
     assert result == {"a": [1, None]}
 
 

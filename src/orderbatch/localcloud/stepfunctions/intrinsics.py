@@ -40,7 +40,7 @@ class IntrinsicSyntaxError(ValueError):
     """An invocation that is not a valid intrinsic function call."""
 
 
-class IntrinsicFailure(Exception):
+class IntrinsicFunctionError(Exception):
     """An intrinsic function that cannot compute a value from its arguments."""
 
 
@@ -261,7 +261,7 @@ def _moto_classes() -> _MotoClasses:
             try:
                 value = env.variable_store.get(self.variable_name)
             except NoSuchVariable as error:
-                raise IntrinsicFailure(f"The variable ${self.variable_name} is not defined") from error
+                raise IntrinsicFunctionError(f"The variable ${self.variable_name} is not defined") from error
             return copy.deepcopy(value if self.path == "$" else extract_json(self.path, value))
 
     return _MotoClasses(
@@ -292,7 +292,7 @@ def parse_invocation(source: str) -> Any:
 def _format(template: FormatTemplate, values: list[Any], to_text: Any) -> str:
     placeholders = len(template.pieces) - 1
     if placeholders != len(values):
-        raise IntrinsicFailure(
+        raise IntrinsicFunctionError(
             f"The number of arguments ({len(values)}) does not match the number of placeholders "
             f"({placeholders}) in the template of States.Format"
         )
@@ -343,17 +343,17 @@ def check_arguments(function_name: str, values: list[Any]) -> None:
         return
     for position, (value, kinds) in enumerate(zip(values, expected, strict=False), start=1):
         if "any" not in kinds and _kind(value) not in kinds:
-            raise IntrinsicFailure(
+            raise IntrinsicFunctionError(
                 f"The value of argument {position} of States.{function_name} must be a {' or '.join(kinds)}, "
                 f"but was {_kind(value)}: {json.dumps(value)}"
             )
     if function_name == "Hash" and values[1] not in _HASH_ALGORITHMS:
-        raise IntrinsicFailure(
+        raise IntrinsicFunctionError(
             f"The hash algorithm {json.dumps(values[1])} of States.Hash is not one of "
             f"{', '.join(_HASH_ALGORITHMS)}"
         )
     if function_name == "ArrayGetItem" and not -1 < values[1] < len(values[0]):
-        raise IntrinsicFailure(
+        raise IntrinsicFunctionError(
             f"The index {json.dumps(values[1])} is out of bounds of the array of States.ArrayGetItem "
             f"(length {len(values[0])})"
         )
@@ -387,9 +387,11 @@ def _read_invocations_with_this_module() -> None:
 
 
 def _format_with_templates() -> None:
-    from moto.stepfunctions.parser.asl.component.intrinsic.function.statesfunction.generic.string_format import (
-        StringFormat,
+    from moto.stepfunctions.parser.asl.component.intrinsic.function.statesfunction.generic import (
+        string_format,
     )
+
+    format_function = string_format.StringFormat
 
     def evaluate_format(self: Any, env: Any) -> None:
         self.argument_list.eval(env=env)
@@ -399,22 +401,20 @@ def _format_with_templates() -> None:
         if template is None:
             # A template read from the input is text: only its ``{}`` are placeholders.
             if not isinstance(values[0], str):
-                raise IntrinsicFailure(
+                raise IntrinsicFunctionError(
                     f"The template of States.Format must be a string, but was {_kind(values[0])}"
                 )
             template = FormatTemplate(tuple(values[0].split("{}")))
-        env.stack.append(_format(template, values[1:], StringFormat._to_str_repr))
+        env.stack.append(_format(template, values[1:], format_function._to_str_repr))
 
-    StringFormat._eval_body = evaluate_format  # type: ignore[method-assign]
+    format_function._eval_body = evaluate_format  # type: ignore[method-assign]
 
 
 def _compare_array_items_as_json() -> None:
     """ArrayUnique and ArrayContains compare JSON values; moto's Python equality took true for 1."""
-    from moto.stepfunctions.parser.asl.component.intrinsic.function.statesfunction.array.array_contains import (
-        ArrayContains,
-    )
-    from moto.stepfunctions.parser.asl.component.intrinsic.function.statesfunction.array.array_unique import (
-        ArrayUnique,
+    from moto.stepfunctions.parser.asl.component.intrinsic.function.statesfunction.array import (
+        array_contains,
+        array_unique,
     )
 
     def unique(self: Any, env: Any) -> None:
@@ -431,8 +431,8 @@ def _compare_array_items_as_json() -> None:
         wanted = json_identity(value)
         env.stack.append(any(json_identity(item) == wanted for item in array))
 
-    ArrayUnique._eval_body = unique  # type: ignore[method-assign]
-    ArrayContains._eval_body = contains  # type: ignore[method-assign]
+    array_unique.ArrayUnique._eval_body = unique  # type: ignore[method-assign]
+    array_contains.ArrayContains._eval_body = contains  # type: ignore[method-assign]
 
 
 def _fail_intrinsics_as_states_runtime() -> None:
@@ -457,7 +457,7 @@ def _fail_intrinsics_as_states_runtime() -> None:
     def evaluate(self: Any, env: Any) -> None:
         try:
             original(self, env)
-        except (IntrinsicFailure, ValueError, TypeError, ArithmeticError) as failure:
+        except (IntrinsicFunctionError, ValueError, TypeError, ArithmeticError) as failure:
             # moto's own checks raise Python errors; AWS reports every intrinsic error as States.Runtime.
             runtime = StatesErrorNameType.StatesRuntime
             cause = f"The intrinsic function '{self.intrinsic_function_derivation}' failed: {failure}"
@@ -466,7 +466,7 @@ def _fail_intrinsics_as_states_runtime() -> None:
                     env=env,
                     error_name=StatesErrorName(typ=runtime),
                     event_type=HistoryEventType.TaskFailed,
-                    event_details=EventDetails(
+                    event_details=EventDetails(  # type: ignore[typeddict-item]
                         taskFailedEventDetails=TaskFailedEventDetails(error=runtime.to_name(), cause=cause)
                     ),
                 )

@@ -227,10 +227,7 @@ def _read_path(reader: _Reader) -> CompiledPath:
 
 
 def _read_scanned(reader: _Reader) -> Names | Wildcard | Indexes | Slice | Filter:
-    if reader.peek() == "[":
-        inner = _read_bracket(reader)
-    else:
-        inner = _read_dotted(reader)
+    inner = _read_bracket(reader) if reader.peek() == "[" else _read_dotted(reader)
     if isinstance(inner, Call | Scan):
         raise JsonPathSyntaxError(f"a deep scan cannot apply {inner} in {reader.text!r}")
     return inner
@@ -609,7 +606,7 @@ def _compare(operator: str, left: Any, right: Any) -> bool:
 
 
 def extract_json(path: str, data: Any) -> Any:
-    """The value of ``path`` in ``data`` as Step Functions gives it; moto's ``NoSuchJsonPathError`` if none."""
+    """The value of ``path`` in ``data`` as Step Functions gives it; ``NoSuchJsonPathError`` if none."""
     from moto.stepfunctions.parser.asl.utils.json_path import NoSuchJsonPathError
 
     compiled = compile_path(path)
@@ -650,9 +647,9 @@ def _quote_inputs_compactly() -> None:
     from moto.stepfunctions.parser.asl.component.state import state
     from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 
-    def compact_json(value: Any, separators: tuple[str, str] | None = None) -> str:
-        return to_json_str(value, separators=separators or (",", ":"))
+    def compact_json(obj: Any, separators: tuple[str, str] | None = None) -> str:
+        return to_json_str(obj, separators=separators or (",", ":"))
 
     # Both modules call this name only to write JSON into history details and causes.
-    state.to_json_str = compact_json  # type: ignore[attr-defined]
-    string_expression.to_json_str = compact_json  # type: ignore[attr-defined]
+    state.to_json_str = compact_json
+    string_expression.to_json_str = compact_json
