@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 
@@ -257,3 +258,22 @@ def test_path_functions_are_not_found(sfn: Any, path: str) -> None:
 
 def test_intrinsic_argument_path_with_a_filter(sfn: Any) -> None:
     assert value_of(sfn, "States.ArrayLength($.items[?(@.b == 'x')])", ITEMS) == 2
+
+
+# ---------------------------------------------------------------------------------------------- reading definitions
+
+
+def test_a_refused_jsonata_definition_leaves_later_jsonpath_definitions_readable(sfn: Any) -> None:
+    # moto kept the QueryLanguage scopes of every definition in one list: a definition refused inside a
+    # JSONata scope left it behind, and every JSONPath definition after it was refused too.
+    jsonata_with_parameters = {
+        "QueryLanguage": "JSONata",
+        "StartAt": "P",
+        "States": {"P": {"Type": "Pass", "Parameters": {"a": 1}, "End": True}},
+    }
+    role = "arn:aws:iam::123456789012:role/intrinsics"
+    with pytest.raises(ClientError) as refused:
+        sfn.create_state_machine(name="refused", definition=json.dumps(jsonata_with_parameters), roleArn=role)
+    assert refused.value.response["Error"]["Code"] == "InvalidDefinition"
+
+    assert value_of(sfn, "$.x", {"x": 1}) == 1

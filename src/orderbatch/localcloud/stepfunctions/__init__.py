@@ -6,7 +6,8 @@ definitions CreateStateMachine refuses), ``task_clients`` (how Tasks reach servi
 Map state's limits, memory and results), ``histories`` (what a finished execution keeps), ``executions``
 (StartExecution where moto answers unlike AWS), ``jsonpath`` (paths in Jayway's dialect with AWS's result
 shapes), ``intrinsics`` (how ``States.*`` invocations are read and fail), ``assign_literals`` (text in
-``Assign`` decoded from its JSON string), ``lambda_tasks`` (Lambda Task results and error causes in
+``Assign`` decoded from its JSON string), ``preprocessor_scopes`` (each definition read with its own
+QueryLanguage scopes), ``lambda_tasks`` (Lambda Task results and error causes in
 AWS's shapes), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions
 Local's MockConfigFile test cases).
 """
@@ -28,6 +29,7 @@ from orderbatch.localcloud.stepfunctions import (
     lambda_tasks,
     map_state,
     mock_config,
+    preprocessor_scopes,
     redrive,
     service_tasks,
     task_clients,
@@ -88,4 +90,5 @@ def apply_interpreter_patches() -> None:
         jsonpath.patch()
         intrinsics.patch()
         assign_literals.patch()
+        preprocessor_scopes.patch()
         _patched = True
