@@ -260,7 +260,7 @@ def test_intrinsic_argument_path_with_a_filter(sfn: Any) -> None:
     assert value_of(sfn, "States.ArrayLength($.items[?(@.b == 'x')])", ITEMS) == 2
 
 
-# ---------------------------------------------------------------------------------------------- reading definitions
+# ------------------------------------------------------------------------------------ reading definitions
 
 
 def test_a_refused_jsonata_definition_leaves_later_jsonpath_definitions_readable(sfn: Any) -> None:
