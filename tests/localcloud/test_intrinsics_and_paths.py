@@ -10,6 +10,7 @@ lists those.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,41 @@ def test_escaped_double_quotes_in_a_literal(sfn: Any) -> None:
     # Recorded (intrinsic_functions.test_json_merge_escaped_argument): \" inside a literal is a quote.
     result = value_of(sfn, "States.StringToJson('{\"a\": [1, null]}')", {})
     assert result == {"a": [1, None]}
+
+
+def test_variable_holding_json_text_as_an_argument(sfn: Any) -> None:
+    # Recorded (assign.test_reference_assign.BASE_REFERENCE_IN_INTRINSIC_FUNCTION): AWS parses the text.
+    state = {"Type": "Pass", "Parameters": {"r.$": "States.StringToJson($js)", "k.$": "$js"}, "End": True}
+    variables = {"js": '{"key":"value"}'}
+    answer = sfn.test_state(definition=json.dumps(state), input="{}", variables=json.dumps(variables))
+    assert answer["status"] == "SUCCEEDED", answer
+    assert json.loads(answer["output"]) == {"r": {"key": "value"}, "k": '{"key":"value"}'}
+
+
+def test_assigned_text_is_the_decoded_json_string(sfn: Any) -> None:
+    # Recorded (scenarios.test_escape_sequence_parsing.ESCAPE_SEQUENCES_JSONATA_COMPARISON_ASSIGN and
+    # assign.test_reference_assign.BASE_REFERENCE_IN_INTRINSIC_FUNCTION): "\"" assigns one quote.
+    definition = {
+        "StartAt": "Assign",
+        "States": {
+            "Assign": {"Type": "Pass", "Assign": {"quote": '"', "js": '{"key":"value"}'}, "Next": "Use"},
+            "Use": {
+                "Type": "Pass",
+                "Parameters": {"quote.$": "$quote", "parsed.$": "States.StringToJson($js)"},
+                "End": True,
+            },
+        },
+    }
+    role = "arn:aws:iam::123456789012:role/intrinsics"
+    machine = sfn.create_state_machine(name="assign-text", definition=json.dumps(definition), roleArn=role)
+    execution = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input="{}")
+    deadline = time.monotonic() + 30
+    described = sfn.describe_execution(executionArn=execution["executionArn"])
+    while described["status"] == "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        described = sfn.describe_execution(executionArn=execution["executionArn"])
+    assert described["status"] == "SUCCEEDED", described
+    assert json.loads(described["output"]) == {"quote": '"', "parsed": {"key": "value"}}
 
 
 # ---------------------------------------------------------------------------------------------- nulls
