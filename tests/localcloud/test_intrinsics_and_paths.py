@@ -313,3 +313,22 @@ def test_a_refused_jsonata_definition_leaves_later_jsonpath_definitions_readable
     assert refused.value.response["Error"]["Code"] == "InvalidDefinition"
 
     assert value_of(sfn, "$.x", {"x": 1}) == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "path", "state_input", "words"),
+    [
+        # Recorded: scenarios.test_catch_states_runtime (a missing step before the last).
+        ("OutputPath", "$.no.such.result.path", {}, "Missing property in path $['no']"),
+        # Recorded: scenarios.test_invalid_jsonpath (a missing last step).
+        ("InputPath", "$.NoSuchInputPath", {}, "No results for path: $['NoSuchInputPath']"),
+        ("InputPath", "$.a.b", {"a": {}}, "No results for path: $['a']['b']"),
+    ],
+)
+def test_a_missing_input_or_output_path_says_where_it_stopped(
+    sfn: Any, field: str, path: str, state_input: Any, words: str
+) -> None:
+    state = {"Type": "Pass", field: path, "End": True}
+    answer = sfn.test_state(definition=json.dumps(state), input=json.dumps(state_input))
+    assert (answer["status"], answer["error"]) == ("FAILED", "States.Runtime")
+    assert answer["cause"].endswith(f"Invalid path '{path}' : {words}")

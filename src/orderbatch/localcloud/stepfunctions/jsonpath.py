@@ -14,7 +14,9 @@ Step Functions reads ``InputPath``, ``OutputPath``, the ``.$`` fields of ``Param
   ``size``, ``empty``, ``contains``; ``@.x`` alone tests that x is there and not null;
 - path functions (``length()``, ``sum()``, ...) are not evaluated: AWS answers such a path with "could
   not be found" (recorded for ``$.Jobs.sum()``), and so does this module; that cause quotes the input as
-  compact JSON, as AWS does (moto put spaces after ``:`` and ``,``).
+  compact JSON, as AWS does (moto put spaces after ``:`` and ``,``);
+- an InputPath, OutputPath or Seconds path that names nothing fails with Jayway's words for where it
+  stopped (``Invalid path '$.a.b' : Missing property in path $['a']``).
 """
 
 from __future__ import annotations
@@ -619,6 +621,74 @@ def extract_json(path: str, data: Any) -> Any:
     return value
 
 
+def missing_path_message(path: str, data: Any) -> str:
+    """Jayway's words for a definite path that names nothing, as AWS quotes them after "Invalid path".
+
+    The path is followed as far as it goes: a missing last step is "No results for path: $['a']['b']",
+    a missing step before it "Missing property in path $['a']" (both recorded).
+    """
+    try:
+        compiled = compile_path(path)
+    except JsonPathSyntaxError:
+        return f"No results for path: {path}"
+    node, evaluated = data, "$"
+    for position, segment in enumerate(compiled.segments, start=1):
+        if isinstance(segment, Names) and len(segment.names) == 1:
+            evaluated += f"['{segment.names[0]}']"
+            found = isinstance(node, dict) and segment.names[0] in node
+            node = node[segment.names[0]] if found else None
+        elif isinstance(segment, Indexes) and len(segment.indexes) == 1:
+            index = segment.indexes[0]
+            evaluated += f"[{index}]"
+            found = isinstance(node, list) and -len(node) <= index < len(node)
+            node = node[index] if found else None
+        else:
+            break
+        if not found:
+            last = position == len(compiled.segments)
+            return f"No results for path: {evaluated}" if last else f"Missing property in path {evaluated}"
+    return f"No results for path: {evaluated}"
+
+
+def _word_invalid_paths_as_jayway() -> None:
+    """InputPath, OutputPath and the Seconds paths: the cause after "Invalid path" in Jayway's words.
+
+    moto wrote "No results for path" with the whole path after ``$`` (``$['no.such.path']``) for any
+    missing step; AWS says where the path stopped (recorded: ``Missing property in path $['no']``).
+    """
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.path.input_path import InputPath
+    from moto.stepfunctions.parser.asl.component.common.path.output_path import OutputPath
+    from moto.stepfunctions.parser.asl.component.common.timeouts.heartbeat import HeartbeatSecondsPath
+    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSecondsPath
+    from moto.stepfunctions.parser.asl.utils.json_path import NoSuchJsonPathError
+
+    def reworded(method: Any) -> Any:
+        def evaluate(self: Any, env: Any) -> Any:
+            try:
+                return method(self, env)
+            except FailureEventException as failure:
+                missing = failure.__context__
+                details: dict[str, Any] = dict(failure.failure_event.event_details or {})
+                if isinstance(missing, NoSuchJsonPathError):
+                    message = missing_path_message(missing.json_path, missing.data)
+                    for event_details in details.values():
+                        if isinstance(event_details, dict) and str(event_details.get("cause", "")).startswith(
+                            "Invalid path '"
+                        ):
+                            event_details["cause"] = f"Invalid path '{missing.json_path}' : {message}"
+                raise
+
+        return evaluate
+
+    InputPath._eval_body = reworded(InputPath._eval_body)  # type: ignore[method-assign]
+    OutputPath._eval_body = reworded(OutputPath._eval_body)  # type: ignore[method-assign]
+    TimeoutSecondsPath._eval_seconds = reworded(TimeoutSecondsPath._eval_seconds)  # type: ignore[method-assign]
+    HeartbeatSecondsPath._eval_seconds = reworded(HeartbeatSecondsPath._eval_seconds)  # type: ignore[method-assign]
+
+
 # moto modules that bound ``extract_json`` by name when they were imported.
 _MOTO_MODULES = (
     "moto.stepfunctions.parser.asl.utils.json_path",
@@ -639,6 +709,7 @@ def patch() -> None:
         module = importlib.import_module(name)
         module.extract_json = extract_json  # type: ignore[attr-defined]
     _quote_inputs_compactly()
+    _word_invalid_paths_as_jayway()
 
 
 def _quote_inputs_compactly() -> None:
