@@ -6,9 +6,11 @@ codes), ``definitions`` (the definitions CreateStateMachine refuses), ``task_cli
 services), ``map_state`` (the Map state's limits, memory and results), ``histories`` (what a finished
 execution keeps), ``executions`` (StartExecution where moto answers unlike AWS), ``express`` (EXPRESS
 state machines: StartSyncExecution, their executions' limit and logs, what the other APIs answer for
-them), ``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes), ``redrive``
-(RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions Local's MockConfigFile test
-cases).
+them), ``jsonpath`` (paths in Jayway's dialect with AWS's result shapes), ``intrinsics`` (how ``States.*``
+invocations are read and fail), ``assign_literals`` (text in ``Assign`` decoded from its JSON string),
+``preprocessor_scopes`` (each definition read with its own QueryLanguage scopes), ``lambda_tasks`` (Lambda
+Task results and error causes in AWS's shapes), ``redrive`` (RedriveExecution, which moto lacks) and
+``mock_config`` (Step Functions Local's MockConfigFile test cases).
 """
 
 from __future__ import annotations
@@ -17,16 +19,20 @@ import threading
 from typing import Any
 
 from orderbatch.localcloud.stepfunctions import (
+    assign_literals,
     context_object,
     definitions,
     errors,
     executions,
     express,
     histories,
+    intrinsics,
     jsonata,
+    jsonpath,
     lambda_tasks,
     map_state,
     mock_config,
+    preprocessor_scopes,
     redrive,
     service_tasks,
     task_clients,
@@ -90,4 +96,8 @@ def apply_interpreter_patches() -> None:
         context_object.patch()
         wait_state.patch()
         service_tasks.patch()
+        jsonpath.patch()
+        intrinsics.patch()
+        assign_literals.patch()
+        preprocessor_scopes.patch()
         _patched = True
