@@ -375,6 +375,12 @@ class LocalCloud:
         sns = self._deployer_client("sns")
         for topic in self.stack.topics.values():
             sns.create_topic(Name=topic)
+        sqs = self._deployer_client("sqs")
+        for queue in self.stack.queues.values():
+            sqs.create_queue(QueueName=queue.name, Attributes=queue.attributes)
+        events = self._deployer_client("events")
+        for bus in self.stack.event_buses.values():
+            events.create_event_bus(Name=bus)
         logs = self._deployer_client("logs")
         for group in self.stack.log_groups.values():
             logs.create_log_group(logGroupName=group)

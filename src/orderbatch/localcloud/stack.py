@@ -23,6 +23,16 @@ DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT_ID = "123456789012"
 DEFAULT_STACK_NAME = "orderbatch"
 
+# AWS::SQS::Queue properties that are CreateQueue attributes of the same name (as strings).
+QUEUE_ATTRIBUTES = (
+    "ContentBasedDeduplication",
+    "DelaySeconds",
+    "MaximumMessageSize",
+    "MessageRetentionPeriod",
+    "ReceiveMessageWaitTimeSeconds",
+    "VisibilityTimeout",
+)
+
 # Resource properties that change nothing on one machine; anything else unhandled is reported by name.
 SILENTLY_LOCAL = {
     "AWS::Serverless::Function": {
@@ -54,6 +64,8 @@ SILENTLY_LOCAL = {
         "PointInTimeRecoverySpecification",
     },
     "AWS::S3::Bucket": {"BucketName", "BucketEncryption", "PublicAccessBlockConfiguration"},
+    "AWS::SQS::Queue": {"QueueName", "FifoQueue", *QUEUE_ATTRIBUTES},
+    "AWS::Events::EventBus": {"Name"},
     "AWS::Serverless::StateMachine": {
         "Name",
         "Type",
@@ -83,6 +95,12 @@ class TableSpec:
     attribute_definitions: list[dict[str, str]]
     ttl_attribute: str | None = None
     global_secondary_indexes: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    name: str
+    attributes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -117,6 +135,8 @@ class LocalStack:
     state_machines: list[StateMachineSpec] = field(default_factory=list)
     routes: list[HttpRoute] = field(default_factory=list)
     topics: dict[str, str] = field(default_factory=dict)
+    queues: dict[str, QueueSpec] = field(default_factory=dict)
+    event_buses: dict[str, str] = field(default_factory=dict)
     log_groups: dict[str, str] = field(default_factory=dict)
     alarms: dict[str, dict[str, Any]] = field(default_factory=dict)
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -304,12 +324,41 @@ def _physical_ids(
             name = props.get("TopicName") or f"{stack_name}-{logical_id}"
             arn = f"arn:aws:sns:{region}:{account_id}:{name}"
             ids[logical_id] = {"Ref": arn, "TopicArn": arn, "TopicName": name}
+        elif kind == "AWS::SQS::Queue":
+            name = props.get("QueueName") or _unnamed_queue_name(stack_name, logical_id, props)
+            ids[logical_id] = {
+                # The queue URL, as SQS's GetQueueUrl answers it on AWS.
+                "Ref": f"https://sqs.{region}.amazonaws.com/{account_id}/{name}",
+                "Arn": f"arn:aws:sqs:{region}:{account_id}:{name}",
+                "QueueName": name,
+                "QueueUrl": f"https://sqs.{region}.amazonaws.com/{account_id}/{name}",
+            }
+        elif kind == "AWS::Events::EventBus":
+            name = props.get("Name") or f"{stack_name}-{logical_id}"
+            arn = f"arn:aws:events:{region}:{account_id}:event-bus/{name}"
+            ids[logical_id] = {"Ref": name, "Arn": arn, "Name": name}
         elif kind == "AWS::Logs::LogGroup":
             name = props.get("LogGroupName") or f"{stack_name}-{logical_id}"
             ids[logical_id] = {"Ref": name, "Arn": f"arn:aws:logs:{region}:{account_id}:log-group:{name}:*"}
         else:
             ids[logical_id] = {"Ref": logical_id}
     return ids
+
+
+def _queue_spec(name: str, props: Mapping[str, Any]) -> QueueSpec:
+    attributes = {key: _env_string(props[key]) for key in QUEUE_ATTRIBUTES if key in props}
+    if _is_fifo(props):
+        attributes["FifoQueue"] = "true"
+    return QueueSpec(name, attributes)
+
+
+def _is_fifo(props: Mapping[str, Any]) -> bool:
+    return props.get("FifoQueue") in (True, "true", "True")
+
+
+def _unnamed_queue_name(stack_name: str, logical_id: str, props: Mapping[str, Any]) -> str:
+    # CloudFormation names an unnamed queue after the stack and logical ID; a FIFO queue's ends in .fifo.
+    return f"{stack_name}-{logical_id}" + (".fifo" if _is_fifo(props) else "")
 
 
 def _add_resource(
@@ -347,6 +396,10 @@ def _add_resource(
         return
     elif kind == "AWS::SNS::Topic":
         stack.topics[logical_id] = physical[logical_id]["TopicName"]
+    elif kind == "AWS::SQS::Queue":
+        stack.queues[logical_id] = _queue_spec(physical[logical_id]["QueueName"], props)
+    elif kind == "AWS::Events::EventBus":
+        stack.event_buses[logical_id] = physical[logical_id]["Name"]
     elif kind == "AWS::Logs::LogGroup":
         stack.log_groups[logical_id] = ref
     elif kind == "AWS::CloudWatch::Alarm":

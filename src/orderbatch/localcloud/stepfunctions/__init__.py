@@ -5,7 +5,8 @@ changes in it, without forking it, lives beside this module, one concern each: `
 definitions CreateStateMachine refuses), ``task_clients`` (how Tasks reach services), ``map_state`` (the
 Map state's limits, memory and results), ``histories`` (what a finished execution keeps), ``executions``
 (StartExecution where moto answers unlike AWS), ``lambda_tasks`` (Lambda Task results and error causes in
-AWS's shapes), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions
+AWS's shapes), ``service_tasks`` and ``service_errors`` (service integrations' parameters, results and
+error names), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions
 Local's MockConfigFile test cases).
 """
 
@@ -24,6 +25,7 @@ from orderbatch.localcloud.stepfunctions import (
     map_state,
     mock_config,
     redrive,
+    service_errors,
     service_tasks,
     task_clients,
     test_state,
@@ -80,4 +82,5 @@ def apply_interpreter_patches() -> None:
         context_object.patch()
         wait_state.patch()
         service_tasks.patch()
+        service_errors.patch()
         _patched = True

@@ -39,15 +39,23 @@ def give_task_roles_credentials(credentials_for_role: Callable[[str], tuple[str,
     _role_credentials = credentials_for_role
 
 
-class _LambdaClientForCaller:
-    """The routed in-process Lambda client, told which key the Task signs with."""
+class _TaskLambdaClient:
+    """Lambda as a Task sees it: Invoke in-process on the routed client (told which key the Task signs
+    with, if any), every other operation (``aws-sdk:lambda:listFunctions``, ``getFunction``, ...) over
+    the endpoint with the Task's own client, so it reaches the whole Lambda API and its IAM check."""
 
-    def __init__(self, client: Any, access_key_id: str) -> None:
-        self._client = client
+    def __init__(self, in_process: Any, endpoint_client: Any, access_key_id: str | None) -> None:
+        self._in_process = in_process
+        self._endpoint_client = endpoint_client
         self._access_key_id = access_key_id
 
     def invoke(self, **parameters: Any) -> Any:
-        return self._client.invoke(caller_access_key_id=self._access_key_id, **parameters)
+        if self._access_key_id is None:
+            return self._in_process.invoke(**parameters)
+        return self._in_process.invoke(caller_access_key_id=self._access_key_id, **parameters)
+
+    def __getattr__(self, operation: str) -> Any:
+        return getattr(self._endpoint_client, operation)
 
 
 def patch() -> None:
@@ -80,14 +88,11 @@ def patch() -> None:
     def task_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
         role_arn = getattr(state_credentials, "role_arn", None)
         credentials = _role_credentials(role_arn) if _role_credentials and role_arn else None
-        if service == "lambda" and _lambda_client is not None:
-            return (
-                _lambda_client
-                if credentials is None
-                else _LambdaClientForCaller(_lambda_client, credentials[0])
-            )
         # Keyed by port too: each local cloud started in this process has its own endpoint.
-        return cached(region, service, os.environ.get("MOTO_PORT"), credentials)
+        client = cached(region, service, os.environ.get("MOTO_PORT"), credentials)
+        if service == "lambda" and _lambda_client is not None:
+            return _TaskLambdaClient(_lambda_client, client, credentials[0] if credentials else None)
+        return client
 
     # Interpreter modules import the function by name: those imported later get the replacement from
     # here, those already imported are given it.
