@@ -5,9 +5,10 @@ changes in it, without forking it, lives beside this module, one concern each: `
 definitions CreateStateMachine refuses), ``task_clients`` (how Tasks reach services), ``map_state`` (the
 Map state's limits, memory and results), ``histories`` (what a finished execution keeps), ``executions``
 (StartExecution where moto answers unlike AWS), ``lambda_tasks`` (Lambda Task results and error causes in
-AWS's shapes), ``service_tasks`` and ``service_errors`` (service integrations' parameters, results and
-error names), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions
-Local's MockConfigFile test cases).
+AWS's shapes), ``service_tasks`` (service integrations' parameters and results), ``service_errors`` (their
+error names, and the integration patterns not run locally), ``api_gateway_tasks`` (``apigateway:invoke``
+to the template's HTTP API), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step
+Functions Local's MockConfigFile test cases).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from typing import Any
 
 from orderbatch.localcloud.stepfunctions import (
+    api_gateway_tasks,
     context_object,
     definitions,
     executions,
@@ -83,4 +85,5 @@ def apply_interpreter_patches() -> None:
         wait_state.patch()
         service_tasks.patch()
         service_errors.patch()
+        api_gateway_tasks.patch()
         _patched = True

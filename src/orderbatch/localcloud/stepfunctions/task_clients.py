@@ -22,6 +22,14 @@ from botocore.config import Config
 
 _INTERPRETER_PACKAGE = "moto.stepfunctions.parser"
 
+# A service call of a Task gets an answer within these or fails with botocore's timeout error: moto's
+# clients wait for ever (99999999 s), so one request that never came back kept an execution RUNNING.
+# Lambda's Invoke, which may run for 15 minutes, is made in-process and not bounded by them.
+CONNECT_TIMEOUT_SECONDS = 10
+READ_TIMEOUT_SECONDS = 90
+# The keys moto's interpreter signs with when the Task's role has none locally: the operator's.
+_MOTO_TASK_KEYS = ("ak", "sk")
+
 _lambda_client: Any | None = None
 # Role ARN -> (access key ID, secret access key) that the role's Tasks sign with; None: moto's own keys.
 _role_credentials: Callable[[str], tuple[str, str] | None] | None = None
@@ -37,6 +45,11 @@ def give_task_roles_credentials(credentials_for_role: Callable[[str], tuple[str,
     """Have Tasks call as their state machine's role (looked up by role ARN), or as moto does with None."""
     global _role_credentials
     _role_credentials = credentials_for_role
+
+
+def credentials_for_role(role_arn: str | None) -> tuple[str, str] | None:
+    """The keys a Task of the state machine with this role signs with (None: moto's own)."""
+    return _role_credentials(role_arn) if _role_credentials and role_arn else None
 
 
 class _TaskLambdaClient:
@@ -59,7 +72,6 @@ class _TaskLambdaClient:
 
 
 def patch() -> None:
-    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
     from moto.stepfunctions.parser.asl.utils import boto_client
 
     original = boto_client.boto_client_for
@@ -68,8 +80,9 @@ def patch() -> None:
     @functools.cache
     def cached(region: str, service: str, port: str | None, credentials: tuple[str, str] | None) -> Any:
         with lock:  # boto3's default session is not safe to build clients from concurrently
-            if credentials is None:
+            if credentials is None and port is None:
                 return original(region=region, service=service)
+            credentials = credentials or _MOTO_TASK_KEYS
             # moto's client, as its boto_client_for builds it, with the role's keys instead of its own.
             return boto3.client(
                 service,  # type: ignore[call-overload]
@@ -80,14 +93,13 @@ def patch() -> None:
                 config=Config(
                     parameter_validation=False,
                     retries={"max_attempts": 0, "total_max_attempts": 1},
-                    connect_timeout=TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS,
-                    read_timeout=TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS,
+                    connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                    read_timeout=READ_TIMEOUT_SECONDS,
                 ),
             )
 
     def task_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
-        role_arn = getattr(state_credentials, "role_arn", None)
-        credentials = _role_credentials(role_arn) if _role_credentials and role_arn else None
+        credentials = credentials_for_role(getattr(state_credentials, "role_arn", None))
         # Keyed by port too: each local cloud started in this process has its own endpoint.
         client = cached(region, service, os.environ.get("MOTO_PORT"), credentials)
         if service == "lambda" and _lambda_client is not None:
