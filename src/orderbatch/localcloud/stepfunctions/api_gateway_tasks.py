@@ -4,7 +4,8 @@ moto's integration (LocalStack's) sends the request with ``requests`` to ``<ApiE
 _user_request_/<Path>``, LocalStack's own URL scheme, with no timeout: an endpoint such as
 ``abc123.execute-api.us-east-1.amazonaws.com`` is the real internet, so on a machine without it the Task
 waits for as long as the network stack lets it (an execution RUNNING minutes after its TaskScheduled),
-and any failure then broke on moto's own error path (``FailureEvent.__init__() missing ... 'env'``).
+and it never got that far: the interpreter calls it with a keyword its method does not take
+(``state_credentials``), and its error path then broke too (``FailureEvent.__init__() missing ... 'env'``).
 
 Here an ``ApiEndpoint`` of an HTTP API the local cloud serves
 (``<api id>.execute-api.<region>.amazonaws.com``, the ID being what ``!Ref`` of the API gives locally)
@@ -23,6 +24,19 @@ from typing import Any
 from urllib.parse import urlencode
 
 REQUEST_TIMEOUT_SECONDS = 60.0
+# The integration's parameters (Step Functions' API Gateway page); moto keeps only the first two and
+# silently dropped Path, RequestBody and the rest.
+_PARAMETERS = {
+    "ApiEndpoint",
+    "Method",
+    "Headers",
+    "Stage",
+    "Path",
+    "QueryParameters",
+    "RequestBody",
+    "AllowNullValues",
+    "AuthType",
+}
 
 _LOCAL_ENDPOINT = re.compile(
     r"^(?:https?://)?(?P<api_id>[^./]+)\.execute-api\.(?P<region>[^.]+)\.amazonaws\.com/?$"
@@ -93,6 +107,7 @@ def patch() -> None:
 
     task = module.StateTaskServiceApiGateway
     module.requests = _BoundedRequests()  # type: ignore[assignment]
+    task._get_supported_parameters = lambda self: _PARAMETERS  # type: ignore[method-assign]
     task._invoke_url_of = staticmethod(_local_url)  # type: ignore[method-assign,assignment]
     original_eval = task._eval_service_task
 
@@ -105,7 +120,15 @@ def patch() -> None:
         )
         _signing.region = arguments["resource_runtime_part"].region
         try:
-            original_eval(self, env, **arguments)
+            # Positionally: moto's method names its last parameter task_credentials, while the
+            # interpreter passes state_credentials=, so moto's integration never got this far.
+            original_eval(
+                self,
+                env,
+                arguments["resource_runtime_part"],
+                arguments["normalised_parameters"],
+                arguments.get("state_credentials"),
+            )
         finally:
             _signing.credentials = None
 
