@@ -141,5 +141,5 @@ def patch() -> None:
             error, cause = f"ApiGateway.{type(ex).__name__}", str(ex)
         return task_failed_event(env, error, cause, task=self)
 
-    task._eval_service_task = eval_service_task  # type: ignore[method-assign]
+    task._eval_service_task = eval_service_task  # type: ignore[method-assign,assignment]
     task._from_error = from_error  # type: ignore[method-assign]
