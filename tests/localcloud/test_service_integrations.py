@@ -297,3 +297,54 @@ def test_api_gateway_invoke_reaches_the_templates_http_api_signed_and_refuses_ot
     assert internet["cause"].startswith(
         "The API endpoint 'https://example.com' is not an API of the local cloud"
     )
+
+
+def test_a_wait_for_task_token_task_ends_with_what_its_worker_sends_back_error_and_cause_included(
+    cloud: LocalCloud,
+) -> None:
+    sfn, sqs = cloud.client("stepfunctions"), cloud.client("sqs")
+    definition = {
+        "StartAt": "Ask",
+        "States": {
+            "Ask": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                "Parameters": {
+                    "QueueUrl": queue_url("OrdersQueue"),
+                    "MessageBody": {"token.$": "$$.Task.Token", "reply.$": "$.reply"},
+                },
+                "TimeoutSeconds": 30,
+                "End": True,
+            }
+        },
+    }
+    machine = sfn.create_state_machine(
+        name="callback",
+        definition=json.dumps(definition),
+        roleArn=f"arn:aws:iam::{ACCOUNT}:role/orderbatch-SqsStateMachineRole",
+    )["stateMachineArn"]
+    executions = {
+        reply: sfn.start_execution(stateMachineArn=machine, input=json.dumps({"reply": reply}))[
+            "executionArn"
+        ]
+        for reply in ("success", "failure")
+    }
+
+    answered = 0
+    while answered < len(executions):  # bounded: each receive waits at most 5 s, and fails the test if empty
+        messages = sqs.receive_message(QueueUrl=queue_url("OrdersQueue"), WaitTimeSeconds=5)["Messages"]
+        for message in messages:
+            body = json.loads(message["Body"])
+            if body["reply"] == "success":
+                sfn.send_task_success(taskToken=body["token"], output=json.dumps({"approved": True}))
+            else:
+                sfn.send_task_failure(taskToken=body["token"], error="Rejected", cause="over the limit")
+            sqs.delete_message(QueueUrl=queue_url("OrdersQueue"), ReceiptHandle=message["ReceiptHandle"])
+            answered += 1
+    for arn in executions.values():
+        wait_for_execution(sfn, arn, timeout=30, poll_seconds=0.1)
+    succeeded = sfn.describe_execution(executionArn=executions["success"])
+    failed = sfn.describe_execution(executionArn=executions["failure"])
+
+    assert (succeeded["status"], json.loads(succeeded["output"])) == ("SUCCEEDED", {"approved": True})
+    assert (failed["status"], failed["error"], failed["cause"]) == ("FAILED", "Rejected", "over the limit")

@@ -7,8 +7,8 @@ Map state's limits, memory and results), ``histories`` (what a finished executio
 (StartExecution where moto answers unlike AWS), ``lambda_tasks`` (Lambda Task results and error causes in
 AWS's shapes), ``service_tasks`` (service integrations' parameters and results), ``service_errors`` (their
 error names, and the integration patterns not run locally), ``api_gateway_tasks`` (``apigateway:invoke``
-to the template's HTTP API), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step
-Functions Local's MockConfigFile test cases).
+to the template's HTTP API), ``task_tokens`` (SendTaskFailure's cause), ``redrive`` (RedriveExecution,
+which moto lacks) and ``mock_config`` (Step Functions Local's MockConfigFile test cases).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from orderbatch.localcloud.stepfunctions import (
     service_errors,
     service_tasks,
     task_clients,
+    task_tokens,
     test_state,
     wait_state,
 )
@@ -86,4 +87,5 @@ def apply_interpreter_patches() -> None:
         service_tasks.patch()
         service_errors.patch()
         api_gateway_tasks.patch()
+        task_tokens.patch()
         _patched = True
