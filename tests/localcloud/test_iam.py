@@ -25,7 +25,7 @@ from orderbatch.audit import BatchLocations
 from orderbatch.commands.local import register
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.iam import Access, IamEnforcer, build_roles, requested_access
+from orderbatch.localcloud.iam import Access, IamEnforcer, Role, StackRoles, build_roles, requested_access
 from orderbatch.localcloud.stack import load_stack
 from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
 
@@ -115,7 +115,7 @@ def test_a_transaction_needs_each_item_action_on_each_table_and_the_first_missin
             ]
         }
     ).encode()
-    environ = {
+    environ: dict[str, Any] = {
         "wsgi.input": io.BytesIO(body),
         "CONTENT_LENGTH": str(len(body)),
         "HTTP_X_AMZ_TARGET": "DynamoDB_20120810.TransactWriteItems",
@@ -291,6 +291,49 @@ def test_each_request_is_matched_to_the_resource_aws_evaluates(
     service: str, environ: dict[str, Any], expected: list[Access]
 ) -> None:
     assert requested_access(service, environ, REGION, ACCOUNT) == expected
+
+
+def test_a_request_whose_resource_is_not_known_locally_is_allowed_where_the_role_allows_its_action() -> None:
+    key = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{{}}"
+    statements = [
+        {
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt", "kms:Encrypt", "xray:GetSamplingRules"],
+            "Resource": key.format("k1"),
+        },
+        {"Effect": "Deny", "Action": "kms:Decrypt", "Resource": key.format("k2")},
+        {"Effect": "Deny", "Action": "kms:Encrypt", "Resource": "*"},
+    ]
+    role = Role(
+        "CryptoRole",
+        "orderbatch-CryptoRole",
+        f"arn:aws:iam::{ACCOUNT}:role/orderbatch-CryptoRole",
+        ({"Statement": statements},),
+    )
+    enforcer = IamEnforcer(StackRoles(functions={"crypto": role}), region=REGION, account_id=ACCOUNT)
+    identity = enforcer.identity(enforcer.function_environment("crypto")["AWS_ACCESS_KEY_ID"])
+    assert identity is not None
+
+    decrypt = requested_access(
+        "kms", json_request("TrentService.Decrypt", {"CiphertextBlob": "eA=="}), REGION, ACCOUNT
+    )
+    encrypt = requested_access("kms", json_request("TrentService.Encrypt", {"KeyId": "k1"}), REGION, ACCOUNT)
+    sign = requested_access("kms", json_request("TrentService.Sign", {"KeyId": "k1"}), REGION, ACCOUNT)
+    # A REST service without a resource table here, its operation found by moto's router.
+    sampling = requested_access("xray", rest_request("POST", "/GetSamplingRules"), REGION, ACCOUNT)
+
+    assert decrypt == [Access("kms:Decrypt", "*", resource_known=False)]
+    assert sampling == [Access("xray:GetSamplingRules", "*", resource_known=False)]
+    # Allowed on some key, and a Deny on another key may not be this one: no false denial.
+    assert enforcer.first_denied(identity, decrypt) is None
+    assert enforcer.first_denied(identity, sampling) is None
+    # A Deny on every resource still wins, and an action allowed nowhere is still denied.
+    encrypt_denial = enforcer.first_denied(identity, encrypt)
+    assert encrypt_denial is not None
+    assert encrypt_denial.explicit
+    sign_denial = enforcer.first_denied(identity, sign)
+    assert sign_denial is not None
+    assert not sign_denial.explicit
 
 
 def test_roles_of_the_template_its_policies_and_managed_policy_names_are_read_and_the_rest_reported() -> None:

@@ -284,6 +284,19 @@ def _policy_for_moto(document: Mapping[str, Any]) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": kept})
 
 
+def _on_any_resource(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document for a request whose resource is unknown: an Allow counts whatever its resources, a
+    Deny only if it is on every resource (one on a named resource may not be this one)."""
+    statements = []
+    for statement in _statements(document):
+        if "NotResource" in statement:
+            continue
+        on_everything = "*" in _as_list(statement.get("Resource", "*"))
+        if statement.get("Effect") == "Allow" or on_everything:
+            statements.append({**statement, "Resource": "*"})
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
 def _as_list(value: Any) -> list[str]:
     return [str(item) for item in value] if isinstance(value, list) else [str(value)]
 
@@ -294,10 +307,16 @@ def _escaped(pattern: str) -> str:
 
 @dataclass(frozen=True)
 class Access:
-    """One thing a request needs: an IAM action on a resource ARN."""
+    """One thing a request needs: an IAM action on a resource ARN.
+
+    ``resource_known`` is False when the local cloud cannot tell which resource a service's request is
+    on (a service without a resource table here): the action is then allowed if the role allows it on
+    some resource, so an unknown resource never denies what AWS would allow.
+    """
 
     action: str
     resource: str
+    resource_known: bool = True
 
 
 @dataclass(frozen=True)
@@ -354,6 +373,9 @@ class _RolePolicies:
         self.policies: list[IAMPolicy] = [
             IAMPolicy(_policy_for_moto(document)) for document in role.documents
         ]
+        self.action_only: list[IAMPolicy] = [
+            IAMPolicy(_policy_for_moto(_on_any_resource(document))) for document in role.documents
+        ]
 
     def decide(self, access: Access) -> bool | None:
         """True if allowed, False if explicitly denied, None if nothing allows it (moto's own loop)."""
@@ -361,7 +383,7 @@ class _RolePolicies:
 
         allowed = False
         action = access.action.lower()
-        for policy in self.policies:
+        for policy in self.policies if access.resource_known else self.action_only:
             result = policy.is_action_permitted(action, access.resource)
             if result == PermissionResult.DENIED:
                 return False
@@ -573,22 +595,33 @@ def requested_access(service: str, environ: dict[str, Any], region: str, account
         form = {key: values[0] for key, values in parse_qs(body.decode("utf-8", "replace")).items()}
         operation, params = form.get("Action", ""), form
     if not operation:
-        return []
+        # Any other REST service moto serves (API Gateway, Batch, EKS, X-Ray, ...): its router knows it.
+        routed, params = _routed_operation(service, environ)
+        if routed is None:
+            return []
+        operation = routed
     prefix = _IAM_PREFIX.get(service, service)
     arn_prefix = f"arn:aws:{prefix}:{region}:{account_id}"
-    deriver = _RESOURCE_DERIVERS.get(prefix, _generic_accesses)
     action = f"{prefix}:{_ACTION_NAMES.get(prefix, {}).get(operation, operation)}"
-    return _unique(deriver(action, params, arn_prefix))
+    deriver = _RESOURCE_DERIVERS.get(prefix)
+    if deriver is not None:
+        return _unique(deriver(action, params, arn_prefix))
+    return _unique(
+        access if access.resource != "*" else Access(access.action, "*", resource_known=False)
+        for access in _generic_accesses(action, params, arn_prefix)
+    )
 
 
 def _routed_operation(service: str, environ: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     """The operation and URI parameters of a REST request, matched by moto's router on botocore's model."""
+    from botocore.exceptions import UnknownServiceError
     from moto.core.request import Request
     from werkzeug.exceptions import NotFound
 
     try:
-        operation, params = _router(_REST_MODELS[service]).match(Request(environ))
-    except (NotFound, NotImplementedError):
+        operation, params = _router(_REST_MODELS.get(service, service)).match(Request(environ))
+    except (NotFound, NotImplementedError, UnknownServiceError):
+        # UnknownServiceError: a signing name botocore has no model of; the request is not checked.
         return None, {}
     if operation is None:
         return None, {}
