@@ -10,7 +10,11 @@ does not name (``SQS.AmazonSQSException``, ``DynamoDB.AmazonDynamoDBException``,
 
 moto names them unevenly: ``SQS.SdkClientException`` with a bare message for every SQS error,
 ``StepFunctions.AccessDeniedExceptionException``, ``DynamoDB.AccessDeniedException``, and an EventBridge
-error (a denied ``PutEvents``) is not caught at all and becomes ``States.Runtime``.
+or ECS error (a denied ``PutEvents``) is not caught at all and becomes ``States.Runtime``.
+
+Also here, as failures of a Task: an integration pattern the local cloud cannot run for a resource fails
+with States.Runtime naming it, and an aws-sdk error answer without a request ID (moto's 404 page for an
+operation it lacks) is named like any other instead of breaking on ``KeyError('RequestId')``.
 """
 
 from __future__ import annotations
