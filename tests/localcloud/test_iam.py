@@ -25,7 +25,7 @@ from orderbatch.audit import BatchLocations
 from orderbatch.commands.local import register
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.iam import Access, IamEnforcer, build_roles, requested_access
+from orderbatch.localcloud.iam import Access, IamEnforcer, Role, StackRoles, build_roles, requested_access
 from orderbatch.localcloud.stack import load_stack
 from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
 
@@ -115,7 +115,7 @@ def test_a_transaction_needs_each_item_action_on_each_table_and_the_first_missin
             ]
         }
     ).encode()
-    environ = {
+    environ: dict[str, Any] = {
         "wsgi.input": io.BytesIO(body),
         "CONTENT_LENGTH": str(len(body)),
         "HTTP_X_AMZ_TARGET": "DynamoDB_20120810.TransactWriteItems",
@@ -134,6 +134,206 @@ def test_a_transaction_needs_each_item_action_on_each_table_and_the_first_missin
     denial = enforcer.first_denied(reserve, accesses)
     assert denial is not None
     assert denial.access == accesses[2]
+
+
+def json_request(target: str, body: dict[str, Any]) -> dict[str, Any]:
+    raw = json.dumps(body).encode()
+    return {"wsgi.input": io.BytesIO(raw), "CONTENT_LENGTH": str(len(raw)), "HTTP_X_AMZ_TARGET": target}
+
+
+def query_request(body: str) -> dict[str, Any]:
+    return {"wsgi.input": io.BytesIO(body.encode()), "CONTENT_LENGTH": str(len(body))}
+
+
+def rest_request(method: str, path: str, query: str = "") -> dict[str, Any]:
+    return {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "wsgi.input": io.BytesIO(b""),
+        "CONTENT_LENGTH": "0",
+        "SERVER_NAME": "localhost",
+        "SERVER_PORT": "4566",
+        "wsgi.url_scheme": "http",
+        "HTTP_HOST": "localhost:4566",
+    }
+
+
+QUEUE = f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders"
+BUS = f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/{{}}"
+FUNCTION = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{{}}"
+MACHINE = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:batch"
+
+
+@pytest.mark.parametrize(
+    ("service", "environ", "expected"),
+    [
+        # SQS: the queue URL (any host) to the queue ARN; batches authorised as the single action.
+        (
+            "sqs",
+            json_request("AmazonSQS.SendMessage", {"QueueUrl": "http://localhost:4566/123456789012/orders"}),
+            [Access("sqs:SendMessage", QUEUE)],
+        ),
+        (
+            "sqs",
+            query_request(
+                f"Action=SendMessageBatch&QueueUrl=https%3A%2F%2Fsqs.{REGION}.amazonaws.com%2F{ACCOUNT}%2Forders"
+            ),
+            [Access("sqs:SendMessage", QUEUE)],
+        ),
+        (
+            "sqs",
+            json_request("AmazonSQS.GetQueueUrl", {"QueueName": "orders"}),
+            [Access("sqs:GetQueueUrl", QUEUE)],
+        ),
+        ("sqs", json_request("AmazonSQS.ListQueues", {}), [Access("sqs:ListQueues", "*")]),
+        # SNS: the topic; a subscription's topic; a phone number as itself.
+        (
+            "sns",
+            query_request(f"Action=PublishBatch&TopicArn=arn%3Aaws%3Asns%3A{REGION}%3A{ACCOUNT}%3Anotices"),
+            [Access("sns:Publish", f"arn:aws:sns:{REGION}:{ACCOUNT}:notices")],
+        ),
+        (
+            "sns",
+            query_request(
+                f"Action=Unsubscribe&SubscriptionArn=arn%3Aaws%3Asns%3A{REGION}%3A{ACCOUNT}%3Anotices%3Ab1"
+            ),
+            [Access("sns:Unsubscribe", f"arn:aws:sns:{REGION}:{ACCOUNT}:notices")],
+        ),
+        (
+            "sns",
+            query_request("Action=Publish&PhoneNumber=%2B15550100"),
+            [Access("sns:Publish", "+15550100")],
+        ),
+        # EventBridge: each entry on its bus (name, ARN, or the default bus); rules under their bus.
+        (
+            "events",
+            json_request(
+                "AWSEvents.PutEvents",
+                {"Entries": [{"EventBusName": "orders"}, {"EventBusName": BUS.format("audit")}, {}]},
+            ),
+            [
+                Access("events:PutEvents", BUS.format("orders")),
+                Access("events:PutEvents", BUS.format("audit")),
+                Access("events:PutEvents", BUS.format("default")),
+            ],
+        ),
+        (
+            "events",
+            json_request("AWSEvents.PutRule", {"Name": "nightly", "EventBusName": "orders"}),
+            [Access("events:PutRule", f"arn:aws:events:{REGION}:{ACCOUNT}:rule/orders/nightly")],
+        ),
+        (
+            "events",
+            json_request("AWSEvents.PutTargets", {"Rule": "nightly"}),
+            [Access("events:PutTargets", f"arn:aws:events:{REGION}:{ACCOUNT}:rule/nightly")],
+        ),
+        # DynamoDB: a table named by ARN, an index of a Scan; a stream by its ARN.
+        (
+            "dynamodb",
+            json_request(
+                "DynamoDB_20120810.Scan", {"TableName": TABLE_ARN.format("Orders"), "IndexName": "ByStatus"}
+            ),
+            [Access("dynamodb:Scan", TABLE_ARN.format("Orders") + "/index/ByStatus")],
+        ),
+        (
+            "dynamodb",
+            json_request(
+                "DynamoDB_20120810.DescribeStream", {"StreamArn": TABLE_ARN.format("Orders") + "/stream/1"}
+            ),
+            [Access("dynamodb:DescribeStream", TABLE_ARN.format("Orders") + "/stream/1")],
+        ),
+        # Step Functions: the machine, the execution, an activity created by name.
+        (
+            "states",
+            json_request("AWSStepFunctions.StartExecution", {"stateMachineArn": MACHINE}),
+            [Access("states:StartExecution", MACHINE)],
+        ),
+        (
+            "states",
+            json_request(
+                "AWSStepFunctions.DescribeExecution",
+                {"executionArn": MACHINE.replace("stateMachine", "execution") + ":e1"},
+            ),
+            [Access("states:DescribeExecution", MACHINE.replace("stateMachine", "execution") + ":e1")],
+        ),
+        (
+            "states",
+            json_request("AWSStepFunctions.CreateActivity", {"name": "approve"}),
+            [Access("states:CreateActivity", f"arn:aws:states:{REGION}:{ACCOUNT}:activity:approve")],
+        ),
+        # Lambda: every name form, with the qualifier in the name or the query.
+        (
+            "lambda",
+            rest_request("POST", "/2015-03-31/functions/echo/invocations", "Qualifier=live"),
+            [Access("lambda:InvokeFunction", FUNCTION.format("echo") + ":live")],
+        ),
+        (
+            "lambda",
+            rest_request("GET", f"/2015-03-31/functions/{ACCOUNT}%3Afunction%3Aecho%3A7"),
+            [Access("lambda:GetFunction", FUNCTION.format("echo") + ":7")],
+        ),
+        ("lambda", rest_request("GET", "/2015-03-31/functions/"), [Access("lambda:ListFunctions", "*")]),
+        # S3: ListObjects on the bucket, GetObject on the object.
+        (
+            "s3",
+            rest_request("GET", "/archive", "list-type=2"),
+            [Access("s3:ListBucket", "arn:aws:s3:::archive")],
+        ),
+        (
+            "s3",
+            rest_request("GET", "/archive/notes/a.json"),
+            [Access("s3:GetObject", "arn:aws:s3:::archive/notes/a.json")],
+        ),
+    ],
+)
+def test_each_request_is_matched_to_the_resource_aws_evaluates(
+    service: str, environ: dict[str, Any], expected: list[Access]
+) -> None:
+    assert requested_access(service, environ, REGION, ACCOUNT) == expected
+
+
+def test_a_request_whose_resource_is_not_known_locally_is_allowed_where_the_role_allows_its_action() -> None:
+    key = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{{}}"
+    statements = [
+        {
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt", "kms:Encrypt", "xray:GetSamplingRules"],
+            "Resource": key.format("k1"),
+        },
+        {"Effect": "Deny", "Action": "kms:Decrypt", "Resource": key.format("k2")},
+        {"Effect": "Deny", "Action": "kms:Encrypt", "Resource": "*"},
+    ]
+    role = Role(
+        "CryptoRole",
+        "orderbatch-CryptoRole",
+        f"arn:aws:iam::{ACCOUNT}:role/orderbatch-CryptoRole",
+        ({"Statement": statements},),
+    )
+    enforcer = IamEnforcer(StackRoles(functions={"crypto": role}), region=REGION, account_id=ACCOUNT)
+    identity = enforcer.identity(enforcer.function_environment("crypto")["AWS_ACCESS_KEY_ID"])
+    assert identity is not None
+
+    decrypt = requested_access(
+        "kms", json_request("TrentService.Decrypt", {"CiphertextBlob": "eA=="}), REGION, ACCOUNT
+    )
+    encrypt = requested_access("kms", json_request("TrentService.Encrypt", {"KeyId": "k1"}), REGION, ACCOUNT)
+    sign = requested_access("kms", json_request("TrentService.Sign", {"KeyId": "k1"}), REGION, ACCOUNT)
+    # A REST service without a resource table here, its operation found by moto's router.
+    sampling = requested_access("xray", rest_request("POST", "/GetSamplingRules"), REGION, ACCOUNT)
+
+    assert decrypt == [Access("kms:Decrypt", "*", resource_known=False)]
+    assert sampling == [Access("xray:GetSamplingRules", "*", resource_known=False)]
+    # Allowed on some key, and a Deny on another key may not be this one: no false denial.
+    assert enforcer.first_denied(identity, decrypt) is None
+    assert enforcer.first_denied(identity, sampling) is None
+    # A Deny on every resource still wins, and an action allowed nowhere is still denied.
+    encrypt_denial = enforcer.first_denied(identity, encrypt)
+    assert encrypt_denial is not None
+    assert encrypt_denial.explicit
+    sign_denial = enforcer.first_denied(identity, sign)
+    assert sign_denial is not None
+    assert not sign_denial.explicit
 
 
 def test_roles_of_the_template_its_policies_and_managed_policy_names_are_read_and_the_rest_reported() -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, unquote
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from botocore.exceptions import ClientError
 
@@ -287,6 +287,19 @@ def _policy_for_moto(document: Mapping[str, Any]) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": kept})
 
 
+def _on_any_resource(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document for a request whose resource is unknown: an Allow counts whatever its resources, a
+    Deny only if it is on every resource (one on a named resource may not be this one)."""
+    statements = []
+    for statement in _statements(document):
+        if "NotResource" in statement:
+            continue
+        on_everything = "*" in _as_list(statement.get("Resource", "*"))
+        if statement.get("Effect") == "Allow" or on_everything:
+            statements.append({**statement, "Resource": "*"})
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
 def _as_list(value: Any) -> list[str]:
     return [str(item) for item in value] if isinstance(value, list) else [str(value)]
 
@@ -297,10 +310,16 @@ def _escaped(pattern: str) -> str:
 
 @dataclass(frozen=True)
 class Access:
-    """One thing a request needs: an IAM action on a resource ARN."""
+    """One thing a request needs: an IAM action on a resource ARN.
+
+    ``resource_known`` is False when the local cloud cannot tell which resource a service's request is
+    on (a service without a resource table here): the action is then allowed if the role allows it on
+    some resource, so an unknown resource never denies what AWS would allow.
+    """
 
     action: str
     resource: str
+    resource_known: bool = True
 
 
 @dataclass(frozen=True)
@@ -325,7 +344,7 @@ class Denial:
     explicit: bool
 
     def message(self, *, quote_resource: bool = False) -> str:
-        action, resource = self.access.action, self.access.resource
+        action, resource = _action_as_worded(self.access.action), self.access.resource
         shown = f'"{resource}"' if quote_resource else resource
         reason = (
             "with an explicit deny in an identity-based policy"
@@ -337,6 +356,17 @@ class Denial:
         )
 
 
+def _action_as_worded(action: str) -> str:
+    """The action as the service words it in its denial: SQS lower-cases it (``sqs:sendmessage``), SNS
+    writes its prefix in capitals (``SNS:Publish``), the others as IAM spells them."""
+    prefix, _, name = action.partition(":")
+    if prefix == "sqs":
+        return action.lower()
+    if prefix == "sns":
+        return f"SNS:{name}"
+    return action
+
+
 class _RolePolicies:
     """A role's documents parsed once into moto's ``IAMPolicy``."""
 
@@ -346,6 +376,9 @@ class _RolePolicies:
         self.policies: list[IAMPolicy] = [
             IAMPolicy(_policy_for_moto(document)) for document in role.documents
         ]
+        self.action_only: list[IAMPolicy] = [
+            IAMPolicy(_policy_for_moto(_on_any_resource(document))) for document in role.documents
+        ]
 
     def decide(self, access: Access) -> bool | None:
         """True if allowed, False if explicitly denied, None if nothing allows it (moto's own loop)."""
@@ -353,7 +386,7 @@ class _RolePolicies:
 
         allowed = False
         action = access.action.lower()
-        for policy in self.policies:
+        for policy in self.policies if access.resource_known else self.action_only:
             result = policy.is_action_permitted(action, access.resource)
             if result == PermissionResult.DENIED:
                 return False
@@ -565,20 +598,33 @@ def requested_access(service: str, environ: dict[str, Any], region: str, account
         form = {key: values[0] for key, values in parse_qs(body.decode("utf-8", "replace")).items()}
         operation, params = form.get("Action", ""), form
     if not operation:
-        return []
-    arn_prefix = f"arn:aws:{_IAM_PREFIX.get(service, service)}:{region}:{account_id}"
-    deriver = _RESOURCE_DERIVERS.get(service, _generic_accesses)
-    return _unique(deriver(f"{_IAM_PREFIX.get(service, service)}:{operation}", params, arn_prefix))
+        # Any other REST service moto serves (API Gateway, Batch, EKS, X-Ray, ...): its router knows it.
+        routed, params = _routed_operation(service, environ)
+        if routed is None:
+            return []
+        operation = routed
+    prefix = _IAM_PREFIX.get(service, service)
+    arn_prefix = f"arn:aws:{prefix}:{region}:{account_id}"
+    action = f"{prefix}:{_ACTION_NAMES.get(prefix, {}).get(operation, operation)}"
+    deriver = _RESOURCE_DERIVERS.get(prefix)
+    if deriver is not None:
+        return _unique(deriver(action, params, arn_prefix))
+    return _unique(
+        access if access.resource != "*" else Access(access.action, "*", resource_known=False)
+        for access in _generic_accesses(action, params, arn_prefix)
+    )
 
 
 def _routed_operation(service: str, environ: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     """The operation and URI parameters of a REST request, matched by moto's router on botocore's model."""
+    from botocore.exceptions import UnknownServiceError
     from moto.core.request import Request
     from werkzeug.exceptions import NotFound
 
     try:
-        operation, params = _router(_REST_MODELS[service]).match(Request(environ))
-    except (NotFound, NotImplementedError):
+        operation, params = _router(_REST_MODELS.get(service, service)).match(Request(environ))
+    except (NotFound, NotImplementedError, UnknownServiceError):
+        # UnknownServiceError: a signing name botocore has no model of; the request is not checked.
         return None, {}
     if operation is None:
         return None, {}
@@ -628,10 +674,21 @@ def _dynamodb_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) 
             arn += f"/index/{params['IndexName']}"
         yield Access(action, arn)
     else:
-        yield Access(action, "*")
+        yield from _generic_accesses(action, params, arn_prefix)
 
 
-# The parameters that name a request's resource, most specific first (Step Functions, SNS, tagging, ...).
+# Operations authorised by an IAM action of another name, by IAM prefix (Service Authorization Reference).
+_ACTION_NAMES: dict[str, dict[str, str]] = {
+    "sqs": {
+        "SendMessageBatch": "SendMessage",
+        "DeleteMessageBatch": "DeleteMessage",
+        "ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
+    },
+    "sns": {"PublishBatch": "Publish"},
+}
+
+# The parameters that name a request's resource by ARN, most specific first (Step Functions, SNS,
+# tagging, ...); any other top-level member ending in "Arn" whose value is an ARN comes after them.
 _ARN_PARAMETERS = (
     "mapRunArn",
     "executionArn",
@@ -646,17 +703,23 @@ _ARN_PARAMETERS = (
 
 
 def _generic_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
-    for name in _ARN_PARAMETERS:
-        value = params.get(name)
+    named = [params.get(name) for name in _ARN_PARAMETERS]
+    others = [value for name, value in params.items() if name.lower().endswith("arn")]
+    for value in (*named, *others):
         if isinstance(value, str) and value.startswith("arn:"):
             yield Access(action, value)
             return
     yield Access(action, "*")
 
 
+# Step Functions operations that name the resource they create by its name.
+_STATES_CREATED = {"states:CreateStateMachine": "stateMachine", "states:CreateActivity": "activity"}
+
+
 def _states_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
-    if action == "states:CreateStateMachine" and params.get("name"):
-        yield Access(action, f"{arn_prefix}:stateMachine:{params['name']}")
+    kind = _STATES_CREATED.get(action)
+    if kind and params.get("name"):
+        yield Access(action, f"{arn_prefix}:{kind}:{params['name']}")
     else:
         yield from _generic_accesses(action, params, arn_prefix)
 
@@ -664,6 +727,68 @@ def _states_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) ->
 def _sns_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
     if action == "sns:CreateTopic" and params.get("Name"):
         yield Access(action, f"{arn_prefix}:{params['Name']}")
+    elif action == "sns:Unsubscribe" and str(params.get("SubscriptionArn", "")).startswith("arn:"):
+        # A subscription ARN is its topic's ARN and an ID; SNS authorises the call on the topic.
+        yield Access(action, str(params["SubscriptionArn"]).rpartition(":")[0])
+    elif action == "sns:Publish" and params.get("PhoneNumber"):
+        # An SMS to a number has no topic: SNS names the number as the resource.
+        yield Access(action, str(params["PhoneNumber"]))
+    else:
+        yield from _generic_accesses(action, params, arn_prefix)
+
+
+def _sqs_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
+    """SQS authorises on the queue's ARN; requests name the queue by URL (``.../<account>/<name>``), or
+    by name when creating it or asking for its URL."""
+    url = params.get("QueueUrl")
+    if isinstance(url, str) and url:
+        account, _, name = urlsplit(url).path.strip("/").rpartition("/")
+        region = arn_prefix.split(":")[3]
+        yield Access(action, f"arn:aws:sqs:{region}:{account or arn_prefix.split(':')[4]}:{name}")
+    elif params.get("QueueName"):
+        owner = params.get("QueueOwnerAWSAccountId")
+        base = f"arn:aws:sqs:{arn_prefix.split(':')[3]}:{owner}" if owner else arn_prefix
+        yield Access(action, f"{base}:{params['QueueName']}")
+    else:
+        yield from _generic_accesses(action, params, arn_prefix)
+
+
+# EventBridge operations on a rule (named by Name or Rule, on the bus named by EventBusName).
+_EVENTS_RULE_OPERATIONS = {
+    "PutRule",
+    "DeleteRule",
+    "DescribeRule",
+    "EnableRule",
+    "DisableRule",
+    "PutTargets",
+    "RemoveTargets",
+    "ListTargetsByRule",
+}
+# EventBridge operations on an event bus named by Name.
+_EVENTS_BUS_OPERATIONS = {"CreateEventBus", "DeleteEventBus", "DescribeEventBus", "UpdateEventBus"}
+
+
+def _events_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
+    """EventBridge authorises PutEvents per entry on the entry's bus (by name or ARN; ``default`` when
+    none is named), rule operations on ``rule/<name>`` (``rule/<bus>/<name>`` off the default bus)."""
+
+    def bus_name(value: Any) -> str:
+        named = str(value or "default")
+        return named.rpartition("event-bus/")[2] if named.startswith("arn:") else named
+
+    operation = action.partition(":")[2]
+    if operation == "PutEvents":
+        entries = params.get("Entries") or [{}]
+        for entry in entries:
+            yield Access(action, f"{arn_prefix}:event-bus/{bus_name(entry.get('EventBusName'))}")
+    elif operation in _EVENTS_RULE_OPERATIONS and (params.get("Name") or params.get("Rule")):
+        rule = params.get("Name") or params.get("Rule")
+        bus = bus_name(params.get("EventBusName"))
+        yield Access(
+            action, f"{arn_prefix}:rule/{rule}" if bus == "default" else f"{arn_prefix}:rule/{bus}/{rule}"
+        )
+    elif operation in _EVENTS_BUS_OPERATIONS:
+        yield Access(action, f"{arn_prefix}:event-bus/{bus_name(params.get('Name'))}")
     else:
         yield from _generic_accesses(action, params, arn_prefix)
 
@@ -686,12 +811,15 @@ def _cloudwatch_accesses(action: str, params: Mapping[str, Any], arn_prefix: str
         yield Access(action, f"{arn_prefix}:alarm:{name}")
 
 
+# By IAM prefix.
 _RESOURCE_DERIVERS = {
     "dynamodb": _dynamodb_accesses,
     "states": _states_accesses,
     "sns": _sns_accesses,
+    "sqs": _sqs_accesses,
+    "events": _events_accesses,
     "logs": _logs_accesses,
-    "monitoring": _cloudwatch_accesses,
+    "cloudwatch": _cloudwatch_accesses,
 }
 
 # S3 operations whose IAM action has another name (the rest are authorised as s3:<Operation>).
@@ -783,6 +911,10 @@ def _function_arn(name: str, qualifier: str | None, region: str, account_id: str
 # ---------------------------------------------------------------------------------------------- answers
 
 
+# JSON services that answer a denial with their query protocol's code, and the HTTP status they use.
+_QUERY_COMPATIBLE = {"monitoring": "400 Bad Request", "sqs": "403 Forbidden"}
+
+
 def denied_response(
     service: str, environ: Mapping[str, Any], denial: Denial
 ) -> tuple[str, list[tuple[str, str]], bytes]:
@@ -811,10 +943,10 @@ def denied_response(
             ("Content-Type", environ.get("CONTENT_TYPE") or "application/x-amz-json-1.0"),
             ("x-amzn-RequestId", request_id),
         ]
-        if service == "monitoring":
-            # CloudWatch's JSON protocol is compatible with its query protocol, whose code is AccessDenied.
+        if service in _QUERY_COMPATIBLE:
+            # Their JSON protocols are compatible with their query protocols, whose code is AccessDenied.
             headers.append(("x-amzn-query-error", "AccessDenied;Sender"))
-        return "400 Bad Request", headers, body
+        return _QUERY_COMPATIBLE.get(service, "400 Bad Request"), headers, body
     code = "AuthorizationError" if service == "sns" else "AccessDenied"
     body = (
         f"<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code>"

@@ -408,7 +408,7 @@ def _physical_ids(
 def _messaging_ids(
     kind: str, logical_id: str, props: Mapping[str, Any], stack_name: str, region: str, account_id: str
 ) -> dict[str, str] | None:
-    """Ref and Fn::GetAtt of queues, event buses and rules, and roles; None for any other kind."""
+    """Ref and Fn::GetAtt of queues, event buses and rules; None for any other kind."""
     if kind == "AWS::SQS::Queue":
         suffix = ".fifo" if _is_true(props.get("FifoQueue")) else ""
         name = props.get("QueueName") or f"{stack_name}-{logical_id}{suffix}"
@@ -428,9 +428,6 @@ def _messaging_ids(
         bus_name = bus.rsplit("/", 1)[-1] if isinstance(bus, str) else "default"
         path = f"{bus_name}/{name}" if bus_name != "default" else name
         return {"Ref": name, "Arn": f"arn:aws:events:{region}:{account_id}:rule/{path}"}
-    if kind == "AWS::IAM::Role":
-        name = props.get("RoleName") or f"{stack_name}-{logical_id}"
-        return {"Ref": name, "Arn": f"arn:aws:iam::{account_id}:role/{name}", "RoleId": name}
     return None
 
 

@@ -9,8 +9,11 @@ state machines: StartSyncExecution, their executions' limit and logs, what the o
 them), ``jsonpath`` (paths in Jayway's dialect with AWS's result shapes), ``intrinsics`` (how ``States.*``
 invocations are read and fail), ``assign_literals`` (text in ``Assign`` decoded from its JSON string),
 ``preprocessor_scopes`` (each definition read with its own QueryLanguage scopes), ``lambda_tasks`` (Lambda
-Task results and error causes in AWS's shapes), ``redrive`` (RedriveExecution, which moto lacks) and
-``mock_config`` (Step Functions Local's MockConfigFile test cases).
+Task results and error causes in AWS's shapes), ``service_tasks`` (service integrations' parameters and
+results), ``service_errors`` (their error names, and the integration patterns not run locally),
+``api_gateway_tasks`` (``apigateway:invoke`` to the template's HTTP API), ``task_tokens``
+(SendTaskFailure's cause), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step
+Functions Local's MockConfigFile test cases).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import threading
 from typing import Any
 
 from orderbatch.localcloud.stepfunctions import (
+    api_gateway_tasks,
     assign_literals,
     context_object,
     definitions,
@@ -34,8 +38,10 @@ from orderbatch.localcloud.stepfunctions import (
     mock_config,
     preprocessor_scopes,
     redrive,
+    service_errors,
     service_tasks,
     task_clients,
+    task_tokens,
     test_state,
     wait_state,
 )
@@ -100,4 +106,7 @@ def apply_interpreter_patches() -> None:
         intrinsics.patch()
         assign_literals.patch()
         preprocessor_scopes.patch()
+        service_errors.patch()
+        api_gateway_tasks.patch()
+        task_tokens.patch()
         _patched = True

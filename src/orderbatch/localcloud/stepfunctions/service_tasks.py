@@ -41,8 +41,12 @@ def sdk_service_name(service: str) -> str:
 def _operation_model(service: str, operation_snake_case: str) -> Any:
     import botocore.session
     from botocore import xform_name
+    from botocore.exceptions import UnknownServiceError
 
-    model = botocore.session.get_session().get_service_model(service)
+    try:
+        model = botocore.session.get_session().get_service_model(service)
+    except UnknownServiceError:
+        return None  # the Task fails when its client is built, naming the service
     for operation in model.operation_names:
         if xform_name(operation) == operation_snake_case:
             return model.operation_model(operation)
@@ -90,7 +94,19 @@ def patch() -> None:
         if isinstance(response, dict):
             response.update(_timestamps_as_text(response))
 
+    original_eval_parameters = service_task._eval_parameters
+
+    def eval_parameters(self: Any, env: Any) -> dict[str, Any]:
+        parameters: dict[str, Any] = original_eval_parameters(self, env)
+        operation = _task_operation(self, None, None)
+        if operation is not None and operation.input_shape is not None:
+            problems = list(dict.fromkeys(_shape_problems(parameters, operation.input_shape, field_name="")))
+            if problems:
+                raise _parameters_unusable(env, parameters, problems)
+        return parameters
+
     service_task._normalise_parameters = normalise_parameters  # type: ignore[method-assign]
+    service_task._eval_parameters = eval_parameters  # type: ignore[method-assign]
     service_task._normalise_response = normalise_response  # type: ignore[method-assign]
 
     # lambda:invoke results are built in AWS's shape already (see lambda_tasks).
@@ -99,6 +115,53 @@ def patch() -> None:
 
     aws_sdk_task = state_task_service_aws_sdk.StateTaskServiceAwsSdk
     aws_sdk_task._normalise_service_error_name = staticmethod(sdk_service_name)  # type: ignore[method-assign,assignment]
+
+
+# How Step Functions names the JSON type a field must have.
+_JSON_TYPE_NAMES = {"structure": "an OBJECT", "map": "an OBJECT", "list": "an ARRAY"}
+
+
+def _shape_problems(value: Any, shape: Any, *, field_name: str) -> list[str]:
+    """Where the Task's parameters are not the JSON types of the API's input: an object or array given
+    something else (a string-encoded map, a bare string for a DynamoDB attribute value). Step Functions
+    cannot build the request from them; a null is left for the service to refuse, as AWS does. Scalars are
+    not checked here: the normalisation turns an object given for a string into its JSON text, as Step
+    Functions does for ``MessageBody``, ``Message`` and ``Payload``."""
+    if value is None:
+        return []
+    expected = _JSON_TYPE_NAMES.get(shape.type_name)
+    if expected is None:
+        return []
+    holds = isinstance(value, list) if shape.type_name == "list" else isinstance(value, dict)
+    if not holds:
+        return [f"The value for the field '{field_name}' must be {expected}"]
+    problems: list[str] = []
+    if shape.type_name == "list":
+        for item in value:
+            problems.extend(_shape_problems(item, shape.member, field_name=field_name))
+    elif shape.type_name == "map":
+        for key, item in value.items():
+            problems.extend(_shape_problems(item, shape.value, field_name=str(key)))
+    else:
+        members = {name.lower(): (name, member) for name, member in shape.members.items()}
+        for key, item in value.items():
+            found = members.get(str(key).lower())
+            if found is not None:
+                problems.extend(_shape_problems(item, found[1], field_name=str(key)))
+    return problems
+
+
+def _parameters_unusable(env: Any, parameters: dict[str, Any], problems: list[str]) -> Exception:
+    """The States.Runtime failure of a Task whose parameters cannot make the API request."""
+    from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
+
+    from orderbatch.localcloud.stepfunctions.service_errors import runtime_failure
+
+    return runtime_failure(
+        env,
+        f"The Parameters '{to_json_str(parameters, separators=(',', ':'))}' could not be used to start "
+        f"the Task: [{', '.join(problems)}]",
+    )
 
 
 def _timestamps_as_text(value: Any) -> Any:

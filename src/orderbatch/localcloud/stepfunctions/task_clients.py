@@ -22,6 +22,14 @@ from botocore.config import Config
 
 _INTERPRETER_PACKAGE = "moto.stepfunctions.parser"
 
+# A service call of a Task gets an answer within these or fails with botocore's timeout error: moto's
+# clients wait for ever (99999999 s), so one request that never came back kept an execution RUNNING.
+# Lambda's Invoke, which may run for 15 minutes, is made in-process and not bounded by them.
+CONNECT_TIMEOUT_SECONDS = 10
+READ_TIMEOUT_SECONDS = 90
+# The keys moto's interpreter signs with when the Task's role has none locally: the operator's.
+_MOTO_TASK_KEYS = ("ak", "sk")
+
 _lambda_client: Any | None = None
 # Role ARN -> (access key ID, secret access key) that the role's Tasks sign with; None: moto's own keys.
 _role_credentials: Callable[[str], tuple[str, str] | None] | None = None
@@ -39,19 +47,31 @@ def give_task_roles_credentials(credentials_for_role: Callable[[str], tuple[str,
     _role_credentials = credentials_for_role
 
 
-class _LambdaClientForCaller:
-    """The routed in-process Lambda client, told which key the Task signs with."""
+def credentials_for_role(role_arn: str | None) -> tuple[str, str] | None:
+    """The keys a Task of the state machine with this role signs with (None: moto's own)."""
+    return _role_credentials(role_arn) if _role_credentials and role_arn else None
 
-    def __init__(self, client: Any, access_key_id: str) -> None:
-        self._client = client
+
+class _TaskLambdaClient:
+    """Lambda as a Task sees it: Invoke in-process on the routed client (told which key the Task signs
+    with, if any), every other operation (``aws-sdk:lambda:listFunctions``, ``getFunction``, ...) over
+    the endpoint with the Task's own client, so it reaches the whole Lambda API and its IAM check."""
+
+    def __init__(self, in_process: Any, endpoint_client: Any, access_key_id: str | None) -> None:
+        self._in_process = in_process
+        self._endpoint_client = endpoint_client
         self._access_key_id = access_key_id
 
     def invoke(self, **parameters: Any) -> Any:
-        return self._client.invoke(caller_access_key_id=self._access_key_id, **parameters)
+        if self._access_key_id is None:
+            return self._in_process.invoke(**parameters)
+        return self._in_process.invoke(caller_access_key_id=self._access_key_id, **parameters)
+
+    def __getattr__(self, operation: str) -> Any:
+        return getattr(self._endpoint_client, operation)
 
 
 def patch() -> None:
-    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
     from moto.stepfunctions.parser.asl.utils import boto_client
 
     original = boto_client.boto_client_for
@@ -60,8 +80,9 @@ def patch() -> None:
     @functools.cache
     def cached(region: str, service: str, port: str | None, credentials: tuple[str, str] | None) -> Any:
         with lock:  # boto3's default session is not safe to build clients from concurrently
-            if credentials is None:
+            if credentials is None and port is None:
                 return original(region=region, service=service)
+            credentials = credentials or _MOTO_TASK_KEYS
             # moto's client, as its boto_client_for builds it, with the role's keys instead of its own.
             return boto3.client(
                 service,  # type: ignore[call-overload]
@@ -72,22 +93,18 @@ def patch() -> None:
                 config=Config(
                     parameter_validation=False,
                     retries={"max_attempts": 0, "total_max_attempts": 1},
-                    connect_timeout=TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS,
-                    read_timeout=TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS,
+                    connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                    read_timeout=READ_TIMEOUT_SECONDS,
                 ),
             )
 
     def task_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
-        role_arn = getattr(state_credentials, "role_arn", None)
-        credentials = _role_credentials(role_arn) if _role_credentials and role_arn else None
-        if service == "lambda" and _lambda_client is not None:
-            return (
-                _lambda_client
-                if credentials is None
-                else _LambdaClientForCaller(_lambda_client, credentials[0])
-            )
+        credentials = credentials_for_role(getattr(state_credentials, "role_arn", None))
         # Keyed by port too: each local cloud started in this process has its own endpoint.
-        return cached(region, service, os.environ.get("MOTO_PORT"), credentials)
+        client = cached(region, service, os.environ.get("MOTO_PORT"), credentials)
+        if service == "lambda" and _lambda_client is not None:
+            return _TaskLambdaClient(_lambda_client, client, credentials[0] if credentials else None)
+        return client
 
     # Interpreter modules import the function by name: those imported later get the replacement from
     # here, those already imported are given it.

@@ -1,0 +1,225 @@
+"""How optimised service integrations (``sqs:sendMessage``, ``sns:publish``, ``events:putEvents``,
+``dynamodb:putItem``, ``states:startExecution``) name a service's error, as Step Functions does.
+
+Step Functions calls them with the AWS SDK for Java, and a Task fails with ``<Prefix>.<exception class>``:
+the class the service's model gives the error code (``SNS.AuthorizationErrorException``,
+``StepFunctions.ExecutionDoesNotExistException``), or the service's base exception for a code its model
+does not name (``SQS.AmazonSQSException``, ``DynamoDB.AmazonDynamoDBException``,
+``StepFunctions.AWSStepFunctionsException``). The cause is the message followed by
+``(Service: <name>; Status Code: <n>; Error Code: <code>; Request ID: <id>; Proxy: null)``.
+
+moto names them unevenly: ``SQS.SdkClientException`` with a bare message for every SQS error,
+``StepFunctions.AccessDeniedExceptionException``, ``DynamoDB.AccessDeniedException``, and an EventBridge
+or ECS error (a denied ``PutEvents``) is not caught at all and becomes ``States.Runtime``.
+
+Also here, as failures of a Task: an integration pattern the local cloud cannot run for a resource fails
+with States.Runtime naming it, and an aws-sdk error answer without a request ID (moto's 404 page for an
+operation it lacks) is named like any other instead of breaking on ``KeyError('RequestId')``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class _JavaService:
+    error_prefix: str
+    base_exception: str
+    service_name: str  # as the cause's "Service:" names it
+    botocore_name: str
+
+
+# Optimised integrations whose errors are named here, by the module moto implements them in.
+_SERVICES = {
+    "state_task_service_sqs.StateTaskServiceSqs": _JavaService(
+        "SQS", "AmazonSQSException", "AmazonSQS", "sqs"
+    ),
+    "state_task_service_sns.StateTaskServiceSns": _JavaService(
+        "SNS", "AmazonSNSException", "AmazonSNS", "sns"
+    ),
+    "state_task_service_events.StateTaskServiceEvents": _JavaService(
+        "EventBridge", "AmazonEventBridgeException", "AmazonEventBridge", "events"
+    ),
+    "state_task_service_dynamodb.StateTaskServiceDynamoDB": _JavaService(
+        "DynamoDB", "AmazonDynamoDBException", "AmazonDynamoDBv2", "dynamodb"
+    ),
+    "state_task_service_sfn.StateTaskServiceSfn": _JavaService(
+        "StepFunctions", "AWSStepFunctionsException", "AWSStepFunctions", "stepfunctions"
+    ),
+    "state_task_service_ecs.StateTaskServiceEcs": _JavaService(
+        "ECS", "AmazonECSException", "AmazonECS", "ecs"
+    ),
+    "state_task_service_glue.StateTaskServiceGlue": _JavaService(
+        "Glue", "AWSGlueException", "AWSGlue", "glue"
+    ),
+}
+
+
+@functools.cache
+def _modelled_exceptions(botocore_name: str) -> dict[str, str]:
+    """Error code -> exception class name, from the service's model (both the shape's name and the
+    code it is sent with answer to it)."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model(botocore_name)
+    classes: dict[str, str] = {}
+    for shape in model.error_shapes:
+        name = shape.name if shape.name.endswith("Exception") else f"{shape.name}Exception"
+        classes[shape.name] = name
+        code = (shape.metadata.get("error") or {}).get("code")
+        if code:
+            classes[code] = name
+    return classes
+
+
+def error_and_cause(service: _JavaService, client_error: Any) -> tuple[str, str]:
+    """The error name and cause Step Functions records for a service's error response."""
+    response = client_error.response
+    code = str(response.get("Error", {}).get("Code", ""))
+    message = str(response.get("Error", {}).get("Message", ""))
+    metadata = response.get("ResponseMetadata", {})
+    exception = _modelled_exceptions(service.botocore_name).get(code, service.base_exception)
+    details = "; ".join(
+        [
+            f"Service: {service.service_name}",
+            f"Status Code: {metadata.get('HTTPStatusCode')}",
+            f"Error Code: {code}",
+            f"Request ID: {metadata.get('RequestId')}",
+            "Proxy: null",
+        ]
+    )
+    return f"{service.error_prefix}.{exception}", f"{message} ({details})"
+
+
+def patch() -> None:
+    import importlib
+
+    from botocore.exceptions import ClientError
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEventException,
+    )
+
+    package = "moto.stepfunctions.parser.asl.component.state.exec.state_task.service"
+    for location, service in _SERVICES.items():
+        module_name, _, class_name = location.partition(".")
+        task_class = getattr(importlib.import_module(f"{package}.{module_name}"), class_name)
+        original = task_class._from_error
+
+        def from_error(
+            self: Any, env: Any, ex: Exception, *, _service: _JavaService = service, _original: Any = original
+        ) -> Any:
+            if isinstance(ex, FailureEventException):
+                # Already named (States.Runtime for parameters that cannot make the request, ...); moto's
+                # DynamoDB integration would rename any exception DynamoDB.AmazonDynamoDBException.
+                return ex.failure_event
+            if not isinstance(ex, ClientError):
+                return _original(self, env, ex)
+            error, cause = error_and_cause(_service, ex)
+            return task_failed_event(env, error, cause, task=self)
+
+        task_class._from_error = from_error
+
+    _name_patterns_not_run_locally()
+    _tolerate_errors_without_request_id()
+
+
+def task_failed_event(env: Any, error: str, cause: str, *, task: Any = None) -> Any:
+    """The interpreter's TaskFailed failure event with this error and cause (of ``task``'s resource)."""
+    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
+        CustomErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    details = TaskFailedEventDetails(error=error, cause=cause)
+    if task is not None:
+        details["resource"] = task._get_sfn_resource()
+        details["resourceType"] = task._get_sfn_resource_type()
+    runtime = StatesErrorNameType.StatesRuntime
+    name = StatesErrorName(typ=runtime) if error == runtime.to_name() else CustomErrorName(error)
+    return FailureEvent(
+        env=env,
+        error_name=name,
+        event_type=HistoryEventType.TaskFailed,
+        event_details=EventDetails(taskFailedEventDetails=details),  # type: ignore[typeddict-item]
+    )
+
+
+def runtime_failure(env: Any, cause: str) -> Exception:
+    """A States.Runtime failure of the state, raised where the interpreter expects a failure event."""
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEventException,
+    )
+
+    return FailureEventException(failure_event=task_failed_event(env, "States.Runtime", cause))
+
+
+def _name_patterns_not_run_locally() -> None:
+    """A ``.sync`` or ``.waitForTaskToken`` the interpreter cannot run for a service
+    (``sqs:sendMessage.sync``, ``codebuild:startBuild.sync``, ``aws-sdk:s3:listBuckets.sync``) failed with
+    a Python ``RuntimeError``'s text as its cause and no state named, and one on an integration without
+    patterns (``dynamodb:putItem.waitForTaskToken``) ran as a plain call. Both now fail with States.Runtime
+    naming the resource and the pattern, decorated like any other States.Runtime of the state."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service,
+        state_task_service_callback,
+    )
+
+    def not_run(self: Any, env: Any) -> Exception:
+        return runtime_failure(
+            env,
+            f"The resource '{self.resource.resource_arn}' cannot run locally: the local cloud does not offer "
+            f"the '{self.resource.condition}' integration pattern for it.",
+        )
+
+    def sync_resolver(self: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
+        raise not_run(self, env)
+
+    service_task = state_task_service.StateTaskService
+    original_execution = service_task._eval_execution
+
+    def eval_execution(self: Any, env: Any) -> None:
+        pattern = getattr(self.resource, "condition", None)
+        supported = getattr(self, "_supported_integration_patterns", ())
+        if pattern is not None and pattern not in supported and not env.is_mocked_mode():
+            raise not_run(self, env)
+        original_execution(self, env)
+
+    callback_task = state_task_service_callback.StateTaskServiceCallback
+    callback_task._build_sync_resolver = sync_resolver  # type: ignore[method-assign]
+    callback_task._build_sync2_resolver = sync_resolver  # type: ignore[method-assign]
+    # Checked in _eval_execution instead, where the failure is the state's own (Retry, Catch, event ID).
+    callback_task._assert_integration_pattern_is_supported = lambda self: None  # type: ignore[method-assign]
+    service_task._eval_execution = eval_execution  # type: ignore[method-assign]
+
+
+def _tolerate_errors_without_request_id() -> None:
+    """An error answer without a request ID (moto's for an operation it does not implement) made the
+    aws-sdk integration fail with ``KeyError('RequestId')`` instead of the service's error."""
+    from botocore.exceptions import ClientError
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_aws_sdk,
+    )
+
+    aws_sdk_task = state_task_service_aws_sdk.StateTaskServiceAwsSdk
+    original = aws_sdk_task._from_error
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        if isinstance(ex, ClientError):
+            response: dict[str, Any] = ex.response  # type: ignore[assignment]
+            metadata = response.setdefault("ResponseMetadata", {})
+            metadata.setdefault("RequestId", "")
+            metadata.setdefault("HTTPStatusCode", 500)
+        return original(self, env, ex)
+
+    aws_sdk_task._from_error = from_error  # type: ignore[method-assign]
