@@ -54,7 +54,7 @@ def test_refs_and_attributes_are_what_cloudformation_returns() -> None:
 
 @pytest.mark.e2e
 def test_messages_flow_through_the_created_resources() -> None:
-    with LocalCloud(LocalCloudConfig(template=TEMPLATE)).start() as cloud:
+    with LocalCloud(LocalCloudConfig(template=TEMPLATE)) as cloud:
         sqs, sns, events, sfn = (cloud.client(name) for name in ("sqs", "sns", "events", "stepfunctions"))
         # Given the deployed stack, when a message goes out through each path ...
         topic_arn = sns.list_topics()["Topics"][0]["TopicArn"]

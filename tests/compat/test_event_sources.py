@@ -23,7 +23,7 @@ QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orderbatch-{}"
 
 @pytest.mark.e2e
 def test_queue_messages_reach_their_functions_and_failures_end_in_the_dead_letter_queue() -> None:
-    with LocalCloud(LocalCloudConfig(template=TEMPLATE)).start() as cloud:
+    with LocalCloud(LocalCloudConfig(template=TEMPLATE)) as cloud:
         sqs, dynamodb, sfn = (cloud.client(name) for name in ("sqs", "dynamodb", "stepfunctions"))
         # When three messages arrive, one of which the function reports as failed ...
         for body in ("apple", "poison", "pear"):

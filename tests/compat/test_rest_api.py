@@ -33,7 +33,7 @@ def call(url: str, *, method: str = "GET", body: bytes | None = None) -> tuple[i
 
 @pytest.mark.e2e
 def test_rest_api_proxy_routes_reach_their_functions_under_their_stage() -> None:
-    with LocalCloud(LocalCloudConfig(template=TEMPLATE)).start() as cloud:
+    with LocalCloud(LocalCloudConfig(template=TEMPLATE)) as cloud:
         base = f"{cloud.endpoint}/execute-api"
 
         status, headers, text = call(
