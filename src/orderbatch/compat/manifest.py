@@ -74,6 +74,8 @@ class CompatApp:
     http: HttpCall | None
     expect: Expectation
     readme: str = ""
+    # How long the execution may run before it counts as stuck; None: the runner's default.
+    timeout_seconds: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -143,6 +145,7 @@ def _app(entry: Any, index: int) -> CompatApp:
             http_status=expect.get("http_status"),
         ),
         readme=str(entry.get("readme", "")),
+        timeout_seconds=float(run["timeout_seconds"]) if "timeout_seconds" in run else None,
         notes=tuple(entry.get("notes") or ()),
     )
 

@@ -33,6 +33,9 @@ from orderbatch.compat.manifest import CompatApp, ResourceRef
 from orderbatch.compat.sources import SourceUnavailableError, export_app
 from orderbatch.project import DUMMY_CREDENTIALS
 
+# Apps are run on the quota an AWS account has by default (1,000 concurrent executions), not a new
+# account's 10: a README that reserves concurrency for its functions assumes the default.
+ACCOUNT_CONCURRENCY = 1000
 DEPLOY_TIMEOUT_SECONDS = 300.0  # first use of a runtime builds it (pip install of its requirements)
 RUN_TIMEOUT_SECONDS = 180.0
 HEALTH_PATH = "/_orderbatch/health"
@@ -84,7 +87,7 @@ def run_app(
                 cloud.wait_deployed(deploy_timeout)
                 deployed = True
                 _set_up(app, app_dir, cloud)
-                status = _run_and_compare(app, app_dir, cloud, run_timeout)
+                status = _run_and_compare(app, app_dir, cloud, app.timeout_seconds or run_timeout)
             finally:
                 cloud.stop()
         except _AppFailedError as failure:
@@ -108,6 +111,7 @@ class _LocalUp:
             "--port", str(self.port),
             "--state-dir", str(workdir / "state"),
             "--no-seed",
+            "--account-concurrency", str(ACCOUNT_CONCURRENCY),
             *extra_args,
         ]  # fmt: skip
         if app.parameter_overrides:
