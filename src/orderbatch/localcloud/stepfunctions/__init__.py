@@ -1,8 +1,10 @@
 """moto in server mode, as the local Step Functions, DynamoDB, S3, CloudWatch, SNS and Logs.
 
 moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud
-changes in it, without forking it, lives beside this module, one concern each: ``definitions`` (the
-definitions CreateStateMachine refuses), ``task_clients`` (how Tasks reach services), ``map_state`` (the
+changes in it, without forking it, lives beside this module, one concern each: ``definition_support``
+(constructs AWS accepts and moto's grammar lacks, taken out before moto parses and kept), ``definitions`` (the
+definitions CreateStateMachine refuses), ``distributed_map`` (the Distributed Map's readers, batches,
+tolerated failures, Express children and result files), ``task_clients`` (how Tasks reach services), ``map_state`` (the
 Map state's limits, memory and results), ``histories`` (what a finished execution keeps), ``executions``
 (StartExecution where moto answers unlike AWS), ``lambda_tasks`` (Lambda Task results and error causes in
 AWS's shapes), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions
@@ -16,7 +18,9 @@ from typing import Any
 
 from orderbatch.localcloud.stepfunctions import (
     context_object,
+    definition_support,
     definitions,
+    distributed_map,
     executions,
     histories,
     jsonata,
@@ -34,7 +38,8 @@ from orderbatch.localcloud.stepfunctions.histories import (
     HistoryStore,
     keep_histories_in,
 )
-from orderbatch.localcloud.stepfunctions.map_state import INLINE_MAP_CONCURRENCY_LIMIT, RESULTS_PER_FILE
+from orderbatch.localcloud.stepfunctions.distributed_map import RESULTS_PER_FILE
+from orderbatch.localcloud.stepfunctions.map_state import INLINE_MAP_CONCURRENCY_LIMIT
 from orderbatch.localcloud.stepfunctions.task_clients import route_lambda_tasks_to
 
 __all__ = [
@@ -67,9 +72,11 @@ def apply_interpreter_patches() -> None:
     with _patch_lock:
         if _patched:
             return
+        definition_support.patch()
         definitions.patch()
         task_clients.patch()
         map_state.patch()
+        distributed_map.patch()
         histories.patch()
         executions.patch()
         lambda_tasks.patch()
