@@ -285,7 +285,14 @@ def _tolerated_failures(state: dict[str, Any], path: str, maps: dict[str, MapSup
         {"ToleratedFailurePercentage", "ToleratedFailurePercentagePath"} & state.keys()
     )
     percentage = state.get("ToleratedFailurePercentage")
-    if isinstance(percentage, int) and not isinstance(percentage, bool):
+    if isinstance(percentage, (int, float)) and not isinstance(percentage, bool):
+        if not 0 <= percentage <= 100:
+            raise DefinitionRefused(
+                _schema_failure(
+                    "ToleratedFailurePercentage must be between 0 and 100",
+                    f"{path}/ToleratedFailurePercentage",
+                )
+            )
         state["ToleratedFailurePercentage"] = float(percentage)
 
 
