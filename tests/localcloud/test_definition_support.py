@@ -249,7 +249,10 @@ def test_each_map_keeps_what_was_taken_out_by_its_path() -> None:
 
     assert set(prepared.maps) == {"/States/Each", "/States/Each/ItemProcessor/States/Inner"}
     outer, inner = prepared.maps["/States/Each"], prepared.maps["/States/Each/ItemProcessor/States/Inner"]
-    assert outer.item_batcher is not None and outer.item_batcher.max_items_per_batch == 3
+    assert outer.item_batcher is not None
+    assert outer.item_batcher.max_items_per_batch == 3
     assert not outer.express_children
-    assert inner.express_children and inner.item_batcher is None
-    assert "ItemBatcher" not in prepared.text and "EXPRESS" not in prepared.text
+    assert inner.express_children
+    assert inner.item_batcher is None
+    assert "ItemBatcher" not in prepared.text
+    assert "EXPRESS" not in prepared.text

@@ -16,11 +16,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
+from orderbatch.api_client import BatchesApiClient
+from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
+from orderbatch.audit import BatchLocations
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LOCAL_ROLE_ARN, LocalCloud, LocalCloudConfig
 from orderbatch.localcloud.stepfunctions import distributed_map as data_plane
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -418,3 +423,37 @@ def test_a_writer_config_alone_makes_the_transformed_results_the_state_output(cl
 
     assert [record["Status"] for record in output] == ["SUCCEEDED"] * 3
     assert json.loads(output[0]["Output"]) == {"Items": ORDERS[:2]}
+
+
+# --- The app's own template with Express children ------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_app_runs_an_s3_batch_on_express_children_with_a_clean_audit() -> None:
+    app_template = PROJECT_ROOT / "template.yaml"
+    config = local_cloud_config(
+        app_template, account_concurrency=10, parameter_overrides={"ChildExecutionType": "EXPRESS"}
+    )
+    with LocalCloud(config) as app:
+        batch_id = "express-children"
+        orders = generate_orders(30, fixture_skus(app_template), prefix=batch_id)
+        locations = BatchLocations.from_outputs(app.stack.outputs)
+        bucket, key = app.stack.outputs["BatchBucketName"], f"incoming/{batch_id}.json"
+        app.client("s3").put_object(Bucket=bucket, Key=key, Body=json.dumps(orders).encode())
+        api = BatchesApiClient(
+            app.api_url, session=boto3.Session(**DUMMY_CREDENTIALS, region_name="us-east-1")
+        )
+
+        submitted = api.submit({"batch_id": batch_id, "source": {"bucket": bucket, "key": key}})
+        status = wait_for_execution(
+            app.client("stepfunctions"), locations.execution_arn(batch_id), timeout=600
+        )
+        report = audit_local_batch(app, batch_id)
+
+    assert submitted.status == 202, submitted.body
+    assert status == "SUCCEEDED"
+    assert report.orders_in_input == 30
+    assert sum(report.outcomes.values()) == 30
+    assert report.lost == []
+    assert report.doubled == []
+    assert report.violations == []

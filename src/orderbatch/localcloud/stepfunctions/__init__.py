@@ -2,13 +2,13 @@
 
 moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud
 changes in it, without forking it, lives beside this module, one concern each: ``definition_support``
-(constructs AWS accepts and moto's grammar lacks, taken out before moto parses and kept), ``definitions`` (the
-definitions CreateStateMachine refuses), ``distributed_map`` (the Distributed Map's readers, batches,
-tolerated failures, Express children and result files), ``task_clients`` (how Tasks reach services), ``map_state`` (the
-Map state's limits, memory and results), ``histories`` (what a finished execution keeps), ``executions``
-(StartExecution where moto answers unlike AWS), ``lambda_tasks`` (Lambda Task results and error causes in
-AWS's shapes), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step Functions
-Local's MockConfigFile test cases).
+(constructs AWS accepts and moto's grammar lacks, taken out before moto parses and kept),
+``definitions`` (the definitions CreateStateMachine refuses), ``distributed_map`` (the Distributed Map's
+readers, batches, tolerated failures, Express children and result files), ``task_clients`` (how Tasks
+reach services), ``map_state`` (the Map state's limits and memory), ``histories`` (what a finished
+execution keeps), ``executions`` (StartExecution where moto answers unlike AWS), ``lambda_tasks`` (Lambda
+Task results and error causes in AWS's shapes), ``redrive`` (RedriveExecution, which moto lacks) and
+``mock_config`` (Step Functions Local's MockConfigFile test cases).
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from orderbatch.localcloud.stepfunctions import (
     test_state,
     wait_state,
 )
+from orderbatch.localcloud.stepfunctions.distributed_map import RESULTS_PER_FILE
 from orderbatch.localcloud.stepfunctions.histories import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
     HistoryStore,
     keep_histories_in,
 )
-from orderbatch.localcloud.stepfunctions.distributed_map import RESULTS_PER_FILE
 from orderbatch.localcloud.stepfunctions.map_state import INLINE_MAP_CONCURRENCY_LIMIT
 from orderbatch.localcloud.stepfunctions.task_clients import route_lambda_tasks_to
 

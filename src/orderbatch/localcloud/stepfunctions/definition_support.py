@@ -13,8 +13,8 @@ The rules, each general (by construct, never by application):
 - ``ProcessorConfig.ExecutionType: EXPRESS``: the grammar knows only ``STANDARD``;
 - ``ItemBatcher``: not in the grammar;
 - ``ItemReader.ReaderConfig``: the grammar lacks ``JSONL``, ``MANIFEST``, ``CSVDelimiter`` and a reader
-  configuration without ``InputType`` (``s3:listObjectsV2`` with ``MaxItems``); the whole reader
-  configuration is read here, so one reader honours every form;
+  configuration without ``InputType`` (``s3:listObjectsV2`` with ``MaxItems``); the input type and CSV
+  settings are kept here, so one reader honours every form, and moto keeps evaluating ``MaxItems(Path)``;
 - ``ResultWriter.WriterConfig``: not in the grammar; a ``ResultWriter`` holding only a ``WriterConfig``
   (results to the state's output, not to S3) is taken out whole;
 - ``ToleratedFailurePercentage`` written as an integer (``5``): the grammar takes only a decimal (``5.0``);
@@ -49,7 +49,7 @@ WRITER_OUTPUT_TYPES = ("JSON", "JSONL")
 MAX_INPUT_BYTES_PER_BATCH = 262_144
 
 
-class DefinitionRefused(ValueError):
+class DefinitionRefusedError(ValueError):
     """A construct taken out here is invalid: CreateStateMachine answers InvalidDefinition with this text."""
 
 
@@ -61,8 +61,6 @@ class ReaderConfig:
     csv_header_location: str = "FIRST_ROW"
     csv_headers: tuple[str, ...] = ()
     csv_delimiter: str = "COMMA"
-    max_items: int | None = None
-    max_items_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +170,7 @@ def _item_batcher(state: dict[str, Any], path: str, maps: dict[str, MapSupport])
     where = f"{path}/ItemBatcher"
     batcher = state.pop("ItemBatcher")
     if not isinstance(batcher, dict):
-        raise DefinitionRefused(_schema_failure("Expected value of type: Object", where))
+        raise DefinitionRefusedError(_schema_failure("Expected value of type: Object", where))
     known = {
         "MaxItemsPerBatch",
         "MaxItemsPerBatchPath",
@@ -184,12 +182,12 @@ def _item_batcher(state: dict[str, Any], path: str, maps: dict[str, MapSupport])
     _refuse_both(batcher, "MaxItemsPerBatch", where)
     _refuse_both(batcher, "MaxInputBytesPerBatch", where)
     if not known.difference({"BatchInput"}) & batcher.keys():
-        raise DefinitionRefused(
+        raise DefinitionRefusedError(
             _schema_failure("ItemBatcher must declare MaxItemsPerBatch or MaxInputBytesPerBatch", where)
         )
     max_bytes = _positive_int(batcher, "MaxInputBytesPerBatch", where)
     if max_bytes is not None and max_bytes > MAX_INPUT_BYTES_PER_BATCH:
-        raise DefinitionRefused(
+        raise DefinitionRefusedError(
             _schema_failure(
                 f"MaxInputBytesPerBatch must be at most {MAX_INPUT_BYTES_PER_BATCH}",
                 f"{where}/MaxInputBytesPerBatch",
@@ -197,7 +195,7 @@ def _item_batcher(state: dict[str, Any], path: str, maps: dict[str, MapSupport])
         )
     batch_input = batcher.get("BatchInput")
     if batch_input is not None and not isinstance(batch_input, dict):
-        raise DefinitionRefused(_schema_failure("Expected value of type: Object", f"{where}/BatchInput"))
+        raise DefinitionRefusedError(_schema_failure("Expected value of type: Object", f"{where}/BatchInput"))
     support.item_batcher = ItemBatcher(
         max_items_per_batch=_positive_int(batcher, "MaxItemsPerBatch", where),
         max_items_per_batch_path=_path_string(batcher, "MaxItemsPerBatchPath", where),
@@ -213,44 +211,42 @@ def _reader_config(state: dict[str, Any], path: str, maps: dict[str, MapSupport]
     if support is None or not isinstance(reader, dict):
         return
     where = f"{path}/ItemReader/ReaderConfig"
-    config = reader.pop("ReaderConfig", {})
+    config = reader.get("ReaderConfig", {})
     if not isinstance(config, dict):
-        raise DefinitionRefused(_schema_failure("Expected value of type: Object", where))
+        raise DefinitionRefusedError(_schema_failure("Expected value of type: Object", where))
     _refuse_unknown_fields(
         config,
         {"InputType", "CSVHeaderLocation", "CSVHeaders", "CSVDelimiter", "MaxItems", "MaxItemsPath"},
         where,
     )
-    _refuse_both(config, "MaxItems", where)
     input_type = _enum(config, "InputType", READER_INPUT_TYPES, where)
     if input_type is None and str(reader.get("Resource", "")).endswith(":s3:getObject"):
-        raise DefinitionRefused(
+        raise DefinitionRefusedError(
             _schema_failure("InputType is required to read an object with s3:getObject", where)
         )
     csv_fields = {"CSVHeaderLocation", "CSVHeaders", "CSVDelimiter"} & config.keys()
     if csv_fields and input_type != "CSV":
-        raise DefinitionRefused(
+        raise DefinitionRefusedError(
             _schema_failure(f"{sorted(csv_fields)[0]} is only valid for InputType CSV", where)
         )
     location = _enum(config, "CSVHeaderLocation", CSV_HEADER_LOCATIONS, where) or "FIRST_ROW"
     headers = config.get("CSVHeaders")
-    if location == "GIVEN":
-        if not isinstance(headers, list) or not headers or not all(isinstance(h, str) for h in headers):
-            raise DefinitionRefused(
-                _schema_failure("CSVHeaders must be a non-empty list of strings when GIVEN", where)
-            )
-    elif headers is not None:
-        raise DefinitionRefused(
-            _schema_failure("CSVHeaders can only be set with CSVHeaderLocation GIVEN", where)
+    if location == "GIVEN" and not (isinstance(headers, list) and headers):
+        raise DefinitionRefusedError(
+            _schema_failure("CSVHeaders must be a non-empty list when CSVHeaderLocation is GIVEN", where)
         )
     support.reader_config = ReaderConfig(
         input_type=input_type,
         csv_header_location=location,
-        csv_headers=tuple(headers or ()),
+        csv_headers=tuple(str(header) for header in headers or ()),
         csv_delimiter=_enum(config, "CSVDelimiter", tuple(CSV_DELIMITERS), where) or "COMMA",
-        max_items=_non_negative_int(config, "MaxItems", where),
-        max_items_path=_path_string(config, "MaxItemsPath", where),
     )
+    # What moto's grammar reads stays for moto: MaxItems(Path) in every form (literal, path, variable,
+    # JSONata) is evaluated by moto, and its CSV header checks still apply. The input type it is given only
+    # satisfies the grammar; the items are read by ``distributed_map`` with the real one.
+    moto_config = {"InputType": "CSV" if input_type == "CSV" else "JSON"}
+    moto_config.update({k: v for k, v in config.items() if k not in ("InputType", "CSVDelimiter")})
+    reader["ReaderConfig"] = moto_config
 
 
 def _writer_config(state: dict[str, Any], path: str, maps: dict[str, MapSupport]) -> None:
@@ -261,7 +257,7 @@ def _writer_config(state: dict[str, Any], path: str, maps: dict[str, MapSupport]
     where = f"{path}/ResultWriter/WriterConfig"
     config = writer.pop("WriterConfig")
     if not isinstance(config, dict):
-        raise DefinitionRefused(_schema_failure("Expected value of type: Object", where))
+        raise DefinitionRefusedError(_schema_failure("Expected value of type: Object", where))
     _refuse_unknown_fields(config, {"Transformation", "OutputType"}, where)
     writes_to_s3 = bool(writer)
     if not writes_to_s3:
@@ -287,7 +283,7 @@ def _tolerated_failures(state: dict[str, Any], path: str, maps: dict[str, MapSup
     percentage = state.get("ToleratedFailurePercentage")
     if isinstance(percentage, (int, float)) and not isinstance(percentage, bool):
         if not 0 <= percentage <= 100:
-            raise DefinitionRefused(
+            raise DefinitionRefusedError(
                 _schema_failure(
                     "ToleratedFailurePercentage must be between 0 and 100",
                     f"{path}/ToleratedFailurePercentage",
@@ -315,12 +311,12 @@ def _schema_failure(problem: str, where: str) -> str:
 def _refuse_unknown_fields(config: dict[str, Any], known: set[str], where: str) -> None:
     for name in config:
         if name not in known:
-            raise DefinitionRefused(_schema_failure(f"Field '{name}' is not supported", where))
+            raise DefinitionRefusedError(_schema_failure(f"Field '{name}' is not supported", where))
 
 
 def _refuse_both(config: dict[str, Any], name: str, where: str) -> None:
     if name in config and f"{name}Path" in config:
-        raise DefinitionRefused(_schema_failure(f"{name} and {name}Path cannot both be set", where))
+        raise DefinitionRefusedError(_schema_failure(f"{name} and {name}Path cannot both be set", where))
 
 
 def _enum(config: dict[str, Any], name: str, allowed: tuple[str, ...], where: str) -> str | None:
@@ -328,7 +324,7 @@ def _enum(config: dict[str, Any], name: str, allowed: tuple[str, ...], where: st
     if value is None:
         return None
     if value not in allowed:
-        raise DefinitionRefused(_schema_failure("Value is not a valid enum value", f"{where}/{name}"))
+        raise DefinitionRefusedError(_schema_failure("Value is not a valid enum value", f"{where}/{name}"))
     return str(value)
 
 
@@ -337,14 +333,14 @@ def _non_negative_int(config: dict[str, Any], name: str, where: str) -> int | No
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise DefinitionRefused(_schema_failure("Expected a non-negative integer", f"{where}/{name}"))
+        raise DefinitionRefusedError(_schema_failure("Expected a non-negative integer", f"{where}/{name}"))
     return value
 
 
 def _positive_int(config: dict[str, Any], name: str, where: str) -> int | None:
     value = _non_negative_int(config, name, where)
     if value == 0:
-        raise DefinitionRefused(_schema_failure("Expected a positive integer", f"{where}/{name}"))
+        raise DefinitionRefusedError(_schema_failure("Expected a positive integer", f"{where}/{name}"))
     return value
 
 
@@ -353,7 +349,7 @@ def _path_string(config: dict[str, Any], name: str, where: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.startswith("$"):
-        raise DefinitionRefused(_schema_failure("Expected a reference path", f"{where}/{name}"))
+        raise DefinitionRefusedError(_schema_failure("Expected a reference path", f"{where}/{name}"))
     return value
 
 
@@ -482,7 +478,7 @@ def _prepare_before_parsing() -> None:
     def parse(definition: str) -> tuple[Any, Any]:
         try:
             prepared = prepare_definition(definition)
-        except DefinitionRefused as refused:
+        except DefinitionRefusedError as refused:
             raise ASLParserException(errors=[str(refused)]) from refused
         program, tree = original_parse(prepared.text)
         _bind(program, prepared)

@@ -1,4 +1,4 @@
-"""The Distributed Map's data plane as AWS documents it: reading items, batching them, judging failures, writing.
+"""The Distributed Map's data plane as AWS documents it: reading, batching, judging failures, writing.
 
 moto's interpreter runs a Distributed Map's children; this module gives it what ``definition_support`` kept
 from the definition and what moto does not do:
@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from orderbatch.localcloud.stepfunctions.definition_support import (
     CSV_DELIMITERS,
@@ -89,7 +89,7 @@ def _run_of(map_run_record: Any) -> MapRun | None:
 # --- ItemReader ----------------------------------------------------------------------------------------
 
 
-class ItemReaderFailed(Exception):
+class ItemReaderFailedError(Exception):
     """Why items could not be read; becomes ``States.ItemReaderFailed``."""
 
 
@@ -102,15 +102,17 @@ def _read_items_as_documented() -> None:
 
     def eval_body(self: Any, env: Any) -> None:
         support = support_of(self)
-        if support is None or support.reader_config is None:
+        if support is None or support.reader_config is None or self.reader_config is None:
             original(self, env)
             return
+        # moto's reader configuration carries MaxItems(Path), evaluated (and checked) as moto does.
+        self.reader_config.eval(env=env)
+        max_items = env.stack.pop()["MaxItemsValue"]
         if self.parargs:
             self.parargs.eval(env=env)
         else:
             env.stack.append({})
         parameters = env.stack.pop()
-        max_items = _max_items(support.reader_config, env)
         self.resource.eval(env=env)
         resource_runtime_part = env.stack.pop()
         from moto.stepfunctions.parser.asl.component.state.exec.state_task.credentials import (
@@ -123,26 +125,11 @@ def _read_items_as_documented() -> None:
         )
         try:
             items = read_items(s3, self.resource.api_action, parameters, support.reader_config, max_items)
-        except ItemReaderFailed as failed:
+        except ItemReaderFailedError as failed:
             _raise_failure(env, "StatesItemReaderFailed", str(failed))
         env.stack.append(items)
 
     ItemReader._eval_body = eval_body  # type: ignore[method-assign]
-
-
-def _max_items(config: ReaderConfig, env: Any) -> int | None:
-    if config.max_items_path is not None:
-        value = _value_at(config.max_items_path, env)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            _raise_failure(
-                env,
-                "StatesRuntime",
-                f"The MaxItemsPath field refers to value {json.dumps(value)} which is not a valid integer: "
-                f"{config.max_items_path}",
-            )
-        return value
-    # 0 is AWS's "no limit".
-    return config.max_items or None
 
 
 def read_items(
@@ -153,10 +140,10 @@ def read_items(
         if api_action.lower() == "listobjectsv2":
             return list(_limited(_listed_objects(s3, parameters), max_items))
         body = s3.get_object(**parameters)["Body"].read()
-    except ItemReaderFailed:
+    except ItemReaderFailedError:
         raise
     except Exception as error:  # an S3 error names the object; AWS reports it as the reader's failure
-        raise ItemReaderFailed(str(error)) from error
+        raise ItemReaderFailedError(str(error)) from error
     return list(_limited(_parsed_items(s3, body, config, parameters), max_items))
 
 
@@ -190,7 +177,7 @@ def _parsed_items(s3: Any, body: bytes, config: ReaderConfig, parameters: dict[s
     if config.input_type == "JSON":
         document = _json_document(text)
         if not isinstance(document, list):
-            raise ItemReaderFailed("Attempting to map over non-iterable node.")
+            raise ItemReaderFailedError("Attempting to map over non-iterable node.")
         yield from document
     elif config.input_type == "JSONL":
         for number, line in enumerate(text.splitlines(), start=1):
@@ -201,7 +188,7 @@ def _parsed_items(s3: Any, body: bytes, config: ReaderConfig, parameters: dict[s
     elif config.input_type == "MANIFEST":
         yield from _inventory_items(s3, text, parameters)
     else:
-        raise ItemReaderFailed(f"Unsupported InputType {config.input_type}")
+        raise ItemReaderFailedError(f"Unsupported InputType {config.input_type}")
 
 
 def _text_of(body: bytes) -> str:
@@ -210,26 +197,25 @@ def _text_of(body: bytes) -> str:
     try:
         return body.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise ItemReaderFailed(f"The object is not UTF-8 text: {error}") from error
+        raise ItemReaderFailedError(f"The object is not UTF-8 text: {error}") from error
 
 
 def _json_document(text: str, where: str = "the object") -> Any:
     try:
         return json.loads(text)
     except ValueError as error:
-        raise ItemReaderFailed(f"Invalid JSON in {where}: {error}") from error
+        raise ItemReaderFailedError(f"Invalid JSON in {where}: {error}") from error
 
 
 def _csv_items(text: str, location: str, given: tuple[str, ...], delimiter: str) -> Iterator[dict[str, str]]:
     rows = csv.reader(io.StringIO(text), delimiter=CSV_DELIMITERS[delimiter])
     headers = list(given) if location == "GIVEN" else next(rows, [])
     if len(set(headers)) < len(headers):
-        raise ItemReaderFailed("CSV headers cannot contain duplicates.")
+        raise ItemReaderFailedError("CSV headers cannot contain duplicates.")
     for row in rows:
         if not row:
             continue
-        if len(row) > len(headers):
-            raise ItemReaderFailed(f"A CSV row has {len(row)} fields and the headers name {len(headers)}.")
+        # AWS drops the fields of a row past its headers and leaves missing ones empty.
         yield {header: row[index] if index < len(row) else "" for index, header in enumerate(headers)}
 
 
@@ -238,18 +224,18 @@ def _inventory_items(s3: Any, manifest_text: str, parameters: dict[str, Any]) ->
     whose columns its ``fileSchema`` names."""
     manifest = _json_document(manifest_text, "the manifest")
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
-        raise ItemReaderFailed("The manifest has no 'files' list.")
+        raise ItemReaderFailedError("The manifest has no 'files' list.")
     if manifest.get("fileFormat", "CSV") != "CSV":
-        raise ItemReaderFailed(f"Inventory file format {manifest.get('fileFormat')} is not supported.")
+        raise ItemReaderFailedError(f"Inventory file format {manifest.get('fileFormat')} is not supported.")
     schema = [name.strip() for name in str(manifest.get("fileSchema", "")).split(",") if name.strip()]
     if not schema:
-        raise ItemReaderFailed("The manifest has no 'fileSchema'.")
+        raise ItemReaderFailedError("The manifest has no 'fileSchema'.")
     bucket = str(manifest.get("destinationBucket") or parameters["Bucket"]).removeprefix("arn:aws:s3:::")
     for listed in manifest["files"]:
         try:
             body = s3.get_object(Bucket=bucket, Key=listed["key"])["Body"].read()
         except Exception as error:
-            raise ItemReaderFailed(f"Inventory file {listed.get('key')}: {error}") from error
+            raise ItemReaderFailedError(f"Inventory file {listed.get('key')}: {error}") from error
         yield from _csv_items(_text_of(body), "GIVEN", tuple(schema), "COMMA")
 
 
@@ -288,7 +274,7 @@ def _run_children_with_batches_and_tolerance() -> None:
 
 
 def _selected_items(env: Any, eval_input: Any, items: list[Any]) -> list[Any]:
-    """Each item through ``ItemSelector`` (or ``Parameters``), as a child would have applied it, before batching."""
+    """Each item through ``ItemSelector`` (or ``Parameters``) as a child would apply it, before batching."""
     selector = eval_input.item_selector or eval_input.parameters
     if selector is None:
         return items
@@ -590,8 +576,13 @@ def _raise_failure(env: Any, error_type: str, cause: str) -> NoReturn:
             env=env,
             error_name=error_name,
             event_type=HistoryEventType.TaskFailed,
-            event_details=EventDetails(
-                mapRunFailedEventDetails=MapRunFailedEventDetails(error=error_name.error_name, cause=cause)
+            event_details=cast(
+                EventDetails,
+                {
+                    "mapRunFailedEventDetails": MapRunFailedEventDetails(
+                        error=error_name.error_name, cause=cause
+                    )
+                },
             ),
         )
     )
