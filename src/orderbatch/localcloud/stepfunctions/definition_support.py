@@ -22,9 +22,10 @@ The rules, each general (by construct, never by application):
   the declared ones, moto fills in 0 for the other;
 - strings the grammar lexes as its own keywords (``"JSONata"``, ``"JSONPath"``, ``"ErrorPath"``,
   ``"CausePath"``) where the definition means plain text (a payload value, a state name): written with a
-  JSON escape so the lexer sees a plain string; moto decodes it back (see :func:`patch`);
-- JSON escapes (``\\u00ed``): the definition is re-serialised from its parsed JSON, so moto sees the
-  characters AWS sees, and moto's reading of state names decodes what escapes remain;
+  JSON escape so the lexer sees a plain string, decoded again when moto reads it;
+- JSON escapes (``\\u00ed``, ``\\"``): the definition is re-serialised from its parsed JSON, so moto sees the
+  characters AWS sees, and the strings moto read without decoding what escapes remain (state names,
+  ``Next``, ``Assign`` literals) are decoded (paths excepted, as AWS's recordings show);
 - error names AWS documents that the grammar lacks (``States.Http.Socket``) are accepted in ``ErrorEquals``.
 """
 
@@ -466,7 +467,7 @@ def _components(root: Any) -> Iterator[Any]:
 
 def patch() -> None:
     _prepare_before_parsing()
-    _decode_escapes_in_names()
+    _decode_escapes_in_literal_strings()
     _accept_aws_error_names()
 
 
@@ -489,15 +490,23 @@ def _prepare_before_parsing() -> None:
     AmazonStateLanguageParser.parse = staticmethod(parse)  # type: ignore[method-assign]
 
 
-def _decode_escapes_in_names() -> None:
-    """moto reads state names (StartAt, Next, the States keys) without decoding JSON escapes; AWS decodes."""
+def _decode_escapes_in_literal_strings() -> None:
+    """moto reads some strings (state names, Next, Assign literals, Comment, Label) without decoding their
+    JSON escapes, which AWS decodes. Paths (JSONPath, context and variable paths) stay as moto reads them:
+    AWS-recorded executions show their escapes reaching the path evaluation."""
+    from moto.stepfunctions.parser.asl.antlr.runtime.ASLParser import ASLParser
     from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 
+    paths = (
+        ASLParser.String_jsonpathContext,
+        ASLParser.String_context_pathContext,
+        ASLParser.String_variable_sampleContext,
+    )
     original = Preprocessor._inner_string_of
 
     def inner_string_of(parser_rule_context: Any) -> str | None:
         text = original(parser_rule_context)
-        if text is None or "\\" not in text:
+        if text is None or "\\" not in text or isinstance(parser_rule_context, paths):
             return text
         try:
             decoded = json.loads(f'"{text}"')
