@@ -337,6 +337,30 @@ def test_an_express_child_past_its_time_limit_fails_with_states_timeout(
     assert output[1] == ORDERS[1]
 
 
+def test_the_map_run_takes_its_label_concurrency_and_tolerance_from_the_definition_and_input(
+    cloud: LocalCloud,
+) -> None:
+    definition = distributed_map(
+        pass_through("EXPRESS"),
+        ItemsPath="$.orders",
+        Label="Orders",
+        MaxConcurrencyPath="$.width",
+        ToleratedFailureCountPath="$.count",
+        ToleratedFailurePercentagePath="$.percentage",
+    )
+
+    described = execute(cloud, definition, {"orders": ORDERS, "width": 2, "count": 3, "percentage": 10})
+
+    sfn = cloud.client("stepfunctions")
+    (run,) = sfn.list_map_runs(executionArn=described["executionArn"])["mapRuns"]
+    map_run = sfn.describe_map_run(mapRunArn=run["mapRunArn"])
+    assert described["status"] == "SUCCEEDED"
+    assert "/Orders:" in run["mapRunArn"]
+    assert map_run["maxConcurrency"] == 2
+    assert (map_run["toleratedFailureCount"], map_run["toleratedFailurePercentage"]) == (3, 10.0)
+    assert map_run["itemCounts"]["succeeded"] == len(ORDERS)
+
+
 # --- ResultWriter --------------------------------------------------------------------------------------
 
 

@@ -41,7 +41,7 @@ from typing import Any
 KEYWORD_LOOKALIKES = frozenset({"JSONata", "JSONPath", "ErrorPath", "CausePath"})
 AWS_ERROR_NAMES_MISSING_FROM_GRAMMAR = frozenset({"States.Http.Socket"})
 
-READER_INPUT_TYPES = ("CSV", "JSON", "JSONL", "MANIFEST")
+READER_INPUT_TYPES = ("CSV", "JSON", "JSONL", "MANIFEST", "PARQUET")
 CSV_HEADER_LOCATIONS = ("FIRST_ROW", "GIVEN")
 CSV_DELIMITERS = {"COMMA": ",", "PIPE": "|", "SEMICOLON": ";", "SPACE": " ", "TAB": "\t"}
 WRITER_TRANSFORMATIONS = ("NONE", "COMPACT", "FLATTEN")

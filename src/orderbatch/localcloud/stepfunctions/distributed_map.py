@@ -188,7 +188,8 @@ def _parsed_items(s3: Any, body: bytes, config: ReaderConfig, parameters: dict[s
     elif config.input_type == "MANIFEST":
         yield from _inventory_items(s3, text, parameters)
     else:
-        raise ItemReaderFailedError(f"Unsupported InputType {config.input_type}")
+        # PARQUET is valid on AWS; reading it would need a Parquet library the local cloud does not ship.
+        raise ItemReaderFailedError(f"The local cloud cannot read InputType {config.input_type}")
 
 
 def _text_of(body: bytes) -> str:
