@@ -184,6 +184,9 @@ def test_strings_that_look_like_grammar_keywords_are_plain_text(sfn: Any) -> Non
 
     assert described["status"] == "SUCCEEDED", described
     assert json.loads(described["output"]) == {"lang": "JSONata", "copy": result}
+    history = sfn.get_execution_history(executionArn=described["executionArn"])["events"]
+    entered = [e["stateEnteredEventDetails"]["name"] for e in history if e["type"] == "PassStateEntered"]
+    assert entered == ["JSONata", "Fail with paths"]
 
 
 def test_json_escapes_are_decoded_in_values_and_state_names(sfn: Any) -> None:
