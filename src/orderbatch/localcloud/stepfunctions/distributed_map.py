@@ -264,9 +264,18 @@ def _run_children_with_batches_and_tolerance() -> None:
             eval_input = copy.copy(eval_input)
             eval_input.item_selector = None
             eval_input.parameters = None
+        child_inputs = env.stack[-1]
         original_map_run(self, env, eval_input)
-        env.stack.pop()  # moto's outputs: a failed child's is None, indistinguishable from a null output
-        outcomes = [run.outcomes[index] for index in sorted(run.outcomes)]
+        # moto's outputs, one per closed job: a failed child's is None, indistinguishable from a null
+        # output, so a child that ran is judged by its outcome. A job closed without running (a redriven
+        # Map Run keeps its succeeded children) succeeded with the output it had.
+        outputs = env.stack.pop()
+        with run.lock:
+            for index, output in enumerate(outputs):
+                if index not in run.outcomes:
+                    child_input = child_inputs[index] if index < len(child_inputs) else None
+                    run.outcomes[index] = ChildOutcome(index, child_input, succeeded=True, output=output)
+            outcomes = [run.outcomes[index] for index in sorted(run.outcomes)]
         if _tolerance_exceeded(support, eval_input, outcomes):
             _raise_failure(env, "StatesExceedToleratedFailureThreshold", EXCEEDED_CAUSE)
         env.stack.append(_state_result(support, outcomes, eval_input.map_run_record.map_run_arn))
