@@ -132,6 +132,20 @@ REFUSED = {
         distributed(ResultWriter={"WriterConfig": {"Transformation": "SHRINK"}}),
         "at /States/Each/ResultWriter/WriterConfig/Transformation",
     ),
+    "batcher on an inline map": (
+        {
+            "StartAt": "Each",
+            "States": {
+                "Each": {
+                    "Type": "Map",
+                    "ItemBatcher": {"MaxItemsPerBatch": 2},
+                    "ItemProcessor": {"StartAt": "Echo", "States": {"Echo": {"Type": "Pass", "End": True}}},
+                    "End": True,
+                }
+            },
+        },
+        "at /States/Each/ItemBatcher",
+    ),
     "percentage over 100": (
         distributed(ToleratedFailurePercentage=101),
         "at /States/Each/ToleratedFailurePercentage",

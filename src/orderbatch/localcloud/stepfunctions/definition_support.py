@@ -153,13 +153,31 @@ def _map_support(state: dict[str, Any], path: str, maps: dict[str, MapSupport]) 
     return maps.setdefault(path, MapSupport(path=path))
 
 
+def _processor_config(state: dict[str, Any]) -> dict[str, Any]:
+    for key in ("ItemProcessor", "Iterator"):
+        processor = state.get(key)
+        if isinstance(processor, dict) and isinstance(processor.get("ProcessorConfig"), dict):
+            config: dict[str, Any] = processor["ProcessorConfig"]
+            return config
+    return {}
+
+
+def _refuse_unless_distributed(state: dict[str, Any], field_name: str, path: str) -> None:
+    if _processor_config(state).get("Mode") != "DISTRIBUTED":
+        raise DefinitionRefusedError(
+            _schema_failure(
+                f"Field '{field_name}' is only supported for Map states in DISTRIBUTED mode",
+                f"{path}/{field_name}",
+            )
+        )
+
+
 def _express_children(state: dict[str, Any], path: str, maps: dict[str, MapSupport]) -> None:
     support = _map_support(state, path, maps)
-    processor = state.get("ItemProcessor")
-    if support is None or not isinstance(processor, dict):
+    if support is None:
         return
-    config = processor.get("ProcessorConfig")
-    if isinstance(config, dict) and config.get("ExecutionType") == "EXPRESS":
+    config = _processor_config(state)
+    if config.get("ExecutionType") == "EXPRESS":
         config["ExecutionType"] = "STANDARD"
         support.express_children = True
 
@@ -168,6 +186,7 @@ def _item_batcher(state: dict[str, Any], path: str, maps: dict[str, MapSupport])
     support = _map_support(state, path, maps)
     if support is None or "ItemBatcher" not in state:
         return
+    _refuse_unless_distributed(state, "ItemBatcher", path)
     where = f"{path}/ItemBatcher"
     batcher = state.pop("ItemBatcher")
     if not isinstance(batcher, dict):
@@ -255,6 +274,7 @@ def _writer_config(state: dict[str, Any], path: str, maps: dict[str, MapSupport]
     writer = state.get("ResultWriter")
     if support is None or not isinstance(writer, dict) or "WriterConfig" not in writer:
         return
+    _refuse_unless_distributed(state, "ResultWriter", path)
     where = f"{path}/ResultWriter/WriterConfig"
     config = writer.pop("WriterConfig")
     if not isinstance(config, dict):
