@@ -310,6 +310,44 @@ def test_failures_past_the_tolerance_fail_the_map(cloud: LocalCloud, tolerance: 
     assert described["error"] == "States.ExceedToleratedFailureThreshold"
 
 
+@pytest.mark.parametrize(("tolerated", "status"), [(3, "FAILED"), (4, "SUCCEEDED")])
+def test_a_failed_batch_counts_each_of_its_items_against_the_tolerance(
+    cloud: LocalCloud, tolerated: int, status: str
+) -> None:
+    # Batches of 2, 2 and 1 orders; the children of the two full batches fail: 4 failed items.
+    processor = {
+        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+        "StartAt": "Measure batch",
+        "States": {
+            "Measure batch": {
+                "Type": "Pass",
+                "Parameters": {"size.$": "States.ArrayLength($.Items)"},
+                "Next": "Check batch",
+            },
+            "Check batch": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.size", "NumericEquals": 2, "Next": "Reject batch"}],
+                "Default": "Accept batch",
+            },
+            "Reject batch": {"Type": "Fail", "Error": "BatchRejected"},
+            "Accept batch": {"Type": "Pass", "End": True},
+        },
+    }
+    definition = distributed_map(
+        processor, ItemsPath="$.orders", ItemBatcher={"MaxItemsPerBatch": 2}, ToleratedFailureCount=tolerated
+    )
+
+    described = execute(cloud, definition, {"orders": ORDERS})
+
+    sfn = cloud.client("stepfunctions")
+    (run,) = sfn.list_map_runs(executionArn=described["executionArn"])["mapRuns"]
+    map_run = sfn.describe_map_run(mapRunArn=run["mapRunArn"])
+    assert described["status"] == status
+    items, executions = map_run["itemCounts"], map_run["executionCounts"]
+    assert (items["total"], items["failed"], items["succeeded"]) == (5, 4, 1)
+    assert (executions["total"], executions["failed"], executions["running"]) == (3, 2, 0)
+
+
 def test_an_express_child_past_its_time_limit_fails_with_states_timeout(
     cloud: LocalCloud, monkeypatch: pytest.MonkeyPatch
 ) -> None:

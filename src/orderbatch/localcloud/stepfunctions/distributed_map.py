@@ -66,6 +66,8 @@ class ChildOutcome:
     cause: str | None = None
     started: str = ""
     stopped: str = ""
+    # How many items the child processed: its batch's size, else 1.
+    items: int = 1
 
 
 @dataclass
@@ -270,12 +272,19 @@ def _run_children_with_batches_and_tolerance() -> None:
         # output, so a child that ran is judged by its outcome. A job closed without running (a redriven
         # Map Run keeps its succeeded children) succeeded with the output it had.
         outputs = env.stack.pop()
+        kept: set[int] = set()
         with run.lock:
             for index, output in enumerate(outputs):
                 if index not in run.outcomes:
                     child_input = child_inputs[index] if index < len(child_inputs) else None
                     run.outcomes[index] = ChildOutcome(index, child_input, succeeded=True, output=output)
+                    kept.add(index)
             outcomes = [run.outcomes[index] for index in sorted(run.outcomes)]
+        batched = support is not None and support.item_batcher is not None
+        for outcome in outcomes:
+            outcome.items = len(child_inputs[outcome.index]["Items"]) if batched else 1
+        if batched:
+            _count_items_not_batches(eval_input.map_run_record, outcomes, ran=set(run.outcomes) - kept)
         if _tolerance_exceeded(support, eval_input, outcomes):
             _raise_failure(env, "StatesExceedToleratedFailureThreshold", EXCEEDED_CAUSE)
         env.stack.append(_state_result(support, outcomes, eval_input.map_run_record.map_run_arn))
@@ -378,7 +387,8 @@ def _value_at(path: str, env: Any) -> Any:
 
 
 def _tolerance_exceeded(support: MapSupport | None, eval_input: Any, outcomes: list[ChildOutcome]) -> bool:
-    failed = sum(1 for outcome in outcomes if not outcome.succeeded)
+    """Whether more items failed than tolerated; every item of a failed child's batch counts as failed."""
+    failed = sum(outcome.items for outcome in outcomes if not outcome.succeeded)
     if failed == 0:
         return False
     count_declared = support is None or support.tolerated_failure_count_declared
@@ -387,7 +397,23 @@ def _tolerance_exceeded(support: MapSupport | None, eval_input: Any, outcomes: l
         return True
     if count_declared and failed > eval_input.tolerated_failure_count:
         return True
-    return percentage_declared and failed * 100.0 / len(outcomes) > eval_input.tolerated_failure_percentage
+    total = sum(outcome.items for outcome in outcomes)
+    return percentage_declared and failed * 100.0 / total > eval_input.tolerated_failure_percentage
+
+
+def _count_items_not_batches(record: Any, outcomes: list[ChildOutcome], ran: set[int]) -> None:
+    """moto counts one item per child; with batches DescribeMapRun's itemCounts count the batches' items."""
+    counter = record.item_counter
+    for outcome in outcomes:
+        if outcome.index not in ran:
+            continue
+        more = outcome.items - 1
+        counter.total.count(more)
+        if outcome.succeeded:
+            counter.succeeded.count(more)
+            counter.results_written.count(more)
+        else:
+            counter.failed.count(more)
 
 
 def _keep_each_child_outcome() -> None:
@@ -428,11 +454,14 @@ def _eval_job_keeping_outcome(original: Any) -> Any:
         if isinstance(state, ProgramEnded):
             outcome.succeeded = True
             outcome.output = job.job_output
-        elif isinstance(state, ProgramError) and state.error:
-            outcome.error = state.error.get("error")
-            outcome.cause = state.error.get("cause")
         else:
-            outcome.error = "States.Runtime"
+            if isinstance(state, ProgramError) and state.error:
+                outcome.error = state.error.get("error")
+                outcome.cause = state.error.get("cause")
+            else:
+                outcome.error = "States.Runtime"
+            # moto stops counting a child as running only when it succeeds.
+            self._map_run_record.execution_counter.running.offset(-1)
         outcome.stopped = _now()
         with run.lock:
             run.outcomes[job.job_index] = outcome
