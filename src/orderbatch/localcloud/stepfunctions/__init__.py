@@ -2,18 +2,20 @@
 
 moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud
 changes in it, without forking it, lives beside this module, one concern each: ``errors`` (its errors'
-codes), ``definitions`` (the definitions CreateStateMachine refuses), ``task_clients`` (how Tasks reach
-services), ``map_state`` (the Map state's limits, memory and results), ``histories`` (what a finished
-execution keeps), ``executions`` (StartExecution where moto answers unlike AWS), ``express`` (EXPRESS
-state machines: StartSyncExecution, their executions' limit and logs, what the other APIs answer for
-them), ``jsonpath`` (paths in Jayway's dialect with AWS's result shapes), ``intrinsics`` (how ``States.*``
-invocations are read and fail), ``assign_literals`` (text in ``Assign`` decoded from its JSON string),
-``preprocessor_scopes`` (each definition read with its own QueryLanguage scopes), ``lambda_tasks`` (Lambda
-Task results and error causes in AWS's shapes), ``service_tasks`` (service integrations' parameters and
-results), ``service_errors`` (their error names, and the integration patterns not run locally),
-``api_gateway_tasks`` (``apigateway:invoke`` to the template's HTTP API), ``task_tokens``
-(SendTaskFailure's cause), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step
-Functions Local's MockConfigFile test cases).
+codes), ``definition_support`` (constructs AWS accepts and moto's grammar lacks, taken out before moto
+parses and kept), ``definitions`` (the definitions CreateStateMachine refuses), ``distributed_map`` (the
+Distributed Map's readers, batches, tolerated failures, Express children and result files),
+``task_clients`` (how Tasks reach services), ``map_state`` (the Map state's limits and memory),
+``histories`` (what a finished execution keeps), ``executions`` (StartExecution where moto answers unlike
+AWS), ``express`` (EXPRESS state machines: StartSyncExecution, their executions' limit and logs, what the
+other APIs answer for them), ``jsonpath`` (paths in Jayway's dialect with AWS's result shapes),
+``intrinsics`` (how ``States.*`` invocations are read and fail), ``assign_literals`` (text in ``Assign``
+decoded from its JSON string), ``preprocessor_scopes`` (each definition read with its own QueryLanguage
+scopes), ``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes), ``service_tasks``
+(service integrations' parameters and results), ``service_errors`` (their error names, and the
+integration patterns not run locally), ``api_gateway_tasks`` (``apigateway:invoke`` to the template's
+HTTP API), ``task_tokens`` (SendTaskFailure's cause), ``redrive`` (RedriveExecution, which moto lacks) and
+``mock_config`` (Step Functions Local's MockConfigFile test cases).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from orderbatch.localcloud.stepfunctions import (
     api_gateway_tasks,
     assign_literals,
     context_object,
+    definition_support,
     definitions,
+    distributed_map,
     errors,
     executions,
     express,
@@ -45,13 +49,14 @@ from orderbatch.localcloud.stepfunctions import (
     test_state,
     wait_state,
 )
+from orderbatch.localcloud.stepfunctions.distributed_map import RESULTS_PER_FILE
 from orderbatch.localcloud.stepfunctions.express import EXPRESS_MAX_DURATION_SECONDS, limit_express_duration
 from orderbatch.localcloud.stepfunctions.histories import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
     HistoryStore,
     keep_histories_in,
 )
-from orderbatch.localcloud.stepfunctions.map_state import INLINE_MAP_CONCURRENCY_LIMIT, RESULTS_PER_FILE
+from orderbatch.localcloud.stepfunctions.map_state import INLINE_MAP_CONCURRENCY_LIMIT
 from orderbatch.localcloud.stepfunctions.task_clients import route_lambda_tasks_to
 
 __all__ = [
@@ -87,9 +92,11 @@ def apply_interpreter_patches() -> None:
         if _patched:
             return
         errors.patch()
+        definition_support.patch()
         definitions.patch()
         task_clients.patch()
         map_state.patch()
+        distributed_map.patch()
         histories.patch()
         executions.patch()
         lambda_tasks.patch()

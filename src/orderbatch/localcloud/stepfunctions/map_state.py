@@ -9,27 +9,22 @@ Adjustments to moto's interpreter, each for a reason a user would meet:
 - a Distributed Map collects every child execution's events into one list that is dropped when the Map
   ends: all of them held at once, payloads included. On AWS they are separate child executions' histories,
   which moto does not expose; here they are counted, not kept;
-- a Distributed Map's ResultWriter writes an empty manifest and drops the child results; here it writes
-  the result files and the manifest in the format AWS documents.
+- what a Distributed Map reads, batches, tolerates and writes is ``distributed_map``'s.
 """
 
 from __future__ import annotations
 
 import json
 import weakref
-from datetime import UTC, datetime
 from typing import Any
 
 from orderbatch.aws_limits import INLINE_MAP_CONCURRENCY_LIMIT
-
-RESULTS_PER_FILE = 1000
 
 
 def patch() -> None:
     _cap_inline_map_concurrency()
     _loop_map_workers()
     _count_child_events_without_keeping_them()
-    _write_distributed_map_results()
     _name_the_value_not_its_type()
 
 
@@ -137,60 +132,6 @@ def _count_child_events_without_keeping_them() -> None:
 
     # The module creates the Map run's event manager by this name.
     distributed_iteration_component.EventManager = ChildExecutionEvents  # type: ignore[misc]
-
-
-def _write_distributed_map_results() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval import (
-        resource_eval_s3,
-    )
-
-    def handle_put_object(env: Any, resource_runtime_part: Any, state_credentials: Any) -> None:
-        parameters = env.stack.pop()
-        results = env.stack.pop()
-        s3 = resource_eval_s3.ResourceEvalS3._get_s3_client(
-            resource_runtime_part=resource_runtime_part, state_credentials=state_credentials
-        )
-        map_run_arn = env.map_run_record_pool_manager.get_all().pop().map_run_arn
-        prefix = parameters.get("Prefix", "")
-        if prefix and not prefix.endswith("/"):
-            prefix += "/"
-        folder = prefix + map_run_arn.split(":")[-1] + "/"
-        now = datetime.now(UTC).isoformat()
-        entries = [
-            {
-                "ExecutionArn": f"{map_run_arn}:{index}",
-                "Name": str(index),
-                "Input": None,
-                "InputDetails": {"Included": False},
-                "Output": json.dumps(result),
-                "OutputDetails": {"Included": True},
-                "Status": "SUCCEEDED",
-                "StartDate": now,
-                "StopDate": now,
-            }
-            for index, result in enumerate(results if isinstance(results, list) else [])
-        ]
-        files = []
-        for number, start in enumerate(range(0, len(entries), RESULTS_PER_FILE)):
-            body = json.dumps(entries[start : start + RESULTS_PER_FILE]).encode()
-            key = f"{folder}SUCCEEDED_{number}.json"
-            s3.put_object(Bucket=parameters["Bucket"], Key=key, Body=body)
-            files.append({"Key": key, "Size": len(body)})
-        manifest = {
-            "DestinationBucket": parameters["Bucket"],
-            "MapRunArn": map_run_arn,
-            "ResultFiles": {"FAILED": [], "PENDING": [], "SUCCEEDED": files},
-        }
-        manifest_key = folder + "manifest.json"
-        s3.put_object(Bucket=parameters["Bucket"], Key=manifest_key, Body=json.dumps(manifest).encode())
-        env.stack.append(
-            {
-                "MapRunArn": map_run_arn,
-                "ResultWriterDetails": {"Bucket": parameters["Bucket"], "Key": manifest_key},
-            }
-        )
-
-    resource_eval_s3.ResourceEvalS3._handle_put_object = staticmethod(handle_put_object)  # type: ignore[method-assign]
 
 
 _NOT_AN_ARRAY = "Map state input must be an array but was: "

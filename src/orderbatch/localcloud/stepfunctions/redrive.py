@@ -14,9 +14,9 @@ How: while an execution runs, each top-level state records its name, input and v
 and each successful iteration of that state's Map is recorded with its output (``ExecutionProgress``). A
 redrive starts a new interpreter worker on the same execution whose history continues the old one, whose
 program starts at the recorded state, and whose Map job pool starts with the recorded iterations already
-closed. What is not done as on AWS: a Parallel state, or a Map nested inside an iteration, is rerun whole;
-a Distributed Map whose children failed does not fail in moto (it honours no tolerated-failure threshold),
-so only a stopped, timed-out or otherwise failed parent redrives its Map Run.
+closed. What is not done as on AWS: a Parallel state, or a Map nested inside an iteration, is rerun whole.
+A Distributed Map whose children failed past its tolerance fails (``distributed_map``); its redrive reruns
+those children like any unfinished one (tested for a stopped parent only).
 """
 
 from __future__ import annotations

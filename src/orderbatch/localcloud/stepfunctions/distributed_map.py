@@ -1,0 +1,627 @@
+"""The Distributed Map's data plane as AWS documents it: reading, batching, judging failures, writing.
+
+moto's interpreter runs a Distributed Map's children; this module gives it what ``definition_support`` kept
+from the definition and what moto does not do:
+
+- ``ItemReader``: JSON, JSONL, CSV (header row or given headers, five delimiters), an S3 inventory
+  MANIFEST and an S3 listing (``s3:listObjectsV2``, every page), each limited by ``MaxItems(Path)``; an
+  unreadable source fails the Map with ``States.ItemReaderFailed``;
+- ``ItemBatcher``: ``ItemSelector`` applied to each item, then items grouped by ``MaxItemsPerBatch(Path)``
+  and ``MaxInputBytesPerBatch(Path)``; each child gets ``{"BatchInput": ..., "Items": [...]}``;
+- failures: moto counted a failed child and went on. Here a failed child's error and cause are kept, and
+  the Map fails with ``States.ExceedToleratedFailureThreshold`` when more children failed than
+  ``ToleratedFailureCount``/``ToleratedFailurePercentage`` (only the declared ones; none declared: none
+  tolerated) allow;
+- ``ExecutionType: EXPRESS`` children run as moto runs any child, each stopped with ``States.Timeout`` past
+  Express's five minutes;
+- ``ResultWriter``: the result files (SUCCEEDED_n, FAILED_n) and the manifest in AWS's format, with
+  ``WriterConfig`` ``Transformation`` NONE/COMPACT/FLATTEN and ``OutputType`` JSON/JSONL; a ``WriterConfig``
+  alone makes the transformed results the state's result. moto wrote an empty manifest.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import gzip
+import io
+import json
+import threading
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, NoReturn, cast
+
+from orderbatch.localcloud.stepfunctions.definition_support import (
+    CSV_DELIMITERS,
+    ItemBatcher,
+    MapSupport,
+    ReaderConfig,
+    WriterConfig,
+    support_of,
+)
+
+RESULTS_PER_FILE = 1000
+# AWS ends an Express execution after five minutes; a Distributed Map's Express child is one.
+EXPRESS_CHILD_TIME_LIMIT_SECONDS = 300.0
+EXCEEDED_CAUSE = "The specified tolerated failure threshold was exceeded"
+EXPRESS_TIMEOUT_CAUSE = "The Express child execution ran past its five-minute limit."
+
+
+def patch() -> None:
+    _read_items_as_documented()
+    _run_children_with_batches_and_tolerance()
+    _keep_each_child_outcome()
+    _write_results_as_documented()
+
+
+@dataclass
+class ChildOutcome:
+    index: int
+    input: Any
+    succeeded: bool
+    output: Any = None
+    error: str | None = None
+    cause: str | None = None
+    started: str = ""
+    stopped: str = ""
+    # How many items the child processed: its batch's size, else 1.
+    items: int = 1
+
+
+@dataclass
+class MapRun:
+    """One Map Run as this module sees it: its support and each child's outcome, by item (or batch) index."""
+
+    support: MapSupport | None
+    outcomes: dict[int, ChildOutcome] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_runs: weakref.WeakKeyDictionary[Any, MapRun] = weakref.WeakKeyDictionary()
+_runs_lock = threading.Lock()
+
+
+def _run_of(map_run_record: Any) -> MapRun | None:
+    with _runs_lock:
+        return _runs.get(map_run_record)
+
+
+# --- ItemReader ----------------------------------------------------------------------------------------
+
+
+class ItemReaderFailedError(Exception):
+    """Why items could not be read; becomes ``States.ItemReaderFailed``."""
+
+
+def _read_items_as_documented() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.item_reader_decl import (
+        ItemReader,
+    )
+
+    original = ItemReader._eval_body
+
+    def eval_body(self: Any, env: Any) -> None:
+        support = support_of(self)
+        if support is None or support.reader_config is None or self.reader_config is None:
+            original(self, env)
+            return
+        # moto's reader configuration carries MaxItems(Path), evaluated (and checked) as moto does.
+        self.reader_config.eval(env=env)
+        max_items = env.stack.pop()["MaxItemsValue"]
+        if self.parargs:
+            self.parargs.eval(env=env)
+        else:
+            env.stack.append({})
+        parameters = env.stack.pop()
+        self.resource.eval(env=env)
+        resource_runtime_part = env.stack.pop()
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task.credentials import (
+            StateCredentials,
+        )
+
+        s3 = self.resource_eval._get_s3_client(
+            resource_runtime_part=resource_runtime_part,
+            state_credentials=StateCredentials(role_arn=env.aws_execution_details.role_arn),
+        )
+        try:
+            items = read_items(s3, self.resource.api_action, parameters, support.reader_config, max_items)
+        except ItemReaderFailedError as failed:
+            _raise_failure(env, "StatesItemReaderFailed", str(failed))
+        env.stack.append(items)
+
+    ItemReader._eval_body = eval_body  # type: ignore[method-assign]
+
+
+def read_items(
+    s3: Any, api_action: str, parameters: dict[str, Any], config: ReaderConfig, max_items: int | None
+) -> list[Any]:
+    """The items an ItemReader yields, at most ``max_items``."""
+    try:
+        if api_action.lower() == "listobjectsv2":
+            return list(_limited(_listed_objects(s3, parameters), max_items))
+        body = s3.get_object(**parameters)["Body"].read()
+    except ItemReaderFailedError:
+        raise
+    except Exception as error:  # an S3 error names the object; AWS reports it as the reader's failure
+        raise ItemReaderFailedError(str(error)) from error
+    return list(_limited(_parsed_items(s3, body, config, parameters), max_items))
+
+
+def _limited(items: Iterator[Any], max_items: int | None) -> Iterator[Any]:
+    for count, item in enumerate(items):
+        if max_items is not None and count >= max_items:
+            return
+        yield item
+
+
+def _listed_objects(s3: Any, parameters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """``s3:listObjectsV2``'s objects, every page, in the shape AWS gives each item."""
+    request = dict(parameters)
+    while True:
+        page = s3.list_objects_v2(**request)
+        for entry in page.get("Contents", []):
+            yield {
+                "Etag": entry["ETag"],
+                "Key": entry["Key"],
+                "LastModified": int(entry["LastModified"].timestamp()),
+                "Size": entry["Size"],
+                "StorageClass": entry.get("StorageClass", "STANDARD"),
+            }
+        if not page.get("IsTruncated"):
+            return
+        request["ContinuationToken"] = page["NextContinuationToken"]
+
+
+def _parsed_items(s3: Any, body: bytes, config: ReaderConfig, parameters: dict[str, Any]) -> Iterator[Any]:
+    text = _text_of(body)
+    if config.input_type == "JSON":
+        document = _json_document(text)
+        if not isinstance(document, list):
+            raise ItemReaderFailedError("Attempting to map over non-iterable node.")
+        yield from document
+    elif config.input_type == "JSONL":
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                yield _json_document(line, f"line {number}")
+    elif config.input_type == "CSV":
+        yield from _csv_items(text, config.csv_header_location, config.csv_headers, config.csv_delimiter)
+    elif config.input_type == "MANIFEST":
+        yield from _inventory_items(s3, text, parameters)
+    else:
+        # PARQUET is valid on AWS; reading it would need a Parquet library the local cloud does not ship.
+        raise ItemReaderFailedError(f"The local cloud cannot read InputType {config.input_type}")
+
+
+def _text_of(body: bytes) -> str:
+    if body[:2] == b"\x1f\x8b":
+        body = gzip.decompress(body)
+    try:
+        return body.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ItemReaderFailedError(f"The object is not UTF-8 text: {error}") from error
+
+
+def _json_document(text: str, where: str = "the object") -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise ItemReaderFailedError(f"Invalid JSON in {where}: {error}") from error
+
+
+def _csv_items(text: str, location: str, given: tuple[str, ...], delimiter: str) -> Iterator[dict[str, str]]:
+    rows = csv.reader(io.StringIO(text), delimiter=CSV_DELIMITERS[delimiter])
+    headers = list(given) if location == "GIVEN" else next(rows, [])
+    if len(set(headers)) < len(headers):
+        raise ItemReaderFailedError("CSV headers cannot contain duplicates.")
+    for row in rows:
+        if not row:
+            continue
+        # AWS drops the fields of a row past its headers and leaves missing ones empty.
+        yield {header: row[index] if index < len(row) else "" for index, header in enumerate(headers)}
+
+
+def _inventory_items(s3: Any, manifest_text: str, parameters: dict[str, Any]) -> Iterator[dict[str, str]]:
+    """The objects an S3 Inventory lists: its manifest.json names CSV files (gzip) without a header row,
+    whose columns its ``fileSchema`` names."""
+    manifest = _json_document(manifest_text, "the manifest")
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
+        raise ItemReaderFailedError("The manifest has no 'files' list.")
+    if manifest.get("fileFormat", "CSV") != "CSV":
+        raise ItemReaderFailedError(f"Inventory file format {manifest.get('fileFormat')} is not supported.")
+    schema = [name.strip() for name in str(manifest.get("fileSchema", "")).split(",") if name.strip()]
+    if not schema:
+        raise ItemReaderFailedError("The manifest has no 'fileSchema'.")
+    bucket = str(manifest.get("destinationBucket") or parameters["Bucket"]).removeprefix("arn:aws:s3:::")
+    for listed in manifest["files"]:
+        try:
+            body = s3.get_object(Bucket=bucket, Key=listed["key"])["Body"].read()
+        except Exception as error:
+            raise ItemReaderFailedError(f"Inventory file {listed.get('key')}: {error}") from error
+        yield from _csv_items(_text_of(body), "GIVEN", tuple(schema), "COMMA")
+
+
+# --- Children: batches, outcomes, tolerance, Express's time limit --------------------------------------
+
+
+def _run_children_with_batches_and_tolerance() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
+        distributed_iteration_component,
+    )
+
+    component = distributed_iteration_component.DistributedIterationComponent
+    original_map_run = component._map_run
+
+    def map_run(self: Any, env: Any, eval_input: Any) -> None:
+        support = support_of(self)
+        run = MapRun(support=support)
+        with _runs_lock:
+            _runs[eval_input.map_run_record] = run
+        if support is not None and support.item_batcher is not None:
+            items = env.stack.pop()
+            selected = _selected_items(env, eval_input, items)
+            env.stack.append(_batches(env, support.item_batcher, selected))
+            # The children get batches whose items were selected already.
+            eval_input = copy.copy(eval_input)
+            eval_input.item_selector = None
+            eval_input.parameters = None
+        child_inputs = env.stack[-1]
+        original_map_run(self, env, eval_input)
+        # moto's outputs, one per closed job: a failed child's is None, indistinguishable from a null
+        # output, so a child that ran is judged by its outcome. A job closed without running (a redriven
+        # Map Run keeps its succeeded children) succeeded with the output it had.
+        outputs = env.stack.pop()
+        kept: set[int] = set()
+        with run.lock:
+            for index, output in enumerate(outputs):
+                if index not in run.outcomes:
+                    child_input = child_inputs[index] if index < len(child_inputs) else None
+                    run.outcomes[index] = ChildOutcome(index, child_input, succeeded=True, output=output)
+                    kept.add(index)
+            outcomes = [run.outcomes[index] for index in sorted(run.outcomes)]
+        batched = support is not None and support.item_batcher is not None
+        for outcome in outcomes:
+            outcome.items = len(child_inputs[outcome.index]["Items"]) if batched else 1
+        if batched:
+            _count_items_not_batches(eval_input.map_run_record, outcomes, ran=set(run.outcomes) - kept)
+        if _tolerance_exceeded(support, eval_input, outcomes):
+            _raise_failure(env, "StatesExceedToleratedFailureThreshold", EXCEEDED_CAUSE)
+        env.stack.append(_state_result(support, outcomes, eval_input.map_run_record.map_run_arn))
+
+    component._map_run = map_run  # type: ignore[method-assign]
+
+
+def _selected_items(env: Any, eval_input: Any, items: list[Any]) -> list[Any]:
+    """Each item through ``ItemSelector`` (or ``Parameters``) as a child would apply it, before batching."""
+    selector = eval_input.item_selector or eval_input.parameters
+    if selector is None:
+        return items
+    from moto.stepfunctions.parser.asl.eval.states import ItemData, MapData
+
+    map_state_input = env.stack[-1]
+    frame = env.open_inner_frame()
+    try:
+        selected = []
+        for index, item in enumerate(items):
+            frame.states.context_object.context_object_data["Map"] = MapData(
+                Item=ItemData(Index=index, Value=item)
+            )
+            frame.states.reset(input_value=map_state_input)
+            frame.stack.append(map_state_input)
+            selector.eval(frame)
+            selected.append(frame.stack.pop())
+        return selected
+    finally:
+        env.delete_frame(frame)
+
+
+def _batches(env: Any, batcher: ItemBatcher, items: list[Any]) -> list[dict[str, Any]]:
+    max_items = _batcher_limit(env, batcher.max_items_per_batch, batcher.max_items_per_batch_path)
+    max_bytes = _batcher_limit(env, batcher.max_input_bytes_per_batch, batcher.max_input_bytes_per_batch_path)
+    batch_input = _resolved_template(batcher.batch_input, env) if batcher.batch_input is not None else None
+
+    def child_input(batch: list[Any]) -> dict[str, Any]:
+        return {"BatchInput": batch_input, "Items": batch} if batch_input is not None else {"Items": batch}
+
+    batches: list[dict[str, Any]] = []
+    current: list[Any] = []
+    for item in items:
+        candidate = [*current, item]
+        too_many = max_items is not None and len(candidate) > max_items
+        too_big = max_bytes is not None and _size(child_input(candidate)) > max_bytes
+        if current and (too_many or too_big):
+            batches.append(child_input(current))
+            candidate = [item]
+        current = candidate
+    if current:
+        batches.append(child_input(current))
+    return batches
+
+
+def _batcher_limit(env: Any, value: int | None, path: str | None) -> int | None:
+    if path is None:
+        return value
+    resolved = _value_at(path, env)
+    if isinstance(resolved, bool) or not isinstance(resolved, int) or resolved < 1:
+        _raise_failure(
+            env,
+            "StatesRuntime",
+            f"The {path} field refers to value {json.dumps(resolved)} which is not a valid positive integer",
+        )
+    return int(resolved)
+
+
+def _size(value: Any) -> int:
+    return len(_compact(value).encode())
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _resolved_template(template: Any, env: Any) -> Any:
+    """A payload template (``"name.$": "$.path"``) resolved against the state's input and context."""
+    if isinstance(template, dict):
+        resolved = {}
+        for key, value in template.items():
+            if key.endswith(".$") and isinstance(value, str):
+                resolved[key[:-2]] = _value_at(value, env)
+            else:
+                resolved[key] = _resolved_template(value, env)
+        return resolved
+    if isinstance(template, list):
+        return [_resolved_template(value, env) for value in template]
+    return template
+
+
+def _value_at(path: str, env: Any) -> Any:
+    from moto.stepfunctions.parser.asl.utils.json_path import extract_json
+
+    try:
+        if path.startswith("$$"):
+            return extract_json(path[1:], env.states.context_object.context_object_data)
+        return extract_json(path, env.states.get_input())
+    except Exception as error:
+        _raise_failure(env, "StatesRuntime", f"Invalid path '{path}': {error}")
+
+
+def _tolerance_exceeded(support: MapSupport | None, eval_input: Any, outcomes: list[ChildOutcome]) -> bool:
+    """Whether more items failed than tolerated; every item of a failed child's batch counts as failed."""
+    failed = sum(outcome.items for outcome in outcomes if not outcome.succeeded)
+    if failed == 0:
+        return False
+    count_declared = support is None or support.tolerated_failure_count_declared
+    percentage_declared = support is not None and support.tolerated_failure_percentage_declared
+    if not count_declared and not percentage_declared:
+        return True
+    if count_declared and failed > eval_input.tolerated_failure_count:
+        return True
+    total = sum(outcome.items for outcome in outcomes)
+    return percentage_declared and failed * 100.0 / total > eval_input.tolerated_failure_percentage
+
+
+def _count_items_not_batches(record: Any, outcomes: list[ChildOutcome], ran: set[int]) -> None:
+    """moto counts one item per child; with batches DescribeMapRun's itemCounts count the batches' items."""
+    counter = record.item_counter
+    for outcome in outcomes:
+        if outcome.index not in ran:
+            continue
+        more = outcome.items - 1
+        counter.total.count(more)
+        if outcome.succeeded:
+            counter.succeeded.count(more)
+            counter.results_written.count(more)
+        else:
+            counter.failed.count(more)
+
+
+def _keep_each_child_outcome() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor import (
+        distributed_item_processor_worker,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iterator import (
+        distributed_iterator_worker,
+    )
+
+    for worker in (
+        distributed_item_processor_worker.DistributedItemProcessorWorker,
+        distributed_iterator_worker.DistributedIteratorWorker,
+    ):
+        worker._eval_job = _eval_job_keeping_outcome(worker._eval_job)  # type: ignore[method-assign]
+
+
+def _eval_job_keeping_outcome(original: Any) -> Any:
+    def eval_job(self: Any, env: Any, job: Any) -> None:
+        from moto.stepfunctions.parser.asl.eval.program_state import ProgramEnded, ProgramError
+
+        run = _run_of(self._map_run_record)
+        started = _now()
+        timer = None
+        if run is not None and run.support is not None and run.support.express_children:
+            timer = threading.Timer(EXPRESS_CHILD_TIME_LIMIT_SECONDS, _time_out, args=(env,))
+            timer.daemon = True
+            timer.start()
+        try:
+            original(self, env, job)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if run is None:
+            return
+        state = env.program_state()
+        outcome = ChildOutcome(index=job.job_index, input=job.job_input, succeeded=False, started=started)
+        if isinstance(state, ProgramEnded):
+            outcome.succeeded = True
+            outcome.output = job.job_output
+        else:
+            if isinstance(state, ProgramError) and state.error:
+                outcome.error = state.error.get("error")
+                outcome.cause = state.error.get("cause")
+            else:
+                outcome.error = "States.Runtime"
+            # moto stops counting a child as running only when it succeeds.
+            self._map_run_record.execution_counter.running.offset(-1)
+        outcome.stopped = _now()
+        with run.lock:
+            run.outcomes[job.job_index] = outcome
+
+    return eval_job
+
+
+def _time_out(env: Any) -> None:
+    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails
+
+    if env.is_running():
+        env.set_error(ExecutionFailedEventDetails(error="States.Timeout", cause=EXPRESS_TIMEOUT_CAUSE))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+# --- Results: the state's result, the ResultWriter's files ---------------------------------------------
+
+
+def _state_result(support: MapSupport | None, outcomes: list[ChildOutcome], map_run_arn: str) -> list[Any]:
+    """The Map's result before a ResultWriter writes it (it writes from the run's outcomes)."""
+    writer = support.writer_config if support is not None else None
+    transformation = writer.transformation if writer is not None and not writer.writes_to_s3 else "COMPACT"
+    return _transformed(outcomes, transformation, map_run_arn)
+
+
+def _transformed(outcomes: list[ChildOutcome], transformation: str, map_run_arn: str) -> list[Any]:
+    results: list[Any] = []
+    for outcome in outcomes:
+        if transformation == "NONE" or not outcome.succeeded:
+            # A failed child is written in full whatever the transformation, as AWS documents for FLATTEN.
+            results.append(_execution_entry(outcome, map_run_arn))
+        elif transformation == "FLATTEN" and isinstance(outcome.output, list):
+            results.extend(outcome.output)
+        else:
+            results.append(outcome.output)
+    return results
+
+
+def _execution_entry(outcome: ChildOutcome, map_run_arn: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "ExecutionArn": f"{map_run_arn}:{outcome.index}",
+        "Input": _compact(outcome.input),
+        "InputDetails": {"Included": True},
+        "Name": str(outcome.index),
+        "Status": "SUCCEEDED" if outcome.succeeded else "FAILED",
+        "StartDate": outcome.started,
+        "StopDate": outcome.stopped,
+    }
+    if outcome.succeeded:
+        entry["Output"] = _compact(outcome.output)
+        entry["OutputDetails"] = {"Included": True}
+    else:
+        entry["Error"] = outcome.error
+        entry["Cause"] = outcome.cause
+    return entry
+
+
+def _write_results_as_documented() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval import (
+        resource_eval_s3,
+    )
+
+    def handle_put_object(env: Any, resource_runtime_part: Any, state_credentials: Any) -> None:
+        parameters = env.stack.pop()
+        results = env.stack.pop()
+        record = env.map_run_record_pool_manager.get_all().pop()
+        run = _run_of(record)
+        outcomes = (
+            [run.outcomes[index] for index in sorted(run.outcomes)]
+            if run is not None
+            else [
+                ChildOutcome(index=index, input=None, succeeded=True, output=result)
+                for index, result in enumerate(results)
+            ]
+        )
+        writer = run.support.writer_config if run is not None and run.support is not None else None
+        try:
+            s3 = resource_eval_s3.ResourceEvalS3._get_s3_client(
+                resource_runtime_part=resource_runtime_part, state_credentials=state_credentials
+            )
+            manifest = write_results(s3, parameters, record.map_run_arn, outcomes, writer)
+        except Exception as error:  # S3 refused: AWS names it the writer's failure
+            _raise_failure(env, "StatesResultWriterFailed", str(error))
+        env.stack.append(
+            {
+                "MapRunArn": record.map_run_arn,
+                "ResultWriterDetails": {"Bucket": parameters["Bucket"], "Key": manifest},
+            }
+        )
+
+    resource_eval_s3.ResourceEvalS3._handle_put_object = staticmethod(handle_put_object)  # type: ignore[method-assign]
+
+
+def write_results(
+    s3: Any,
+    parameters: dict[str, Any],
+    map_run_arn: str,
+    outcomes: list[ChildOutcome],
+    writer: WriterConfig | None,
+) -> str:
+    """Writes the result files and the manifest AWS writes; returns the manifest's key."""
+    bucket = parameters["Bucket"]
+    prefix = parameters.get("Prefix", "")
+    if prefix and not prefix.endswith("/"):
+        prefix += "/"
+    folder = prefix + map_run_arn.split(":")[-1] + "/"
+    transformation = writer.transformation if writer is not None else "NONE"
+    output_type = writer.output_type if writer is not None else "JSON"
+    files: dict[str, list[dict[str, Any]]] = {"FAILED": [], "PENDING": [], "SUCCEEDED": []}
+    for status, succeeded in (("SUCCEEDED", True), ("FAILED", False)):
+        entries = _transformed(
+            [outcome for outcome in outcomes if outcome.succeeded is succeeded], transformation, map_run_arn
+        )
+        for number, start in enumerate(range(0, len(entries), RESULTS_PER_FILE)):
+            chunk = entries[start : start + RESULTS_PER_FILE]
+            if output_type == "JSONL":
+                body = "".join(json.dumps(entry) + "\n" for entry in chunk).encode()
+                key = f"{folder}{status}_{number}.jsonl"
+            else:
+                body = json.dumps(chunk).encode()
+                key = f"{folder}{status}_{number}.json"
+            s3.put_object(Bucket=bucket, Key=key, Body=body)
+            files[status].append({"Key": key, "Size": len(body)})
+    manifest = {"DestinationBucket": bucket, "MapRunArn": map_run_arn, "ResultFiles": files}
+    manifest_key = folder + "manifest.json"
+    s3.put_object(Bucket=bucket, Key=manifest_key, Body=json.dumps(manifest).encode())
+    return manifest_key
+
+
+# --- Failing the Map -----------------------------------------------------------------------------------
+
+
+def _raise_failure(env: Any, error_type: str, cause: str) -> NoReturn:
+    from moto.stepfunctions.parser.api import HistoryEventType, MapRunFailedEventDetails
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    error_name = StatesErrorName(typ=getattr(StatesErrorNameType, error_type))
+    raise FailureEventException(
+        failure_event=FailureEvent(
+            env=env,
+            error_name=error_name,
+            event_type=HistoryEventType.TaskFailed,
+            event_details=cast(
+                EventDetails,
+                {
+                    "mapRunFailedEventDetails": MapRunFailedEventDetails(
+                        error=error_name.error_name, cause=cause
+                    )
+                },
+            ),
+        )
+    )
