@@ -112,7 +112,6 @@ def run_docker(args: argparse.Namespace) -> int:
         state_dir / "logs",
         aws_endpoint_url=args.aws_endpoint_url,
         runtime_fallback=args.runtime_fallback,
-        pycache_dir=state_dir / "pycache",
     )
     log_calls = (
         (lambda call: print(f"docker api: {call}", file=sys.stderr, flush=True)) if args.log_calls else None

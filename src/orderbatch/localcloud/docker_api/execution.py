@@ -11,7 +11,7 @@ container paths in the environment are rewritten to those folders. Where mount n
 (root, or unprivileged user namespaces), the emulator and its runtime get one of their own
 (``container_mounts.py``) holding the container's mounts: its read-only binds (the code) are read-only,
 and the image's /opt lies over this machine's /opt, so the layers are at /opt as in the container.
-Compiled bytecode goes to a folder of this Docker API's state, never into the (read-only) code folder.
+The runtime writes no compiled bytecode (PYTHONDONTWRITEBYTECODE), so never into the code folder.
 
 What the runtime imports, as on AWS: the code folder first; for code ``sam build`` did not build, the
 packages of its requirements.txt, installed into a cached build as the local cloud installs them (``sam
@@ -176,7 +176,6 @@ class ExecutionEnvironments:
         aws_endpoint_url: str | None = None,
         runtime_fallback: bool = False,
         runtime_cache: RuntimeCache | None = None,
-        pycache_dir: Path | None = None,
         isolate: bool | None = None,
         notify: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
     ) -> None:
@@ -184,8 +183,6 @@ class ExecutionEnvironments:
         self.aws_endpoint_url = aws_endpoint_url
         self.runtime_fallback = runtime_fallback
         self.cache = runtime_cache or RuntimeCache()
-        # Compiled bytecode of the functions' code, which is read-only as on Lambda.
-        self.pycache_dir = pycache_dir or log_dir / "pycache"
         # None: give containers their own mounts wherever that works here.
         self._isolate = isolate
         self.notify = notify
@@ -353,7 +350,10 @@ class ExecutionEnvironments:
             for entry in [own_python_path, str(code_dir), *map(str, build.package_dirs), *layer_dirs]
             if entry
         )
-        variables["PYTHONPYCACHEPREFIX"] = str(self.pycache_dir)
+        # The code is read-only, as on Lambda: bytecode already there (and the build's) is read, none is
+        # written. A pycache prefix would not do: it hides every existing __pycache__, so the runtime's
+        # packages would compile afresh on each cold start (seconds for boto3 and Powertools).
+        variables["PYTHONDONTWRITEBYTECODE"] = "1"
         if not variables.get("AWS_ENDPOINT_URL"):
             variables.pop("AWS_ENDPOINT_URL", None)
         if "AWS_SAM_LOCAL" not in container_variables:
