@@ -194,6 +194,35 @@ def test_layers_are_at_opt_and_the_code_folder_is_read_only(
     assert sorted(path.name for path in code.iterdir()) == ["app.py"]
 
 
+def test_without_mount_namespaces_layers_are_imported_from_the_images_files(
+    serve_docker: Any, tmp_path: Path
+) -> None:
+    served: ServedDocker = serve_docker(isolate=False)
+    client = docker.DockerClient(base_url=served.host, version="1.35")
+    try:
+        dockerfile, files = sam_dockerfile("public.ecr.aws/lambda/python:3.12-x86_64", with_layer=True)
+        client.images.build(
+            fileobj=build_context(dockerfile, files),
+            custom_context=True,
+            tag="samcli/lambda-python:3.12-h4-plain",
+        )
+        code = tmp_path / "code"
+        code.mkdir()
+        (code / "app.py").write_text(HANDLER.replace("import root_package", "root_package = in_python"))
+
+        answer = invoke_in_container(client, "samcli/lambda-python:3.12-h4-plain", code, "ro", {})
+    finally:
+        client.close()
+
+    # /opt/python is still on the path, as the image's folder on this machine; the code stays writable.
+    where, module_file = answer["in_python"]
+    assert where == "python folder"
+    assert module_file.endswith("/opt/python/in_python.py")
+    assert not module_file.startswith("/opt/")
+    assert answer["code_write"] == "written"
+    assert sorted(path.name for path in code.iterdir()) == ["app.py", "written.txt"]
+
+
 def test_no_bytecode_is_written_into_a_code_folder_even_a_writable_one(
     client: docker.DockerClient, tmp_path: Path
 ) -> None:

@@ -1,4 +1,4 @@
-"""How a container runs: as a local Lambda execution environment, exactly as the local cloud runs one.
+"""How a container runs: as a local Lambda execution environment, shaped like SAM CLI's container.
 
 That is the Runtime Interface Emulator (the binary SAM CLI put in its image, or the one it ships) with the
 function's runtime as its child, as in a container: the Python its image's runtime names (found as the
