@@ -140,6 +140,22 @@ def test_an_emulation_image_of_another_architecture_or_runtime_is_refused(
         client.images.get("amazon/aws-sam-cli-emulation-image-nodejs20.x")
 
 
+def test_a_network_never_created_is_not_found_as_docker_answers(client: docker.DockerClient) -> None:
+    # SAM CLI (SAM_DOCKER_NETWORK / --docker-network) stops with this message, as with Docker.
+    with pytest.raises(docker.errors.NotFound, match=r"network orderbatch-h4-missing not found"):
+        client.networks.get("orderbatch-h4-missing")
+    created = client.networks.create("orderbatch-h4-created")
+    try:
+        assert client.networks.get("orderbatch-h4-created").id == created.id
+        assert {network.name for network in client.networks.list()} >= {
+            "bridge",
+            "host",
+            "orderbatch-h4-created",
+        }
+    finally:
+        created.remove()
+
+
 def invoke_in_container(
     client: docker.DockerClient,
     image: str,

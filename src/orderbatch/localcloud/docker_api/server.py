@@ -343,11 +343,15 @@ class DockerApi:
 
     def _container_create(self, request: Request) -> Reply:
         body = request.json()
-        container = self.containers.create(body, request.param("name") or None)
         network_mode = (body.get("HostConfig") or {}).get("NetworkMode") or "bridge"
         if network_mode == "default":
             network_mode = "bridge"
-        container.networks[network_mode] = self.networks.connect(network_mode, container.id, container.name)
+        # Another container's network namespace ("container:<id>") is this machine's loopback too.
+        network = None if network_mode.startswith("container:") else self.networks.get(network_mode)
+        container = self.containers.create(body, request.param("name") or None)
+        if network is not None:
+            endpoint = self.networks.connect(network["Id"], container.id, container.name)
+            container.networks[network["Name"]] = endpoint
         return json_reply(201, {"Id": container.id, "Warnings": []})
 
     def _container_inspect(self, request: Request) -> Reply:
