@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import socket
 import socketserver
 import tempfile
 import threading
@@ -575,14 +576,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+# SAM CLI opens many connections at once (each start-lambda invocation pings, inspects, creates,
+# attaches): socketserver's backlog of 5 refused the rest of a burst of ten (a unix socket connect
+# then fails with EAGAIN, which SAM CLI reports as "requires a container runtime"). dockerd listens
+# with the system's maximum.
+_LISTEN_BACKLOG = socket.SOMAXCONN
+
+
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = _LISTEN_BACKLOG
 
 
 class _TcpServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = _LISTEN_BACKLOG
 
 
 class DockerApiServer:
