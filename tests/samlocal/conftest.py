@@ -19,12 +19,15 @@ from orderbatch.localcloud.docker_api import DockerApi, DockerApiServer, Executi
 
 @pytest.fixture(scope="module")
 def serve_docker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., ServedDocker]]:
-    """Factory: ``serve_docker(aws_endpoint_url=...)``; servers and their processes stop after the module."""
+    """Factory: ``serve_docker(aws_endpoint_url=..., isolate=...)``; servers and their processes stop after
+    the module. ``isolate=False`` runs containers without mount namespaces of their own."""
     served: list[tuple[ServedDocker, str]] = []
 
-    def serve(aws_endpoint_url: str | None = None) -> ServedDocker:
+    def serve(aws_endpoint_url: str | None = None, isolate: bool | None = None) -> ServedDocker:
         state_dir = tmp_path_factory.mktemp("docker-state")
-        environments = ExecutionEnvironments(state_dir / "logs", aws_endpoint_url=aws_endpoint_url)
+        environments = ExecutionEnvironments(
+            state_dir / "logs", aws_endpoint_url=aws_endpoint_url, isolate=isolate
+        )
         api = DockerApi(state_dir, environments)
         # Unix socket paths are limited to about 100 characters: pytest's folders can be longer.
         socket_folder = tempfile.mkdtemp(prefix="obdk-")

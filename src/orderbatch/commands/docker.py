@@ -74,11 +74,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run a function whose runtime's Python is not installed on this tool's Python instead",
     )
-    docker.add_argument(
-        "--spawn-runtimes",
-        action="store_true",
-        help="start every runtime as a fresh Python instead of forking it from a warm one",
-    )
     docker.set_defaults(func=run_docker)
 
 
@@ -117,7 +112,6 @@ def run_docker(args: argparse.Namespace) -> int:
         state_dir / "logs",
         aws_endpoint_url=args.aws_endpoint_url,
         runtime_fallback=args.runtime_fallback,
-        spawn_runtimes=args.spawn_runtimes,
     )
     log_calls = (
         (lambda call: print(f"docker api: {call}", file=sys.stderr, flush=True)) if args.log_calls else None

@@ -1,13 +1,17 @@
-"""How a container runs: as a local Lambda execution environment, exactly as the local cloud runs one.
+"""How a container runs: as a local Lambda execution environment, shaped like SAM CLI's container.
 
 That is the Runtime Interface Emulator (the binary SAM CLI put in its image, or the one it ships) with the
-function's runtime: the Python its image's runtime names (found as the local cloud finds it), forked by
-the runtime server of that Python's cached build, running awslambdaric on the handler. The emulator
-listens on the host port SAM CLI bound container port 8080 to.
+function's runtime as its child, as in a container: the Python its image's runtime names (found as the
+local cloud finds it, in that Python's cached build) running awslambdaric on the handler, started afresh
+for each container. The emulator listens on the host port SAM CLI bound container port 8080 to.
 
-There is no filesystem isolation. The container's paths are mapped onto host folders (``PathMap``):
-/var/task is the folder SAM CLI bind-mounts, /var/rapid and /opt are the image's own files (the emulator
-and any local layers), and container paths in the environment are rewritten to those folders.
+The container's paths are mapped onto host folders (``PathMap``): /var/task is the folder SAM CLI
+bind-mounts, /var/rapid and /opt are the image's own files (the emulator and any local layers), and
+container paths in the environment are rewritten to those folders. Where mount namespaces can be had
+(root, or unprivileged user namespaces), the emulator and its runtime get one of their own
+(``container_mounts.py``) holding the container's mounts: its read-only binds (the code) are read-only,
+and the image's /opt lies over this machine's /opt, so the layers are at /opt as in the container.
+The runtime writes no compiled bytecode (PYTHONDONTWRITEBYTECODE), so never into the code folder.
 
 What the runtime imports, as on AWS: the code folder first; for code ``sam build`` did not build, the
 packages of its requirements.txt, installed into a cached build as the local cloud installs them (``sam
@@ -17,6 +21,7 @@ runtime's own packages (boto3, awslambdaric).
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import re
@@ -29,6 +34,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from orderbatch.localcloud import runtime_shim
+from orderbatch.localcloud.docker_api import container_mounts
 from orderbatch.localcloud.docker_api.config import RIE_ENTRYPOINTS, TASK_ROOT, BindMount, ContainerConfig
 from orderbatch.localcloud.lambda_service.environments import (
     PORTS,
@@ -36,7 +43,6 @@ from orderbatch.localcloud.lambda_service.environments import (
     environment_variables,
     find_rie_binary,
 )
-from orderbatch.localcloud.lambda_service.forkserver import SOCKET_VARIABLE, RuntimeForkServer
 from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionSpec
 from orderbatch.localcloud.lambda_service.runtimes import (
     Interpreter,
@@ -51,6 +57,16 @@ from orderbatch.localcloud.lambda_service.runtimes import (
 # Variables whose container values describe the container's own system: the host's values are used.
 HOST_VARIABLES = frozenset({"PATH", "LD_LIBRARY_PATH", "LAMBDA_RUNTIME_DIR", "LANG", "TZ", "HOME"})
 DEFAULT_REGION = "us-east-1"
+LAYERS_ROOT = "/opt"
+CONTAINER_MOUNTS_SCRIPT = Path(container_mounts.__file__)
+SHIM_SCRIPT = Path(runtime_shim.__file__)
+# Variables the local cloud gives its own runtime server; a container's runtime is its emulator's child.
+_LOCAL_CLOUD_PREFIX = "ORDERBATCH_"
+# The shim run as its own program, but without its folder (the local cloud's modules) on sys.path.
+_RUN_SHIM = (
+    "import runpy, sys; sys.path.remove('') if '' in sys.path else None; sys.argv = sys.argv[1:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.:/@-])/[\w.@+-]+(?:/[\w.@+-]*)*")
 _FUNCTION_NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -113,8 +129,45 @@ def function_name_of(config: ContainerConfig) -> str:
     return (_FUNCTION_NAME_CHARACTERS.sub("-", name or "function").strip("-") or "function")[:64]
 
 
+@dataclass(frozen=True)
+class ContainerMounts:
+    """What a container's own mount namespace holds (``container_mounts.py``)."""
+
+    read_only: tuple[Path, ...]
+    # The image's /opt, laid over this machine's /opt; None when the image has none or it cannot be.
+    opt: Path | None
+
+    def wrap(self, command: list[str]) -> list[str]:
+        """``command`` started inside that namespace."""
+        wrapper = [sys.executable, "-I", "-S", str(CONTAINER_MOUNTS_SCRIPT)]
+        for folder in self.read_only:
+            wrapper += ["--read-only", str(folder)]
+        if self.opt is not None:
+            wrapper += ["--overlay", LAYERS_ROOT, str(self.opt)]
+        return [*wrapper, "--", *command]
+
+
+@functools.cache
+def container_mounts_supported() -> bool:
+    """Whether containers here can have their own mounts (root, or unprivileged user namespaces)."""
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-I", "-S", str(CONTAINER_MOUNTS_SCRIPT), "--probe"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def _mountable(folder: Path) -> bool:
+    return not (set(str(folder)) & container_mounts.UNMOUNTABLE_CHARACTERS)
+
+
 class ExecutionEnvironments:
-    """Starts containers' environments; the runtime builds and runtime servers are shared by all of them."""
+    """Starts containers' environments; the runtime builds are shared by all of them."""
 
     def __init__(
         self,
@@ -122,20 +175,27 @@ class ExecutionEnvironments:
         *,
         aws_endpoint_url: str | None = None,
         runtime_fallback: bool = False,
-        spawn_runtimes: bool = False,
         runtime_cache: RuntimeCache | None = None,
+        isolate: bool | None = None,
         notify: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
     ) -> None:
         self.log_dir = log_dir
         self.aws_endpoint_url = aws_endpoint_url
         self.runtime_fallback = runtime_fallback
-        self.spawn_runtimes = spawn_runtimes
         self.cache = runtime_cache or RuntimeCache()
+        # None: give containers their own mounts wherever that works here.
+        self._isolate = isolate
         self.notify = notify
-        self._fork_servers: dict[str, RuntimeForkServer] = {}
         self._fallback_noted: set[str] = set()
         self._lock = threading.Lock()
         self._closed = False
+
+    @property
+    def isolates(self) -> bool:
+        """Whether containers get mount namespaces of their own (asked of this machine once)."""
+        if self._isolate is None:
+            self._isolate = container_mounts_supported()
+        return self._isolate
 
     # -- what a function runs on --------------------------------------------------------------------
 
@@ -164,16 +224,26 @@ class ExecutionEnvironments:
             )
         return substitute
 
-    def _fork_server(self, build: RuntimeBuild) -> RuntimeForkServer:
-        with self._lock:
-            if self._closed:
-                raise RuntimeUnavailableError("the Docker API is shutting down")
-            server = self._fork_servers.get(build.key)
-            if server is None:
-                server = self._fork_servers[build.key] = RuntimeForkServer(
-                    build, self.log_dir, spawn=self.spawn_runtimes
-                )
-            return server
+    def mounts_for(self, config: ContainerConfig, paths: PathMap) -> ContainerMounts | None:
+        """The container's own mounts, or None where containers cannot have them here."""
+        if not self.isolates:
+            return None
+        read_only = tuple(
+            bind.source
+            for bind in config.binds
+            if bind.read_only and bind.source.is_dir() and _mountable(bind.source)
+        )
+        image_opt = paths.rootfs / LAYERS_ROOT.lstrip("/") if paths.rootfs is not None else None
+        opt = (
+            image_opt
+            if image_opt is not None
+            and image_opt.is_dir()
+            and Path(LAYERS_ROOT).is_dir()
+            and _mountable(image_opt)
+            and not any(bind.destination.rstrip("/") == LAYERS_ROOT for bind in config.binds)
+            else None
+        )
+        return ContainerMounts(read_only, opt)
 
     # -- starting one -------------------------------------------------------------------------------
 
@@ -186,14 +256,16 @@ class ExecutionEnvironments:
         return find_rie_binary()
 
     def start(self, config: ContainerConfig, runtime: str, paths: PathMap, host_port: int) -> Launch:
-        """Start the emulator on the bound host port; its runtime starts with the first invocation."""
+        """Start the emulator on the bound host port; it starts its runtime with the first invocation."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeUnavailableError("the Docker API is shutting down")
         code_dir = paths.to_host(TASK_ROOT)
         code_dir.mkdir(parents=True, exist_ok=True)
         name = function_name_of(config)
         build = self.build_for(runtime, code_dir, name)
-        fork_server = self._fork_server(build)
-        variables = self._environment(config, runtime, paths, code_dir, build, name)
-        variables[SOCKET_VARIABLE] = fork_server.socket_path()
+        mounts = self.mounts_for(config, paths)
+        variables = self._environment(config, runtime, paths, code_dir, build, name, mounts)
         runtime_api_port = PORTS.take()
         command = [
             str(self.emulator_binary(config, paths)),
@@ -203,8 +275,14 @@ class ExecutionEnvironments:
             # Between the emulator and its runtime; in a container it is the fixed 127.0.0.1:9001.
             "--runtime-api-address",
             f"127.0.0.1:{runtime_api_port}",
-            *fork_server.command(config.handler),
+            build.python,
+            "-c",
+            _RUN_SHIM,
+            str(SHIM_SCRIPT),
+            config.handler,
         ]
+        if mounts is not None:
+            command = mounts.wrap(command)
         working_dir = paths.to_host(config.working_dir)
         try:
             process = subprocess.Popen(
@@ -229,6 +307,7 @@ class ExecutionEnvironments:
         code_dir: Path,
         build: RuntimeBuild,
         name: str,
+        mounts: ContainerMounts | None,
     ) -> dict[str, str]:
         """What the local cloud gives a function, then the container's own variables, paths made host ones.
 
@@ -256,15 +335,25 @@ class ExecutionEnvironments:
             log_dir=self.log_dir,
         )
         log_stream = f"{datetime.now(UTC):%Y/%m/%d}/[{LATEST}]{uuid.uuid4().hex}"
-        variables = environment_variables(spec, settings, log_stream, build)
+        variables = {
+            key: value
+            for key, value in environment_variables(spec, settings, log_stream, build).items()
+            if not key.startswith(_LOCAL_CLOUD_PREFIX)
+        }
         own_python_path = container_variables.pop("PYTHONPATH", "")
         variables.update(container_variables)
-        layer_dirs = _layer_python_dirs(paths, runtime)
+        layer_dirs = _layer_python_dirs(
+            paths, runtime, in_place=mounts is not None and mounts.opt is not None
+        )
         variables["PYTHONPATH"] = os.pathsep.join(
             entry
             for entry in [own_python_path, str(code_dir), *map(str, build.package_dirs), *layer_dirs]
             if entry
         )
+        # The code is read-only, as on Lambda: bytecode already there (and the build's) is read, none is
+        # written. A pycache prefix would not do: it hides every existing __pycache__, so the runtime's
+        # packages would compile afresh on each cold start (seconds for boto3 and Powertools).
+        variables["PYTHONDONTWRITEBYTECODE"] = "1"
         if not variables.get("AWS_ENDPOINT_URL"):
             variables.pop("AWS_ENDPOINT_URL", None)
         if "AWS_SAM_LOCAL" not in container_variables:
@@ -274,15 +363,15 @@ class ExecutionEnvironments:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            servers = list(self._fork_servers.values())
-            self._fork_servers.clear()
-        for server in servers:
-            server.close()
 
 
-def _layer_python_dirs(paths: PathMap, runtime: str) -> list[str]:
+def _layer_python_dirs(paths: PathMap, runtime: str, *, in_place: bool) -> list[str]:
     """Where Lambda's Python runtimes import layers from: /opt/python/lib/pythonX.Y/site-packages and
-    /opt/python."""
-    candidates = [f"/opt/python/lib/{runtime}/site-packages", "/opt/python"]
-    found = [paths.bound(candidate) for candidate in candidates]
-    return [str(path) for path in found if path is not None and path.is_dir()]
+    /opt/python. ``in_place``: the image's /opt is at /opt for the runtime, else its host folder."""
+    candidates = [f"{LAYERS_ROOT}/python/lib/{runtime}/site-packages", f"{LAYERS_ROOT}/python"]
+    found = [(candidate, paths.bound(candidate)) for candidate in candidates]
+    return [
+        candidate if in_place else str(host)
+        for candidate, host in found
+        if host is not None and host.is_dir()
+    ]

@@ -1,7 +1,8 @@
 """Images: the AWS Lambda Python base images, present without a download, and the images SAM CLI builds.
 
 Nothing is pulled. A Lambda Python base image (``public.ecr.aws/lambda/python:3.12``, ``-x86_64``,
-``public.ecr.aws/sam/emulation-python3.12`` ...) stands for "the function runs on the local python3.12",
+SAM CLI's emulation images ``public.ecr.aws/sam/emulation-python3.12`` and, on Docker Hub,
+``amazon/aws-sam-cli-emulation-image-python3.12`` ...) stands for "the function runs on the local python3.12",
 which is what a container from it runs as (``execution.py``). SAM CLI builds its invoke image FROM one,
 with the Runtime Interface Emulator and any local layers ADDed; that build is carried out on files: the
 Dockerfile's ADDs and the file operations of its RUNs (``mv``, ``cp``, ``rm``, ``mkdir``, ``chmod``) on a
@@ -38,11 +39,23 @@ IMAGE_FUNCTIONS_REFUSED = (
     "environment, so only the AWS Lambda Python base images (public.ecr.aws/lambda/python:3.X) exist; "
     "nothing is downloaded from a registry"
 )
-_LAMBDA_BASE = re.compile(r"^(?:public\.ecr\.aws/lambda/|amazon/aws-lambda-)(?P<family>[a-z]+)$")
-_SAM_EMULATION = re.compile(r"^public\.ecr\.aws/sam/emulation-(?P<runtime>[a-z.]+\d[\w.]*)$")
+# Docker Hub names may carry the registry (docker.io/amazon/...), as Docker's own normalised names do.
+_DOCKER_HUB = r"(?:(?:docker\.io|index\.docker\.io|registry-1\.docker\.io)/)?"
+_LAMBDA_BASE = re.compile(
+    rf"^(?:public\.ecr\.aws/lambda/|{_DOCKER_HUB}amazon/aws-lambda-)(?P<family>[a-z]+)$"
+)
+# SAM CLI's emulation images (`sam local --invoke-image`): ECR Public since SAM CLI 1.22, Docker Hub before.
+_SAM_EMULATION = re.compile(
+    rf"^(?:public\.ecr\.aws/sam/emulation-|{_DOCKER_HUB}amazon/aws-sam-cli-emulation-image-)"
+    r"(?P<runtime>[a-z.]+\d[\w.]*)$"
+)
 # python:3.12, 3.12-x86_64, 3.12.2025.01.15.10 (dated releases); SAM CLI's "-rapid-" tags are its own builds.
-_PYTHON_TAG = re.compile(r"^(?P<version>3\.\d+)(?:\.[\d.]+)?(?:-(?:x86_64|arm64))?$")
-_EMULATION_TAG = re.compile(r"^(?:latest|(?:\d[\d.]*)?(?:-?(?:x86_64|arm64))?)$")
+_PYTHON_TAG = re.compile(r"^(?P<version>3\.\d+)(?:\.[\d.]+)?(?:-(?P<architecture>x86_64|arm64))?$")
+# Emulation images are tagged latest or with the SAM CLI version they came with (1.33.0), each also per
+# architecture since SAM CLI 1.33 (latest-x86_64, 1.33.0-arm64).
+_EMULATION_TAG = re.compile(
+    r"^(?:(?:latest|\d+(?:\.\d+)*)(?:-(?P<architecture>x86_64|arm64))?|(?P<bare>x86_64|arm64))$"
+)
 _SAM_BUILT_PREFIX = "samcli/lambda-"
 # What the Lambda Python base images set (docker inspect public.ecr.aws/lambda/python:3.12).
 _BASE_ENVIRONMENT = (
@@ -85,20 +98,22 @@ def lambda_base_runtime(reference: str) -> str | None:
     """
     repository, tag = split_reference(reference)
     runtime: str | None = None
+    tag_match: re.Match[str] | None = None
     if match := _LAMBDA_BASE.match(repository):
         if match["family"] != "python":
             raise not_found(f"No such image: {reference} ({ONLY_PYTHON})")
-        version = _PYTHON_TAG.match(tag)
-        if version is None:
+        tag_match = _PYTHON_TAG.match(tag)
+        if tag_match is None:
             return None
-        runtime = f"python{version['version']}"
-    elif (match := _SAM_EMULATION.match(repository)) and _EMULATION_TAG.match(tag):
+        runtime = f"python{tag_match['version']}"
+    elif (match := _SAM_EMULATION.match(repository)) and (tag_match := _EMULATION_TAG.match(tag)):
         if not match["runtime"].startswith("python3."):
             raise not_found(f"No such image: {reference} ({ONLY_PYTHON})")
         runtime = match["runtime"]
-    if runtime is None:
+    if runtime is None or tag_match is None:
         return None
-    architecture = "arm64" if tag.endswith("-arm64") else "amd64" if tag.endswith("-x86_64") else None
+    named = tag_match.groupdict().get("architecture") or tag_match.groupdict().get("bare")
+    architecture = {"arm64": "arm64", "x86_64": "amd64"}.get(named or "")
     if architecture is not None and architecture != host_architecture():
         raise not_found(
             f"No such image: {reference} (runtimes run natively here, on {host_architecture()}; "

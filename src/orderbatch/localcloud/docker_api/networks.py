@@ -1,8 +1,10 @@
 """Networks, as SAM CLI asks for them (``--docker-network``): every one of them is this machine's loopback.
 
 There is no network isolation: a container's emulator listens on the host, and a function reaches
-anything this machine reaches. So any network a caller names exists (it is created when first named),
-and connecting a container to it is recorded for inspect, nothing more.
+anything this machine reaches. So a network is only a name: Docker's predefined ones (bridge, host,
+none) and those created (``docker network create``); connecting a container to one is recorded for
+inspect, nothing more. A name never created is not found, as Docker answers it (SAM CLI then stops
+with Docker's message).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
-from orderbatch.localcloud.docker_api.errors import bad_request, conflict
+from orderbatch.localcloud.docker_api.errors import bad_request, conflict, not_found
 
 PREDEFINED = ("bridge", "host", "none")
 
@@ -44,9 +46,12 @@ class Networks:
         return network
 
     def get(self, reference: str) -> dict[str, Any]:
-        """The network by ID, ID prefix or name; a name not seen before is created (all are loopback)."""
+        """The network by ID, ID prefix or name; 404 in Docker's words when there is none."""
         with self._lock:
-            return self._find(reference) or self._add(reference, "bridge")
+            network = self._find(reference)
+        if network is None:
+            raise not_found(f"network {reference} not found")
+        return network
 
     def _find(self, reference: str) -> dict[str, Any] | None:
         for network in self._networks.values():

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import socket
 import socketserver
 import tempfile
 import threading
@@ -343,11 +344,15 @@ class DockerApi:
 
     def _container_create(self, request: Request) -> Reply:
         body = request.json()
-        container = self.containers.create(body, request.param("name") or None)
         network_mode = (body.get("HostConfig") or {}).get("NetworkMode") or "bridge"
         if network_mode == "default":
             network_mode = "bridge"
-        container.networks[network_mode] = self.networks.connect(network_mode, container.id, container.name)
+        # Another container's network namespace ("container:<id>") is this machine's loopback too.
+        network = None if network_mode.startswith("container:") else self.networks.get(network_mode)
+        container = self.containers.create(body, request.param("name") or None)
+        if network is not None:
+            endpoint = self.networks.connect(network["Id"], container.id, container.name)
+            container.networks[network["Name"]] = endpoint
         return json_reply(201, {"Id": container.id, "Warnings": []})
 
     def _container_inspect(self, request: Request) -> Reply:
@@ -571,14 +576,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+# SAM CLI opens many connections at once (each start-lambda invocation pings, inspects, creates,
+# attaches): socketserver's backlog of 5 refused the rest of a burst of ten (a unix socket connect
+# then fails with EAGAIN, which SAM CLI reports as "requires a container runtime"). dockerd listens
+# with the system's maximum.
+_LISTEN_BACKLOG = socket.SOMAXCONN
+
+
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = _LISTEN_BACKLOG
 
 
 class _TcpServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = _LISTEN_BACKLOG
 
 
 class DockerApiServer:
