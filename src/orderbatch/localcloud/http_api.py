@@ -192,12 +192,7 @@ class HttpApiGateway:
         path_parameters: dict[str, str],
     ) -> dict[str, Any]:
         """The Lambda proxy event of a REST API (payload format 1.0)."""
-        body = request.get_data()
-        try:
-            text_body: str | None = body.decode("utf-8") if body else None
-            is_base64 = False
-        except UnicodeDecodeError:
-            text_body, is_base64 = base64.b64encode(body).decode(), True
+        text_body, is_base64 = _event_body(request)
         now = time.time()
         stage = compiled.route.stage or ""
         multi_headers: dict[str, list[str]] = {}
@@ -246,12 +241,7 @@ class HttpApiGateway:
         compiled: _CompiledRoute,
         path_parameters: dict[str, str],
     ) -> dict[str, Any]:
-        body = request.get_data()
-        try:
-            text_body: str | None = body.decode("utf-8") if body else None
-            is_base64 = False
-        except UnicodeDecodeError:
-            text_body, is_base64 = base64.b64encode(body).decode(), True
+        text_body, is_base64 = _event_body(request)
         now = time.time()
         return {
             "version": "2.0",
@@ -288,6 +278,15 @@ class HttpApiGateway:
 
 
 _MISSING_TOKEN = "Missing Authentication Token"
+
+
+def _event_body(request: Request) -> tuple[str | None, bool]:
+    """The request body as an event carries it: text, or base64 when it is not UTF-8."""
+    body = request.get_data()
+    try:
+        return (body.decode("utf-8") if body else None), False
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode(), True
 
 
 def _within_stage(path: str, stage: str | None) -> str | None:
