@@ -139,6 +139,7 @@ class LocalCloud:
         self._sigterm_before: Any = None
         self._event_clients: dict[str, Any] = {}
         self._queue_pollers: QueuePollers | None = None
+        self._moto_port_before: str | None = None
         self._event_client_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
@@ -169,6 +170,7 @@ class LocalCloud:
             request_handler=QuietRequestHandler,
         )
         # moto's Step Functions interpreter reads MOTO_PORT when a Task invokes Lambda.
+        self._moto_port_before = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
         self._moto_app = moto_app
         functions = [
@@ -258,6 +260,12 @@ class LocalCloud:
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        # Tasks of a later moto in this process (a test's mock_aws) must not reach for this closed port.
+        if self._server is not None and os.environ.get("MOTO_PORT") == str(self._server.server_port):
+            if self._moto_port_before is None:
+                os.environ.pop("MOTO_PORT", None)
+            else:
+                os.environ["MOTO_PORT"] = self._moto_port_before
 
     def __enter__(self) -> LocalCloud:
         self._sigterm_before = _exit_on_sigterm()
