@@ -54,6 +54,7 @@ from orderbatch.localcloud.stepfunctions import (
     route_lambda_tasks_to,
 )
 from orderbatch.localcloud.stepfunctions.mock_config import MockConfig, mock_config_path, use_mock_config
+from orderbatch.localcloud.stepfunctions.sync_tracking import track_sync_with
 from orderbatch.localcloud.stepfunctions.task_clients import give_task_roles_credentials
 from orderbatch.project import DUMMY_CREDENTIALS
 
@@ -203,6 +204,7 @@ class LocalCloud:
         in_process = self.lambda_service.in_process_client()
         route_lambda_tasks_to(self.iam.lambda_tasks_client(in_process) if self.iam else in_process)
         give_task_roles_credentials(self.iam.task_credentials if self.iam else None)
+        track_sync_with(self.iam.may_track_executions_by_events if self.iam else None)
         self.history_store = HistoryStore(self.state_dir / "histories", self.config.history_events_in_memory)
         keep_histories_in(self.history_store)
         limit_express_duration(self.config.express_max_duration_seconds)
@@ -246,6 +248,7 @@ class LocalCloud:
         use_mock_config(None)
         route_lambda_tasks_to(None)
         give_task_roles_credentials(None)
+        track_sync_with(None)
         event_targets.deliver_through(None)
         keep_histories_in(None)
         if self._queue_pollers is not None:

@@ -464,6 +464,16 @@ class IamEnforcer:
     def identity(self, access_key_id: str) -> Identity | None:
         return self._by_key.get(access_key_id)
 
+    def may_track_executions_by_events(self, role_arn: str) -> bool:
+        """Whether the role may use the EventBridge managed rule through which Step Functions follows a
+        ``.sync`` child execution (the permissions AWS documents for the pattern)."""
+        identity = self._role_keys.get(role_arn)
+        if identity is None:
+            return True  # a role the template does not define is not checked
+        rule = f"arn:aws:events:{self.region}:{self.account_id}:rule/{SYNC_EXECUTION_RULE}"
+        needed = [Access(f"events:{action}", rule) for action in ("PutTargets", "PutRule", "DescribeRule")]
+        return self.first_denied(identity, needed) is None
+
     # -------------------------------------------------------------- decisions
     def first_denied(self, identity: Identity, accesses: Iterable[Access]) -> Denial | None:
         policies = self._policies[identity.role.arn]
@@ -492,6 +502,9 @@ class IamEnforcer:
 
     def lambda_tasks_client(self, client: Any) -> AuthorizingLambdaClient:
         return AuthorizingLambdaClient(client, self)
+
+
+SYNC_EXECUTION_RULE = "StepFunctionsGetEventsForStepFunctionsExecutionRule"
 
 
 class AuthorizingLambdaClient:

@@ -44,6 +44,7 @@ from orderbatch.localcloud.stepfunctions import (
     redrive,
     service_errors,
     service_tasks,
+    sync_tracking,
     task_clients,
     task_tokens,
     test_state,
@@ -116,4 +117,5 @@ def apply_interpreter_patches() -> None:
         service_errors.patch()
         api_gateway_tasks.patch()
         task_tokens.patch()
+        sync_tracking.patch()
         _patched = True
