@@ -149,6 +149,7 @@ OWN_MANIFEST = Path(__file__).resolve().parent / "own_apps.yaml"
 
 
 @pytest.mark.e2e
+@pytest.mark.slow  # each app starts a `local up` process of its own: about 20 s apiece
 @pytest.mark.parametrize("app", load_manifest(OWN_MANIFEST), ids=lambda app: app.id)
 def test_the_runner_deploys_and_runs_an_app_in_its_own_local_up(app: CompatApp) -> None:
     result = run_app(app, sources=None, local_root=OWN_MANIFEST.parent, deploy_timeout=180, run_timeout=60)
