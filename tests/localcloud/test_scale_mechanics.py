@@ -167,6 +167,34 @@ def test_an_environment_used_moments_ago_is_not_stopped_and_the_bound_returns_on
     assert rested["A"]["evicted"] == 1  # the least recently used
 
 
+def test_a_batch_moving_between_steps_slower_than_a_second_reuses_its_environments(
+    serve_lambda: Serve, probe_function: Probe
+) -> None:
+    # Given four steps of 0.4 s each, two orders at a time, and a bound of one environment per slot:
+    # between two uses an environment rests for three other steps (1.2 s)
+    steps = ("Validate", "Reserve", "Charge", "Confirm")
+    served = serve_lambda(
+        [probe_function(name) for name in steps],
+        account_concurrency=2,
+        max_environments=2,
+        latency=dict.fromkeys(steps, 0.4),
+    )
+
+    def order(_: int) -> None:
+        for _round in range(3):
+            for name in steps:
+                served.service.invoke(name, b"{}")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(order, range(2)))
+    stats = served.service.stats(include_timeseries=False)["functions"]
+
+    # Then the bound gives way while the batch runs: no environment is stopped and started again
+    # (measured before: a 100-order batch at quota 10 cold-started on every one of its 400 invocations)
+    assert {name: stats[name]["cold_starts"] for name in steps} == dict.fromkeys(steps, 2)
+    assert sum(count["evicted"] for count in served.service.backend.environments().values()) == 0
+
+
 # -- Lambda Tasks in-process --------------------------------------------------------------------------
 
 

@@ -30,7 +30,7 @@ from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuild, RuntimeC
 TIMED_OUT_PREFIX = b"Task timed out after"
 _ERROR_KEYS = frozenset({"errorType", "errorMessage", "requestId", "stackTrace", "cause"})
 _LOG_TAIL_BYTES = 4096
-EVICTION_MIN_IDLE_SECONDS = 1.0
+EVICTION_MIN_IDLE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -214,8 +214,10 @@ class RieBackend:
 
         Environments still starting count too, so concurrent cold starts cannot overshoot the bound together.
         One used in the last ``EVICTION_MIN_IDLE_SECONDS`` is not stopped: a batch moving between steps
-        would otherwise stop and restart the same environments over and over (measured: the demo's
-        200-order batch took 24-38 s instead of 15-20 s). The bound then gives way for a moment, and
+        would otherwise stop and restart the same environments over and over. With one second, a batch
+        whose steps took longer than that fed on itself: every cold start slowed the steps, slower steps
+        rested their environments past the second, and a 100-order batch at quota 10 cold-started on
+        all 400 invocations (4.5 tasks/s instead of 24). The bound then gives way while a batch runs, and
         ``reap`` (every second) brings the count back to it once environments have rested.
         """
         with self._lock:
