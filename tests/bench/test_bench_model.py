@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from orderbatch.bench.counters import DynamoDBWriteCounter, write_units
 from orderbatch.bench.history import analyse_history
 from orderbatch.bench.model import (
     MeasuredWork,
@@ -18,6 +17,7 @@ from orderbatch.bench.model import (
     lower_bound_seconds,
 )
 from orderbatch.bench.scenarios import DOCS_RETRIER, SCENARIOS, select, task_states
+from orderbatch.localcloud.dynamodb import write_units
 from orderbatch.localcloud.stack import load_stack
 from orderbatch.project import PROJECT_ROOT
 
@@ -128,17 +128,3 @@ def test_write_units_follow_dynamodb_on_demand_billing() -> None:
     batch: dict[str, Any] = {"RequestItems": {"a": [{}, {}], "b": [{}]}}
     assert write_units("BatchWriteItem", json.dumps(batch).encode()) == 3
     assert write_units("GetItem", b"{}") == 0
-
-
-def test_the_write_counter_counts_write_requests_and_their_units() -> None:
-    counter = DynamoDBWriteCounter()
-    for operation, body in (
-        ("PutItem", b'{"TableName": "t"}'),
-        ("GetItem", b'{"TableName": "t"}'),
-        ("TransactWriteItems", b'{"TransactItems": [{}, {}]}'),
-        ("BatchWriteItem", b'{"RequestItems": {"t": [{}, {}, {}]}}'),
-    ):
-        counter.record_request(operation, body)
-    requests, units = counter.snapshot()
-    assert requests == {"PutItem": 1, "TransactWriteItems": 1, "BatchWriteItem": 1}
-    assert units == {"PutItem": 1, "TransactWriteItems": 4, "BatchWriteItem": 3}

@@ -3,14 +3,16 @@
 The local cloud is one Python process plus, per execution environment, an emulator and a runtime (forked
 from the runtime fork server, or started afresh). Memory is PSS summed over the tree, so pages the
 runtimes share with the fork server count once; CPU is split between the local cloud's own process
-(moto, the interpreter, the Lambda service, the HTTP server) and everything below it (emulators and
-runtimes), including processes that ended meanwhile: their time is in their parent's ``cutime``.
+(moto, the interpreter, the Lambda service, the HTTP server), its data plane (the DynamoDB worker) and
+everything else below it (emulators and runtimes), including processes that ended meanwhile: their time
+is in their parent's ``cutime``.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,20 +70,33 @@ def rss_kib(pid: int) -> int:
 class CpuSeconds:
     local_cloud: float
     environments: float
+    # The local cloud's DynamoDB worker (``localcloud.data_plane``): the local cloud's own work, in a
+    # process of its own.
+    data_plane: float = 0.0
 
     def __sub__(self, other: CpuSeconds) -> CpuSeconds:
-        return CpuSeconds(self.local_cloud - other.local_cloud, self.environments - other.environments)
+        return CpuSeconds(
+            self.local_cloud - other.local_cloud,
+            self.environments - other.environments,
+            self.data_plane - other.data_plane,
+        )
 
 
-def cpu_seconds(root: int | None = None) -> CpuSeconds:
-    """CPU used so far by the local cloud's process and by everything below it (ended processes too)."""
+def cpu_seconds(root: int | None = None, data_plane: Iterable[int] = ()) -> CpuSeconds:
+    """CPU used so far by the local cloud's process, its data plane processes, and everything else below
+    it (emulators and runtimes, ended ones too)."""
     root = os.getpid() if root is None else root
     own, reaped = _cpu_ticks(root)
+    workers = set(data_plane)
     below = reaped
+    worker_ticks = 0
     for pid in descendants(root):
         child_own, child_reaped = _cpu_ticks(pid)
-        below += child_own + child_reaped
-    return CpuSeconds(own / _CLOCK_TICKS, below / _CLOCK_TICKS)
+        if pid in workers:
+            worker_ticks += child_own + child_reaped
+        else:
+            below += child_own + child_reaped
+    return CpuSeconds(own / _CLOCK_TICKS, below / _CLOCK_TICKS, worker_ticks / _CLOCK_TICKS)
 
 
 @dataclass(frozen=True)

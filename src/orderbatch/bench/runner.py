@@ -24,7 +24,6 @@ from order_processing.contract import (
 )
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.bench import resources
-from orderbatch.bench.counters import DynamoDBWriteCounter
 from orderbatch.bench.history import analyse_history, read_history
 from orderbatch.bench.model import (
     MeasuredWork,
@@ -116,21 +115,19 @@ def run_scenario(
     orders = generate_orders(
         settings.orders, fixture_skus(settings.template), prefix=batch_id, seed=settings.seed
     )
-    writes = DynamoDBWriteCounter()
-    config.dynamodb_observer = writes.record_request
     try:
         with LocalCloud(config) as cloud:
             # Warming C environments per function would start the run past the bound on environments
             # that a bounded scenario measures; it starts cold, as `orderbatch local up` does.
             warm = settings.warm and scenario.keep_every_environment
             warmup = _warm_up(cloud, settings) if warm else {"seconds": 0.0, "environments": 0}
-            run = _BatchRun(cloud, scenario, settings, batch_id, orders, neighbour, writes, progress)
+            run = _BatchRun(cloud, scenario, settings, batch_id, orders, neighbour, progress)
             measured = run.execute(scenario_deadline(bound, settings))
             batches = [_batch_line(1, measured)]
             for number in range(2, settings.batches + 1):
                 again = f"{batch_id}-{number}"
                 orders = generate_orders(settings.orders, fixture_skus(settings.template), prefix=again)
-                rerun = _BatchRun(cloud, scenario, settings, again, orders, neighbour, writes, progress)
+                rerun = _BatchRun(cloud, scenario, settings, again, orders, neighbour, progress)
                 batches.append(_batch_line(number, rerun.execute(scenario_deadline(bound, settings))))
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
@@ -192,7 +189,6 @@ class _BatchRun:
         batch_id: str,
         orders: list[dict[str, Any]],
         neighbour: Neighbour | None,
-        writes: DynamoDBWriteCounter,
         progress: Progress | None,
     ) -> None:
         self.cloud = cloud
@@ -201,7 +197,6 @@ class _BatchRun:
         self.batch_id = batch_id
         self.orders = orders
         self.neighbour = neighbour
-        self.writes = writes
         self.progress = progress
 
     def _fault_plan(self) -> dict[str, Any]:
@@ -235,13 +230,13 @@ class _BatchRun:
         dynamodb = cloud.client("dynamodb")
         locations = BatchLocations.from_outputs(cloud.stack.outputs)
         before = service.stats(include_timeseries=False)["functions"]
-        writes_before = self.writes.snapshot()
+        writes_before = cloud.dynamodb_writes()
         service.set_fault_plan(self._fault_plan())
         # Samples carry seconds since the service started; the last sample can be seconds stale on a busy
         # machine, so the origin is taken from the service's own clock (no public accessor exists yet).
         series_origin = time.monotonic() - service.started_monotonic
         memory_before = resources.memory()
-        cpu_before = resources.cpu_seconds()
+        cpu_before = resources.cpu_seconds(data_plane=cloud.data_plane_pids())
         peak = resources.PeakMemory().start()
         execution_arn = sfn.start_execution(
             stateMachineArn=locations.state_machine_arn, name=self.batch_id, input=json.dumps(self._input())
@@ -274,10 +269,10 @@ class _BatchRun:
             timed_out = True
         wall_seconds = time.monotonic() - started
         peak.stop()
-        cpu = resources.cpu_seconds() - cpu_before
+        cpu = resources.cpu_seconds(data_plane=cloud.data_plane_pids()) - cpu_before
         stats = service.stats(include_timeseries=True)
         service.set_fault_plan(None)
-        writes_after = self.writes.snapshot()
+        writes_after = cloud.dynamodb_writes()
         execution = sfn.describe_execution(executionArn=execution_arn)
         definition = json.loads(cloud.stack.state_machine().definition)
         history = analyse_history(read_history(sfn, execution_arn), definition["States"])
@@ -304,6 +299,7 @@ class _BatchRun:
             "resources": {
                 "cpu_seconds": {
                     "local_cloud": round(cpu.local_cloud, 2),
+                    "data_plane": round(cpu.data_plane, 2),
                     "environments": round(cpu.environments, 2),
                 },
                 "tree_pss_mib_before": round(memory_before.tree_pss_mib, 1),

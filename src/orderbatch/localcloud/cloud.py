@@ -15,6 +15,7 @@ import os
 import signal
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -30,9 +31,10 @@ from botocore.exceptions import ClientError
 from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.test import Client as WerkzeugClient
 
-from orderbatch.localcloud import event_targets
+from orderbatch.localcloud import data_plane, event_targets
 from orderbatch.localcloud.api_integrations import ActionOutcome
-from orderbatch.localcloud.dynamodb import TableLocks, patch_transactions
+from orderbatch.localcloud.data_plane import DataPlane
+from orderbatch.localcloud.dynamodb import TableLocks, WriteCounter, patch_transactions
 from orderbatch.localcloud.event_sources import QueuePollers
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
 from orderbatch.localcloud.iam import IamEnforcer, build_roles
@@ -105,8 +107,9 @@ class LocalCloudConfig:
     # Rewrites a state machine's definition (logical ID, parsed ASL) before it is created: for experiments
     # such as the benchmark's "docs retrier" scenario, never needed to run a template as written.
     definition_transform: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
-    # Sees every DynamoDB request (operation, body) before moto does: the benchmark counts writes with it.
-    dynamodb_observer: Callable[[str, bytes], None] | None = None
+    # DynamoDB served from a process of its own (localcloud.data_plane), so that it and the interpreter
+    # use two cores; False keeps it in this process (one process to debug, or for a single core).
+    dynamodb_process: bool = True
     # Functions and state machines call as their template roles, checked on every call (docs/iam.md).
     enforce_iam: bool = True
     # Step Functions Local's MockConfigFile: executions started as <arn>#<TestCase> run that test case
@@ -132,6 +135,7 @@ class LocalCloud:
         self.http_api: HttpApiGateway | None = None
         self._metrics: MetricsPublisher | None = None
         self._table_locks = TableLocks()
+        self._writes = WriteCounter()
         self._apps_by_target: dict[str, Any] = {}
         self.mock_config: MockConfig | None = None
         # Until the template is deployed every caller but the deployer gets a 503: a script that waits for
@@ -142,6 +146,7 @@ class LocalCloud:
         self._queue_pollers: QueuePollers | None = None
         self._moto_port_before: str | None = None
         self._event_client_lock = threading.Lock()
+        self.data_plane: DataPlane | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LocalCloud:
@@ -163,6 +168,14 @@ class LocalCloud:
         from moto.moto_api._internal.models import moto_api_backend
 
         moto_api_backend.reset()
+        if self.config.dynamodb_process:
+            # Started first: it loads moto and the template in parallel with this process's own start-up.
+            self.data_plane = DataPlane(
+                self.config.template,
+                parameter_overrides=self.config.parameter_overrides,
+                enforce_iam=self.config.enforce_iam,
+                host=self.config.host,
+            )
         self._server = make_server(
             self.config.host,
             self.config.port,
@@ -174,10 +187,16 @@ class LocalCloud:
         self._moto_port_before = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
         self._moto_app = moto_app
+        dynamodb_endpoint: dict[str, str] = {}
+        if self.data_plane is not None:
+            self.data_plane.wait_started()
+            # The SDKs' service-specific endpoint variable: functions reach DynamoDB without this process.
+            dynamodb_endpoint = {"AWS_ENDPOINT_URL_DYNAMODB": self.data_plane.endpoint}
         functions = [
             spec.with_environment(
                 {
                     **LOCAL_FUNCTION_ENVIRONMENT,
+                    **dynamodb_endpoint,
                     **spec.environment,
                     **(self.iam.function_environment(spec.name) if self.iam else {}),
                     **self.config.function_environment,
@@ -263,6 +282,8 @@ class LocalCloud:
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self.data_plane is not None:
+            self.data_plane.stop()
         # Tasks of a later moto in this process (a test's mock_aws) must not reach for this closed port.
         if self._server is not None and os.environ.get("MOTO_PORT") == str(self._server.server_port):
             if self._moto_port_before is None:
@@ -344,6 +365,16 @@ class LocalCloud:
         """The functions' logs (one file per execution environment)."""
         return self.state_dir / "logs"
 
+    def dynamodb_writes(self) -> tuple[Counter[str], Counter[str]]:
+        """DynamoDB write requests and write request units by operation since the start, answered or not."""
+        if self.data_plane is not None:
+            return self.data_plane.writes()
+        return self._writes.snapshot()
+
+    def data_plane_pids(self) -> list[int]:
+        """The processes that serve the local cloud's data plane (its own work, outside this process)."""
+        return [self.data_plane.pid] if self.data_plane is not None else []
+
     def flush_metrics(self) -> None:
         """Publish the Lambda metrics gathered so far now, instead of at the next tick."""
         if self._metrics is not None:
@@ -370,12 +401,13 @@ class LocalCloud:
         if not target:
             return self._moto_app(environ, start_response)
         app = self._service_app(target, environ)
-        if target.startswith("DynamoDB_"):
+        if data_plane.handles(target):
+            if self.data_plane is not None:
+                return self.data_plane.forward(environ, start_response)
             operation = target.rpartition(".")[2]
             body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
             environ["wsgi.input"] = io.BytesIO(body)
-            if self.config.dynamodb_observer is not None:
-                self.config.dynamodb_observer(operation, body)
+            self._writes.record(operation, body)
             with self._table_locks.holding(operation, body):
                 return app(environ, start_response)
         return app(environ, start_response)

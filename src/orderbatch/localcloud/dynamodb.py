@@ -20,6 +20,7 @@ import copy
 import json
 import threading
 import types
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -27,6 +28,20 @@ from typing import Any
 CATALOGUE = "\x00catalogue"
 _CATALOGUE_OPERATIONS = frozenset({"CreateTable", "DeleteTable", "UpdateTable", "RestoreTableFromBackup"})
 _TRANSACTION_PARTS = ("ConditionCheck", "Put", "Delete", "Update", "Get")
+# Write request units per request, for items under 1 KB: transactions cost two per item.
+_SINGLE_ITEM_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
+
+
+def write_units(operation: str, body: bytes) -> int:
+    """The write request units a request consumes, answered or refused (a failed condition costs too)."""
+    if operation in _SINGLE_ITEM_WRITES:
+        return 1
+    if operation == "TransactWriteItems":
+        return 2 * len(json.loads(body or b"{}").get("TransactItems", []))
+    if operation == "BatchWriteItem":
+        requests = json.loads(body or b"{}").get("RequestItems", {})
+        return sum(len(items) for items in requests.values())
+    return 0
 
 
 def tables_named(operation: str, body: bytes) -> list[str]:
@@ -49,6 +64,26 @@ def tables_named(operation: str, body: bytes) -> list[str]:
     if not names or operation in _CATALOGUE_OPERATIONS:
         names.add(CATALOGUE)
     return sorted(names)
+
+
+class WriteCounter:
+    """Write requests and write request units by operation, answered or refused."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: Counter[str] = Counter()
+        self._units: Counter[str] = Counter()
+
+    def record(self, operation: str, body: bytes) -> None:
+        units = write_units(operation, body)
+        if units:
+            with self._lock:
+                self._requests[operation] += 1
+                self._units[operation] += units
+
+    def snapshot(self) -> tuple[Counter[str], Counter[str]]:
+        with self._lock:
+            return Counter(self._requests), Counter(self._units)
 
 
 class TableLocks:

@@ -1,0 +1,288 @@
+"""The data plane: DynamoDB served from a process of its own, beside the local cloud's main process.
+
+One Python process under one GIL carried everything: the Step Functions interpreter, the Lambda service's
+accounting, IAM and every DynamoDB call every handler makes (four to six per task). The data plane moves
+DynamoDB to a second process, so the two share the machine's cores instead of one of them.
+
+- **One owner for every table.** The worker holds all of moto's DynamoDB state. Conditional writes and
+  transactions stay atomic exactly as before: the same per-table locks (``dynamodb.TableLocks``) around
+  the same moto backend, only in another process.
+- **One endpoint for the user.** Every DynamoDB request that reaches the local cloud's endpoint (the
+  AWS CLI, boto3, the Step Functions interpreter's DynamoDB Tasks, the deployer) is forwarded to the worker
+  over a kept-alive connection, IAM having been checked on the way in. Functions take the short way:
+  their environments get ``AWS_ENDPOINT_URL_DYNAMODB`` (the SDKs' service-specific endpoint variable),
+  and the worker checks their signatures against the template's roles itself.
+- **Write counts** for the benchmark are kept where the writes are, and read with ``writes()``.
+
+The worker is ``python -m orderbatch.localcloud.data_plane``; it reports its port on its standard output
+and exits when its standard input closes, so it never outlives the local cloud.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import io
+import json
+import logging
+import os
+import secrets
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from orderbatch.localcloud.dynamodb import TableLocks, WriteCounter
+
+# Requests the main process forwards carry this header with the worker's secret: IAM was checked there.
+CHECKED_HEADER = "X-Orderbatch-Checked"
+WRITES_PATH = "/_orderbatch/dynamodb-writes"
+HEALTH_PATH = "/_orderbatch/health"
+TARGET_PREFIXES = ("DynamoDB_", "DynamoDBStreams_")
+_START_TIMEOUT_SECONDS = 60.0
+# Headers that belong to one hop, or that the main process's own server sets again.
+_NOT_FORWARDED = frozenset({"connection", "keep-alive", "transfer-encoding", "date", "server"})
+
+
+def handles(target: str) -> bool:
+    """Whether a request with this ``X-Amz-Target`` belongs to the data plane."""
+    return target.startswith(TARGET_PREFIXES)
+
+
+class DataPlaneError(RuntimeError):
+    pass
+
+
+class DataPlane:
+    """The main process's side: starts the worker, forwards requests to it, stops it."""
+
+    def __init__(
+        self,
+        template: Path,
+        *,
+        parameter_overrides: Mapping[str, str],
+        enforce_iam: bool,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self._secret = secrets.token_hex(16)
+        arguments = {
+            "template": str(template),
+            "parameter_overrides": dict(parameter_overrides),
+            "enforce_iam": enforce_iam,
+            "host": host,
+            "secret": self._secret,
+        }
+        self.host = host
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "orderbatch.localcloud.data_plane"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "ORDERBATCH_DATA_PLANE": json.dumps(arguments)},
+        )
+        self._port: int | None = None
+        self._local = threading.local()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def wait_started(self, timeout_seconds: float = _START_TIMEOUT_SECONDS) -> None:
+        """Wait for the worker's port (it loads the template and moto: a second or two)."""
+        if self._port is not None:
+            return
+        assert self._process.stdout is not None
+        found: list[str] = []
+        reader = threading.Thread(target=lambda: found.append(self._process.stdout.readline().decode()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(timeout_seconds)
+        line = found[0] if found else ""
+        try:
+            self._port = int(json.loads(line)["port"])
+        except (ValueError, KeyError, TypeError) as error:
+            self.stop()
+            raise DataPlaneError(
+                f"the DynamoDB data plane did not start (exit code {self._process.poll()}): {line!r}"
+            ) from error
+
+    @property
+    def endpoint(self) -> str:
+        if self._port is None:
+            raise DataPlaneError("the data plane is not started")
+        return f"http://{self.host}:{self._port}"
+
+    def forward(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        """Answer a request that reached the main endpoint with the worker's answer, byte for byte."""
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        headers = {
+            name[5:].replace("_", "-").title(): value
+            for name, value in environ.items()
+            if name.startswith("HTTP_") and name not in ("HTTP_CONNECTION", "HTTP_HOST")
+        }
+        if environ.get("CONTENT_TYPE"):
+            headers["Content-Type"] = environ["CONTENT_TYPE"]
+        headers[CHECKED_HEADER] = self._secret
+        path = environ.get("PATH_INFO") or "/"
+        if environ.get("QUERY_STRING"):
+            path += "?" + environ["QUERY_STRING"]
+        status, reason, response_headers, answer = self._request(
+            environ.get("REQUEST_METHOD", "POST"), path, body, headers
+        )
+        start_response(
+            f"{status} {reason}",
+            [(name, value) for name, value in response_headers if name.lower() not in _NOT_FORWARDED],
+        )
+        return [answer]
+
+    def writes(self) -> tuple[Counter[str], Counter[str]]:
+        """Write requests and write request units by operation, since the worker started."""
+        status, _, _, body = self._request("GET", WRITES_PATH, b"", {CHECKED_HEADER: self._secret})
+        if status != 200:
+            raise DataPlaneError(f"the data plane answered {status} for its write counts")
+        document = json.loads(body)
+        return Counter(document["requests"]), Counter(document["units"])
+
+    def _request(
+        self, method: str, path: str, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, str, list[tuple[str, str]], bytes]:
+        # Never sent twice: the worker may have applied a write whose answer was lost. A failure reaches the
+        # caller as a 500, which the SDKs retry as they retry DynamoDB's own.
+        connection = self._connection()
+        try:
+            connection.request(method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            return response.status, response.reason, response.getheaders(), response.read()
+        except (ConnectionError, http.client.HTTPException):
+            connection.close()
+            self._local.connection = None
+            raise
+
+    def _connection(self) -> http.client.HTTPConnection:
+        """One kept-alive connection per forwarding thread."""
+        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            assert self._port is not None
+            connection = http.client.HTTPConnection(self.host, self._port, timeout=120)
+            self._local.connection = connection
+        return connection
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            if self._process.stdin is not None:
+                self._process.stdin.close()  # the worker exits when its standard input closes
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+
+# ---------------------------------------------------------------------------------------------- worker
+class DataPlaneApp:
+    """The worker's WSGI application: IAM for direct callers, table locks, moto's DynamoDB."""
+
+    def __init__(self, dynamodb_app: Any, *, iam: Any, secret: str) -> None:
+        self._dynamodb_app = dynamodb_app
+        self._iam = iam
+        self._secret = secret
+        self._locks = TableLocks()
+        self._writes = WriteCounter()
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        forwarded = environ.get("HTTP_" + CHECKED_HEADER.upper().replace("-", "_")) == self._secret
+        if path == HEALTH_PATH:
+            return _answer(start_response, "200 OK", b'{"status": "serving"}')
+        if path == WRITES_PATH and forwarded:
+            requests, units = self._writes.snapshot()
+            document = json.dumps({"requests": requests, "units": units}).encode()
+            return _answer(start_response, "200 OK", document)
+        if not forwarded and self._iam is not None:
+            refusal = self._iam.refuse(environ, start_response)
+            if refusal is not None:
+                return refusal
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        operation = target.rpartition(".")[2]
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        environ["wsgi.input"] = io.BytesIO(body)
+        self._writes.record(operation, body)
+        with self._locks.holding(operation, body):
+            # Consumed here, under the locks: moto's answer is computed while the iterable is built.
+            return list(self._dynamodb_app(environ, start_response))
+
+
+def _answer(start_response: Any, status: str, body: bytes) -> list[bytes]:
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def _moto_dynamodb_app() -> Any:
+    """moto's own DynamoDB application, found once (moto infers it per request under a global lock)."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    dispatcher = DomainDispatcherApplication(create_backend_app)
+    apps: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def app(environ: dict[str, Any], start_response: Any) -> Any:
+        service = environ.get("HTTP_X_AMZ_TARGET", "").partition(".")[0]
+        found = apps.get(service)
+        if found is None:
+            with lock:
+                found = apps.setdefault(service, dispatcher.get_application(environ))
+        return found(environ, start_response)
+
+    return app
+
+
+def _serve(arguments: Mapping[str, Any]) -> None:
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+    from werkzeug.serving import make_server
+
+    from orderbatch.localcloud.dynamodb import patch_transactions
+    from orderbatch.localcloud.iam import IamEnforcer, build_roles
+    from orderbatch.localcloud.moto_models import compact_dynamodb_items, stop_tracking_instances
+    from orderbatch.localcloud.stack import load_stack
+
+    class QuietRequestHandler(MotoRequestHandler):
+        def log_request(self, *args: Any, **kwargs: Any) -> None:
+            """Thousands of calls per batch."""
+
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
+    patch_transactions()
+    stop_tracking_instances()
+    compact_dynamodb_items()
+    iam = None
+    if arguments["enforce_iam"]:
+        template = Path(arguments["template"])
+        stack = load_stack(template, parameter_overrides=arguments["parameter_overrides"])
+        iam = IamEnforcer(build_roles(template, stack), region=stack.region, account_id=stack.account_id)
+    app = DataPlaneApp(_moto_dynamodb_app(), iam=iam, secret=arguments["secret"])
+    server = make_server(arguments["host"], 0, app, threaded=True, request_handler=QuietRequestHandler)
+    threading.Thread(target=server.serve_forever, name="data-plane", daemon=True).start()
+    sys.stdout.write(json.dumps({"port": server.server_port}) + "\n")
+    sys.stdout.flush()
+    # The local cloud holds our standard input: when it closes (a stop, or the local cloud's death), go.
+    sys.stdin.buffer.read()
+    server.shutdown()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="the local cloud's DynamoDB data plane (started by it)")
+    parser.parse_args()
+    arguments = json.loads(os.environ.pop("ORDERBATCH_DATA_PLANE"))
+    try:
+        _serve(arguments)
+    except Exception as error:  # reported on the line the local cloud reads, instead of a port
+        sys.stdout.write(json.dumps({"error": f"{type(error).__name__}: {error}"}) + "\n")
+        sys.stdout.flush()
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
