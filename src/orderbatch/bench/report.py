@@ -25,7 +25,7 @@ COLUMNS = (
     ("$/M std", 8),
     ("$/M expr", 8),
     ("tasks/s", 7),
-    ("cpu ms/task", 11),
+    ("cpu ms/task", 14),
     ("peak PSS", 8),
     ("target", 9),
 )
@@ -57,7 +57,9 @@ def _row(figures: dict[str, Any]) -> list[str]:
         f"{figures['lambda']['invocations'] / figures['makespan_seconds']:.0f}"
         if figures["makespan_seconds"]
         else "-",
-        "{local_cloud:.1f}+{environments:.1f}".format(**figures["resources"]["cpu_ms_per_task"]),
+        "{local_cloud:.1f}+{data_plane:.1f}+{environments:.1f}".format(
+            **{"data_plane": 0.0, **figures["resources"]["cpu_ms_per_task"]}
+        ),
         f"{figures['resources']['peak_tree_pss_mib']:.0f}",
         verdict,
     ]
@@ -96,8 +98,8 @@ def format_details(document: dict[str, Any]) -> str:
         "histories the local cloud does not keep); WRU/ord = DynamoDB write request units per order.",
         "$/M = modelled dollars per million orders (Lambda + DynamoDB writes + Step Functions), "
         "std = Standard workflow, expr = Distributed Map with Express children.",
-        "tasks/s = Lambda invocations / makespan; cpu ms/task = CPU of the local cloud's process + CPU "
-        "of the emulators and runtimes, per Lambda invocation; peak PSS = MiB of the whole process tree "
+        "tasks/s = Lambda invocations / makespan; cpu ms/task = CPU of the local cloud's process + its "
+        "DynamoDB data plane process + the emulators and runtimes, per Lambda invocation; peak PSS = MiB of the whole process tree "
         "(shared pages once), sampled each second during the batch.",
         f"Unit prices ({prices['as_of']}): "
         f"Standard ${prices['standard_per_transition'] * 1000:.3f}/1000 transitions; "
@@ -119,6 +121,7 @@ def format_details(document: dict[str, Any]) -> str:
         used = figures["resources"]
         lines.append(
             f"  resources: CPU {used['cpu_seconds']['local_cloud']} s local cloud + "
+            f"{used['cpu_seconds'].get('data_plane', 0.0)} s data plane + "
             f"{used['cpu_seconds']['environments']} s environments; PSS {used['tree_pss_mib_before']} MiB "
             f"before the batch, peak {used['peak_tree_pss_mib']} MiB ({used['peak_processes']} processes), "
             f"+{used['pss_growth_mib_per_1000_orders']} MiB per 1,000 orders; local cloud process peak RSS "
