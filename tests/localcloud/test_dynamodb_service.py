@@ -494,3 +494,37 @@ def _metadata_free(seen: list[Any]) -> list[Any]:
             entry = {key: value for key, value in entry.items() if key != "ResponseMetadata"}
         cleaned.append(entry)
     return cleaned
+
+
+def test_a_condition_tokenised_once_still_reads_each_call_s_names_and_values() -> None:
+    fresh_backends()
+    with serving(DynamoDBApp(moto_app())) as (client, _):
+        client.create_table(
+            TableName="t",
+            KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.put_item(TableName="t", Item={"k": {"S": "1"}, "colour": {"S": "red"}, "size": {"S": "big"}})
+
+        def put_if(name: str, value: str) -> Any:
+            return client.put_item(
+                TableName="t",
+                Item={"k": {"S": "1"}, "colour": {"S": "red"}, "size": {"S": "big"}},
+                ConditionExpression="#attribute = :expected",
+                ExpressionAttributeNames={"#attribute": name},
+                ExpressionAttributeValues={":expected": {"S": value}},
+            )
+
+        assert put_if("colour", "red")["ResponseMetadata"]["HTTPStatusCode"] == 200
+        assert error_of(lambda: put_if("colour", "big"))["Error"]["Code"] == "ConditionalCheckFailedException"
+        assert put_if("size", "big")["ResponseMetadata"]["HTTPStatusCode"] == 200
+        for _attempt in range(2):
+            invalid = error_of(
+                lambda: client.put_item(
+                    TableName="t", Item={"k": {"S": "2"}}, ConditionExpression="k = :v ! x"
+                )
+            )
+            # moto's own server fails the same way (a ValidationException on AWS): what counts is that
+            # the failure is not remembered as tokens.
+            assert invalid["ResponseMetadata"]["HTTPStatusCode"] == 500

@@ -11,10 +11,11 @@ shapes) and replaces only the request plumbing around it. What it does not handl
 app would, it hands to that app unchanged (the `fallback`), so a request is answered either by moto's
 handler called exactly as moto's server calls it, or by moto's server itself.
 
-Two caches remove work moto repeats on every request without changing any answer:
+Three caches remove work moto repeats on every request without changing any answer:
 `method_names_from_class` (an `inspect.getmembers` of the response class, for every call of every
-service) and the parse of an UpdateExpression (a pure function of the expression text; moto deep-copies
-the tree before it resolves names and values into it).
+service), the parse of an UpdateExpression (a pure function of the expression text; moto deep-copies
+the tree before it resolves names and values into it) and the tokenising of a condition expression
+(also a pure function of the text; the parse that follows resolves names and values per call).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import types
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlparse
 
 from werkzeug.http import HTTP_STATUS_CODES
 
@@ -31,7 +34,20 @@ TARGET_PREFIX = "DynamoDB_20120810."
 JSON_CONTENT_TYPE = "application/x-amz-json-1.0"
 # What Flask's Response (moto's server) declares when moto's headers name no Content-Type.
 FLASK_DEFAULT_CONTENT_TYPE = "text/html; charset=utf-8"
-_UPDATE_EXPRESSIONS_CACHED = 512
+_EXPRESSIONS_CACHED = 512
+# Everything werkzeug builds a request's root URL and raw path from.
+_URL_ENVIRON_KEYS = (
+    "wsgi.url_scheme",
+    "HTTP_HOST",
+    "SERVER_NAME",
+    "SERVER_PORT",
+    "SCRIPT_NAME",
+    "PATH_INFO",
+    "RAW_URI",
+    "REQUEST_URI",
+    "HTTP_X_FORWARDED_HOST",
+)
+_URLS_REMEMBERED = 256
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -50,10 +66,12 @@ class DynamoDBApp:
 
         patch_method_names_cache()
         patch_update_expression_cache()
+        patch_condition_lexing_cache()
         self._fallback = fallback
         self._handler_class = DynamoHandler
         self._parsers: dict[str, Any] = {}
         self._parsers_lock = threading.Lock()
+        self._urls: dict[tuple[Any, ...], str] = {}
         self._cors = not settings.DISABLE_GLOBAL_CORS
         self.handled = 0
         self.passed_on = 0
@@ -115,33 +133,35 @@ class DynamoDBApp:
         return int(status), rendered, body
 
     def _handler(self, environ: dict[str, Any], operation: str) -> Any:
-        """A DynamoHandler set up as `BaseResponse.setup_class` sets it up for this request."""
-        from moto.core.request import Request
+        """A DynamoHandler set up as `BaseResponse.setup_class` sets it up for this request.
+
+        Not set: `normalized_request` and `form_data`, which a DynamoDB call with an X-Amz-Target never
+        reads (moto reads the first only to route a call without a target, the second for S3 forms).
+        """
+        from moto.core.request import EnvironHeaders
         from moto.iam.models import mark_account_as_visited
         from moto.utilities.utils import get_partition
 
         raw_body = _read_body(environ)
-        request = Request(environ)
-        # moto's server marks every request it receives; Werkzeug's server then sends the Date header.
-        request.from_wsgi_server = True
+        headers = EnvironHeaders(environ)
+        full_url = self._url_of(environ)
         handler = self._handler_class()
+        # moto's server marks every request it receives; Werkzeug's server then sends the Date header.
         handler.is_werkzeug_request = True
-        handler.normalized_request = request
-        full_url = request.raw_url
         handler.uri = full_url
+        handler.parsed_url = urlparse(full_url)
         handler.path = "/"
         handler.raw_path = "/"
         handler.method = "POST"
-        handler.headers = request.headers
+        handler.headers = headers
         handler.raw_body = raw_body
         handler.body = raw_body.decode("utf-8")
         # moto fills these from a form parse of the JSON body; only IAM authentication (passed on) and an
         # unsigned request's access key (passed on) read them.
         handler.querystring = {}
         handler.data = {}
-        handler.form_data = request.form
         handler.uri_match = {}
-        handler.region = handler.get_region_from_url(request, full_url)
+        handler.region = handler.get_region_from_url(types.SimpleNamespace(headers=headers), full_url)
         handler.partition = get_partition(handler.region)
         handler.response_headers = {"server": "amazon.com"}
         handler.params = self._parser(operation).parse({"body": raw_body})
@@ -154,6 +174,19 @@ class DynamoDBApp:
             region=handler.region,
         )
         return handler
+
+    def _url_of(self, environ: dict[str, Any]) -> str:
+        """The URL moto's Request reports (`raw_url`), worked out once per host a client calls."""
+        key = tuple(environ.get(name) for name in _URL_ENVIRON_KEYS)
+        url = self._urls.get(key)
+        if url is None:
+            from moto.core.request import Request
+
+            url = Request(environ).raw_url
+            if len(self._urls) >= _URLS_REMEMBERED:
+                self._urls.clear()
+            self._urls[key] = url
+        return url
 
     def _parser(self, operation: str) -> Any:
         """moto's request parser for one operation; it holds no per-request state, so one serves all."""
@@ -241,7 +274,7 @@ def patch_update_expression_cache() -> None:
         from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
 
         parse = UpdateExpressionParser.make.__func__
-        parse_once = functools.lru_cache(maxsize=_UPDATE_EXPRESSIONS_CACHED)(
+        parse_once = functools.lru_cache(maxsize=_EXPRESSIONS_CACHED)(
             lambda expression: parse(UpdateExpressionParser, expression)
         )
 
@@ -252,3 +285,33 @@ def patch_update_expression_cache() -> None:
 
         UpdateExpressionParser.make = classmethod(make)
         _patched.add("update_expression")
+
+
+def patch_condition_lexing_cache() -> None:
+    """Tokenise each distinct condition, filter or key-condition expression text once.
+
+    `ConditionExpressionParser._lex_condition_expression` reads nothing but the expression text; names and
+    values are resolved by the steps after it, which run on every call as before. Each call gets new token
+    nodes (and a new deque, which the parser consumes). A text that cannot be tokenised raises every time.
+    Idempotent.
+    """
+    with _patch_lock:
+        if "condition_lexing" in _patched:
+            return
+        from collections import deque
+
+        from moto.dynamodb.comparisons import ConditionExpressionParser
+
+        lex = ConditionExpressionParser._lex_condition_expression
+
+        @functools.lru_cache(maxsize=_EXPRESSIONS_CACHED)
+        def tokens_of(expression: str) -> tuple[Any, ...]:
+            return tuple(lex(ConditionExpressionParser(expression, None, None)))
+
+        def lex_once(self: Any) -> Any:
+            if type(self) is not ConditionExpressionParser or not isinstance(self.condition_expression, str):
+                return lex(self)
+            return deque(token._replace(children=[]) for token in tokens_of(self.condition_expression))
+
+        ConditionExpressionParser._lex_condition_expression = lex_once  # type: ignore[method-assign]
+        _patched.add("condition_lexing")
