@@ -533,3 +533,42 @@ def test_a_condition_tokenised_once_still_reads_each_call_s_names_and_values() -
             # moto's own server fails the same way (a ValidationException on AWS): what counts is that
             # the failure is not remembered as tokens.
             assert invalid["ResponseMetadata"]["HTTPStatusCode"] == 500
+
+
+def test_what_it_does_not_handle_goes_to_moto_s_app_unchanged() -> None:
+    from werkzeug.test import Client
+
+    reached_fallback: list[str] = []
+
+    def fallback(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        reached_fallback.append(environ.get("HTTP_X_AMZ_TARGET", ""))
+        start_response("418 I'M A TEAPOT", [("Content-Type", "text/plain")])
+        return [b"moto"]
+
+    lean = DynamoDBApp(fallback)
+    client = Client(lean)
+    credential = "AKIAIOSFODNN7EXAMPLE/20260101/eu-west-1/dynamodb/aws4_request"
+    signed = {"Authorization": f"AWS4-HMAC-SHA256 Credential={credential}, Signature=0"}
+    json_type = "application/x-amz-json-1.0"
+    not_handled = [
+        {"X-Amz-Target": "DynamoDB_20120810.NoSuchOperation", **signed},
+        {"X-Amz-Target": "DynamoDB_20120810.ListTables", "Content-Encoding": "gzip", **signed},
+        {"X-Amz-Target": "DynamoDB_20120810.ListTables", "Origin": "http://example.com", **signed},
+        {"X-Amz-Target": "DynamoDB_20120810.ListTables"},
+        {"X-Amz-Target": "DynamoStreams_20120810.ListStreams", **signed},
+    ]
+    for headers in not_handled:
+        assert client.post("/", data=b"{}", headers=headers, content_type=json_type).status_code == 418
+    assert (
+        client.get("/", headers={"X-Amz-Target": "DynamoDB_20120810.ListTables", **signed}).status_code == 418
+    )
+    assert len(reached_fallback) == len(not_handled) + 1
+    fresh_backends()
+    listed = client.post(
+        "/",
+        data=b"{}",
+        headers={"X-Amz-Target": "DynamoDB_20120810.ListTables", **signed},
+        content_type=json_type,
+    )
+    assert (listed.status_code, json.loads(listed.data)) == (200, {"TableNames": []})
+    assert (lean.handled, lean.passed_on) == (1, len(not_handled) + 1)

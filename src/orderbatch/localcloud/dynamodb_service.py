@@ -56,8 +56,8 @@ class DynamoDBApp:
     """A WSGI app for DynamoDB (`X-Amz-Target: DynamoDB_20120810.<Operation>`) on moto's backend.
 
     `fallback` (moto's own WSGI app) answers whatever this app does not handle itself: other services,
-    operations DynamoHandler has no method for, gzip bodies, CORS requests, unsigned requests, moto's
-    IAM authentication or request recorder when they are switched on.
+    operations DynamoHandler has no method for, compressed or chunked bodies, CORS requests, unsigned
+    requests, moto's IAM authentication or request recorder when they are switched on.
     """
 
     def __init__(self, fallback: WsgiApp) -> None:
@@ -97,6 +97,8 @@ class DynamoDBApp:
             or not target.startswith(TARGET_PREFIX)
             or environ.get("CONTENT_TYPE") != JSON_CONTENT_TYPE
             or environ.get("HTTP_CONTENT_ENCODING")
+            # A chunked body has no length up front; werkzeug's Request knows how to read one.
+            or not environ.get("CONTENT_LENGTH")
             or "HTTP_ORIGIN" in environ
             or environ.get("PATH_INFO", "/") != "/"
             or environ.get("QUERY_STRING")
