@@ -1,0 +1,319 @@
+"""DynamoDB's JSON protocol served straight from moto's backend, without Flask or moto's dispatcher.
+
+moto's server answers a DynamoDB call through its domain dispatcher, a Flask app,
+`convert_to_flask_response`, `BaseResponse.setup_class` (URL and form parsing, a query string built
+from the JSON body, a protocol parser built for the call) and only then `DynamoHandler.<operation>`.
+For the few milliseconds of real work a conditional put needs, that machinery costs as much again.
+
+`DynamoDBApp` keeps moto's own handler and everything that decides an answer (parameter parsing by
+the service model, `DynamoHandler.call_action` with its CRC32 header, the serializer, the error
+shapes) and replaces only the request plumbing around it. What it does not handle the way moto's
+app would, it hands to that app unchanged (the `fallback`), so a request is answered either by moto's
+handler called exactly as moto's server calls it, or by moto's server itself.
+
+Three caches remove work moto repeats on every request without changing any answer:
+`method_names_from_class` (an `inspect.getmembers` of the response class, for every call of every
+service), the parse of an UpdateExpression (a pure function of the expression text; moto deep-copies
+the tree before it resolves names and values into it) and the tokenising of a condition expression
+(also a pure function of the text; the parse that follows resolves names and values per call).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import urlparse
+
+from werkzeug.http import HTTP_STATUS_CODES
+
+TARGET_PREFIX = "DynamoDB_20120810."
+JSON_CONTENT_TYPE = "application/x-amz-json-1.0"
+# What Flask's Response (moto's server) declares when moto's headers name no Content-Type.
+FLASK_DEFAULT_CONTENT_TYPE = "text/html; charset=utf-8"
+_EXPRESSIONS_CACHED = 512
+# Everything werkzeug builds a request's root URL and raw path from.
+_URL_ENVIRON_KEYS = (
+    "wsgi.url_scheme",
+    "HTTP_HOST",
+    "SERVER_NAME",
+    "SERVER_PORT",
+    "SCRIPT_NAME",
+    "PATH_INFO",
+    "RAW_URI",
+    "REQUEST_URI",
+    "HTTP_X_FORWARDED_HOST",
+)
+_URLS_REMEMBERED = 256
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class DynamoDBApp:
+    """A WSGI app for DynamoDB (`X-Amz-Target: DynamoDB_20120810.<Operation>`) on moto's backend.
+
+    `fallback` (moto's own WSGI app) answers whatever this app does not handle itself: other services,
+    operations DynamoHandler has no method for, compressed or chunked bodies, CORS requests, unsigned
+    requests, moto's IAM authentication or request recorder when they are switched on.
+    """
+
+    def __init__(self, fallback: WsgiApp) -> None:
+        from moto import settings
+        from moto.dynamodb.responses import DynamoHandler
+
+        patch_method_names_cache()
+        patch_update_expression_cache()
+        patch_condition_lexing_cache()
+        self._fallback = fallback
+        self._handler_class = DynamoHandler
+        self._parsers: dict[str, Any] = {}
+        self._parsers_lock = threading.Lock()
+        self._urls: dict[tuple[Any, ...], str] = {}
+        self._cors = not settings.DISABLE_GLOBAL_CORS
+        self.handled = 0
+        self.passed_on = 0
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        operation = self._operation_handled(environ)
+        if operation is None:
+            self.passed_on += 1
+            return self._fallback(environ, start_response)
+        self.handled += 1
+        status, headers, body = self._answer(environ, operation)
+        start_response(f"{status} {HTTP_STATUS_CODES.get(status, 'UNKNOWN')}", headers)
+        return [body]
+
+    # ------------------------------------------------------------------ what is handled here
+    def _operation_handled(self, environ: dict[str, Any]) -> str | None:
+        from moto import settings
+        from moto.moto_api import recorder
+
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if (
+            environ.get("REQUEST_METHOD") != "POST"
+            or not target.startswith(TARGET_PREFIX)
+            or environ.get("CONTENT_TYPE") != JSON_CONTENT_TYPE
+            or environ.get("HTTP_CONTENT_ENCODING")
+            # A chunked body has no length up front; werkzeug's Request knows how to read one.
+            or not environ.get("CONTENT_LENGTH")
+            or "HTTP_ORIGIN" in environ
+            or environ.get("PATH_INFO", "/") != "/"
+            or environ.get("QUERY_STRING")
+            # moto's setup_class reads the access key from the query string when the signature has none.
+            or not _signed_access_key(environ.get("HTTP_AUTHORIZATION", ""))
+            or recorder._user_enabled
+            # moto authenticates calls once INITIAL_NO_AUTH_ACTION_COUNT is set (infinite by default).
+            or math.inf != settings.INITIAL_NO_AUTH_ACTION_COUNT
+        ):
+            return None
+        operation = target[len(TARGET_PREFIX) :]
+        from moto.core.utils import camelcase_to_underscores, method_names_from_class
+
+        if camelcase_to_underscores(operation) not in method_names_from_class(self._handler_class):
+            return None
+        return operation
+
+    # ------------------------------------------------------------------ answering
+    def _answer(self, environ: dict[str, Any], operation: str) -> tuple[int, list[tuple[str, str]], bytes]:
+        from botocore.exceptions import ClientError
+
+        try:
+            status, headers, content = self._handler(environ, operation).call_action()
+        except ClientError as error:  # what moto's convert_to_flask_response answers for one
+            status, headers, content = 400, {}, error.response["Error"]["Message"]
+        body = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        rendered = [(name, str(value)) for name, value in headers.items()]
+        if not any(name.lower() == "content-type" for name, _ in rendered):
+            rendered.append(("Content-Type", FLASK_DEFAULT_CONTENT_TYPE))
+        rendered.append(("Content-Length", str(len(body))))
+        if self._cors:
+            # flask-cors on moto's app (all origins, always sent) answers a request without Origin so.
+            rendered.append(("Access-Control-Allow-Origin", "*"))
+        return int(status), rendered, body
+
+    def _handler(self, environ: dict[str, Any], operation: str) -> Any:
+        """A DynamoHandler set up as `BaseResponse.setup_class` sets it up for this request.
+
+        Not set: `normalized_request` and `form_data`, which a DynamoDB call with an X-Amz-Target never
+        reads (moto reads the first only to route a call without a target, the second for S3 forms).
+        """
+        from moto.core.request import EnvironHeaders
+        from moto.iam.models import mark_account_as_visited
+        from moto.utilities.utils import get_partition
+
+        raw_body = _read_body(environ)
+        headers = EnvironHeaders(environ)
+        full_url = self._url_of(environ)
+        handler = self._handler_class()
+        # moto's server marks every request it receives; Werkzeug's server then sends the Date header.
+        handler.is_werkzeug_request = True
+        handler.uri = full_url
+        handler.parsed_url = urlparse(full_url)
+        handler.path = "/"
+        handler.raw_path = "/"
+        handler.method = "POST"
+        handler.headers = headers
+        handler.raw_body = raw_body
+        handler.body = raw_body.decode("utf-8")
+        # moto fills these from a form parse of the JSON body; only IAM authentication (passed on) and an
+        # unsigned request's access key (passed on) read them.
+        handler.querystring = {}
+        handler.data = {}
+        handler.uri_match = {}
+        handler.region = handler.get_region_from_url(types.SimpleNamespace(headers=headers), full_url)
+        handler.partition = get_partition(handler.region)
+        handler.response_headers = {"server": "amazon.com"}
+        handler.params = self._parser(operation).parse({"body": raw_body})
+        handler.access_key = handler.get_access_key()
+        handler.current_account = handler.get_current_account()
+        mark_account_as_visited(
+            account_id=handler.current_account,
+            access_key=handler.access_key,
+            service="dynamodb",
+            region=handler.region,
+        )
+        return handler
+
+    def _url_of(self, environ: dict[str, Any]) -> str:
+        """The URL moto's Request reports (`raw_url`), worked out once per host a client calls."""
+        key = tuple(environ.get(name) for name in _URL_ENVIRON_KEYS)
+        url = self._urls.get(key)
+        if url is None:
+            from moto.core.request import Request
+
+            url = Request(environ).raw_url
+            if len(self._urls) >= _URLS_REMEMBERED:
+                self._urls.clear()
+            self._urls[key] = url
+        return url
+
+    def _parser(self, operation: str) -> Any:
+        """moto's request parser for one operation; it holds no per-request state, so one serves all."""
+        parser = self._parsers.get(operation)
+        if parser is None:
+            from moto.core.parse import PROTOCOL_PARSERS
+            from moto.core.responses import BaseResponse
+            from moto.core.utils import get_service_model
+
+            service_model = get_service_model("dynamodb")
+            parser = PROTOCOL_PARSERS["json"](
+                service_model.operation_model(operation), map_type=BaseResponse.PROTOCOL_PARSER_MAP_TYPE
+            )
+            with self._parsers_lock:
+                self._parsers[operation] = parser
+        return parser
+
+
+def _read_body(environ: dict[str, Any]) -> bytes:
+    import io
+
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body: bytes = environ["wsgi.input"].read(length) if length > 0 else b""
+    # moto's Request may still read the stream (its form parse does for some content types).
+    environ["wsgi.input"] = io.BytesIO(body)
+    return body
+
+
+@functools.cache
+def _access_key_pattern() -> Any:
+    from moto.core.responses import BaseResponse
+
+    return BaseResponse.access_key_regex
+
+
+def _signed_access_key(authorization: str) -> bool:
+    return bool(authorization) and _access_key_pattern().search(authorization) is not None
+
+
+# ---------------------------------------------------------------------- caches patched into moto
+_patch_lock = threading.Lock()
+_patched: set[str] = set()
+
+
+def patch_method_names_cache() -> None:
+    """moto lists a response class's methods with inspect.getmembers on every request; list them once.
+
+    The list is kept per class and per the sizes of the namespaces in its MRO, so a method patched in
+    (or out) later is seen. Idempotent.
+    """
+    with _patch_lock:
+        if "method_names" in _patched:
+            return
+        from moto.core import responses, utils
+
+        list_method_names = utils.method_names_from_class
+        names_by_class: dict[tuple[Any, ...], list[str]] = {}
+
+        def method_names_from_class(clazz: object) -> list[str]:
+            mro = getattr(clazz, "__mro__", None)
+            if mro is None:
+                return list_method_names(clazz)
+            key = (clazz, *(len(vars(cls)) for cls in mro))
+            names = names_by_class.get(key)
+            if names is None:
+                names = names_by_class[key] = list_method_names(clazz)
+            return list(names)
+
+        utils.method_names_from_class = method_names_from_class
+        responses.method_names_from_class = method_names_from_class
+        _patched.add("method_names")
+
+
+def patch_update_expression_cache() -> None:
+    """Parse each distinct UpdateExpression text once.
+
+    `UpdateExpressionParser.make` depends on the text alone (names and values stay placeholders in the
+    tree), every reader of the tree only searches it (`find_clauses`), and the one that resolves names
+    and values into it, `UpdateExpressionValidator`, deep-copies it first. An invalid expression raises
+    every time (exceptions are not cached). Idempotent.
+    """
+    with _patch_lock:
+        if "update_expression" in _patched:
+            return
+        from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+
+        parse = UpdateExpressionParser.make.__func__
+        parse_once = functools.lru_cache(maxsize=_EXPRESSIONS_CACHED)(
+            lambda expression: parse(UpdateExpressionParser, expression)
+        )
+
+        def make(cls: Any, expression_str: str) -> Any:
+            if cls is not UpdateExpressionParser or not isinstance(expression_str, str):
+                return parse(cls, expression_str)
+            return parse_once(expression_str)
+
+        UpdateExpressionParser.make = classmethod(make)
+        _patched.add("update_expression")
+
+
+def patch_condition_lexing_cache() -> None:
+    """Tokenise each distinct condition, filter or key-condition expression text once.
+
+    `ConditionExpressionParser._lex_condition_expression` reads nothing but the expression text; names and
+    values are resolved by the steps after it, which run on every call as before. Each call gets new token
+    nodes (and a new deque, which the parser consumes). A text that cannot be tokenised raises every time.
+    Idempotent.
+    """
+    with _patch_lock:
+        if "condition_lexing" in _patched:
+            return
+        from collections import deque
+
+        from moto.dynamodb.comparisons import ConditionExpressionParser
+
+        lex = ConditionExpressionParser._lex_condition_expression
+
+        @functools.lru_cache(maxsize=_EXPRESSIONS_CACHED)
+        def tokens_of(expression: str) -> tuple[Any, ...]:
+            return tuple(lex(ConditionExpressionParser(expression, None, None)))
+
+        def lex_once(self: Any) -> Any:
+            if type(self) is not ConditionExpressionParser or not isinstance(self.condition_expression, str):
+                return lex(self)
+            return deque(token._replace(children=[]) for token in tokens_of(self.condition_expression))
+
+        ConditionExpressionParser._lex_condition_expression = lex_once  # type: ignore[method-assign]
+        _patched.add("condition_lexing")
