@@ -99,8 +99,8 @@ def format_details(document: dict[str, Any]) -> str:
         "$/M = modelled dollars per million orders (Lambda + DynamoDB writes + Step Functions), "
         "std = Standard workflow, expr = Distributed Map with Express children.",
         "tasks/s = Lambda invocations / makespan; cpu ms/task = CPU of the local cloud's process + its "
-        "DynamoDB data plane process + the emulators and runtimes, per Lambda invocation; peak PSS = MiB of the whole process tree "
-        "(shared pages once), sampled each second during the batch.",
+        "DynamoDB data plane process + the emulators and runtimes, per Lambda invocation; peak PSS = MiB "
+        "of the whole process tree (shared pages once), sampled each second during the batch.",
         f"Unit prices ({prices['as_of']}): "
         f"Standard ${prices['standard_per_transition'] * 1000:.3f}/1000 transitions; "
         f"Express ${prices['express_per_request'] * 1e6:.2f}/M requests + "

@@ -35,6 +35,7 @@ from orderbatch.localcloud import data_plane, event_targets
 from orderbatch.localcloud.api_integrations import ActionOutcome
 from orderbatch.localcloud.data_plane import DataPlane
 from orderbatch.localcloud.dynamodb import TableLocks, WriteCounter, patch_transactions
+from orderbatch.localcloud.dynamodb_service import DynamoDBApp, patch_method_names_cache
 from orderbatch.localcloud.event_sources import QueuePollers
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
 from orderbatch.localcloud.iam import IamEnforcer, build_roles
@@ -136,6 +137,7 @@ class LocalCloud:
         self._metrics: MetricsPublisher | None = None
         self._table_locks = TableLocks()
         self._writes = WriteCounter()
+        self._dynamodb_app: DynamoDBApp | None = None
         self._apps_by_target: dict[str, Any] = {}
         self.mock_config: MockConfig | None = None
         # Until the template is deployed every caller but the deployer gets a 503: a script that waits for
@@ -162,6 +164,8 @@ class LocalCloud:
         logging.getLogger("moto").setLevel(logging.CRITICAL)
         moto_app = create_moto_app()
         patch_transactions()
+        # moto lists a response class's methods with inspect on every request of every service.
+        patch_method_names_cache()
         stop_tracking_instances()
         compact_dynamodb_items()
         # moto keeps its state in the process, not in a server: cleared, every local cloud starts empty.
@@ -409,7 +413,7 @@ class LocalCloud:
             environ["wsgi.input"] = io.BytesIO(body)
             self._writes.record(operation, body)
             with self._table_locks.holding(operation, body):
-                return app(environ, start_response)
+                return list(self._in_process_dynamodb(app)(environ, start_response))
         return app(environ, start_response)
 
     def _service_app(self, target: str, environ: dict[str, Any]) -> Any:
@@ -420,6 +424,11 @@ class LocalCloud:
         if app is None:
             app = self._apps_by_target.setdefault(service, self._moto_app.get_application(environ))
         return app
+
+    def _in_process_dynamodb(self, moto_app: Any) -> Any:
+        if self._dynamodb_app is None:
+            self._dynamodb_app = DynamoDBApp(moto_app)
+        return self._dynamodb_app
 
     def _invoke_for_api(self, function_name: str, payload: bytes) -> InvokeOutcome:
         assert self.lambda_service is not None

@@ -244,6 +244,7 @@ def _serve(arguments: Mapping[str, Any]) -> None:
     from werkzeug.serving import make_server
 
     from orderbatch.localcloud.dynamodb import patch_transactions
+    from orderbatch.localcloud.dynamodb_service import DynamoDBApp
     from orderbatch.localcloud.iam import IamEnforcer, build_roles
     from orderbatch.localcloud.moto_models import compact_dynamodb_items, stop_tracking_instances
     from orderbatch.localcloud.stack import load_stack
@@ -261,7 +262,7 @@ def _serve(arguments: Mapping[str, Any]) -> None:
         template = Path(arguments["template"])
         stack = load_stack(template, parameter_overrides=arguments["parameter_overrides"])
         iam = IamEnforcer(build_roles(template, stack), region=stack.region, account_id=stack.account_id)
-    app = DataPlaneApp(_moto_dynamodb_app(), iam=iam, secret=arguments["secret"])
+    app = DataPlaneApp(DynamoDBApp(_moto_dynamodb_app()), iam=iam, secret=arguments["secret"])
     server = make_server(arguments["host"], 0, app, threaded=True, request_handler=QuietRequestHandler)
     threading.Thread(target=server.serve_forever, name="data-plane", daemon=True).start()
     sys.stdout.write(json.dumps({"port": server.server_port}) + "\n")

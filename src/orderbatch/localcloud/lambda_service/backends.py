@@ -30,7 +30,7 @@ from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuild, RuntimeC
 TIMED_OUT_PREFIX = b"Task timed out after"
 _ERROR_KEYS = frozenset({"errorType", "errorMessage", "requestId", "stackTrace", "cause"})
 _LOG_TAIL_BYTES = 4096
-EVICTION_MIN_IDLE_SECONDS = 10.0
+EVICTION_MIN_IDLE_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,9 @@ class RieBackend:
         would otherwise stop and restart the same environments over and over. With one second, a batch
         whose steps took longer than that fed on itself: every cold start slowed the steps, slower steps
         rested their environments past the second, and a 100-order batch at quota 10 cold-started on
-        all 400 invocations (4.5 tasks/s instead of 24). The bound then gives way while a batch runs, and
+        all 400 invocations (4.5 tasks/s instead of 24); ten seconds still let it happen on a machine
+        loaded by other work. A minute is far below the idle minutes AWS keeps an environment warm, and
+        far above any step's spacing in a running batch. The bound then gives way while a batch runs, and
         ``reap`` (every second) brings the count back to it once environments have rested.
         """
         with self._lock:
