@@ -28,7 +28,7 @@ from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.dynamodb import CATALOGUE, patch_transactions, tables_named
-from orderbatch.localcloud.lambda_service import backends
+from orderbatch.localcloud.lambda_service import FunctionSpec, backends
 from orderbatch.localcloud.lambda_service.environments import PortAllocator, listens_on
 from orderbatch.localcloud.stepfunctions import HistoryStore
 from orderbatch.project import PROJECT_ROOT
@@ -124,6 +124,21 @@ def test_a_forked_runtime_runs_the_handler_as_lambda_would_and_dies_with_its_env
     while _alive(answer["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(answer["pid"])
+
+
+@pytest.mark.parametrize("fork_runtimes", [True, False])
+def test_forked_runtimes_read_the_sdk_data_their_server_parsed_and_fresh_ones_parse_their_own(
+    serve_lambda: Serve, fork_runtimes: bool
+) -> None:
+    sdk_probe = FunctionSpec("Sdk", "sdk_probe.handler", Path(__file__).parent / "fixture_functions")
+    served = serve_lambda([sdk_probe], fork_runtimes=fork_runtimes)
+
+    answer = json.loads(served.service.invoke("Sdk", b"{}").payload)
+
+    # Two Sessions' clients (the handler's and Powertools') share one parsed model only when forked
+    assert answer["same_parsed_model"] is fork_runtimes
+    assert answer["operations"] > 50  # DynamoDB's whole API, whichever way it was loaded
+    assert answer["endpoint"] == served.endpoint
 
 
 def test_past_the_bound_a_cold_start_stops_the_least_recently_used_rested_environment(
