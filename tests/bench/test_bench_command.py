@@ -88,6 +88,8 @@ def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
         used = scenario["resources"]
         assert used["cpu_ms_per_task"]["local_cloud"] > 0
         assert used["cpu_ms_per_task"]["environments"] > 0  # the runtimes' own CPU is counted too
+        # The DynamoDB data plane's CPU is the local cloud's own, counted apart from the environments'
+        assert used["cpu_ms_per_task"]["data_plane"] > 0
         assert used["peak_tree_pss_mib"] >= used["tree_pss_mib_before"] > 0
         assert used["peak_processes"] > 2 * 4  # an emulator and a runtime per warm environment, at least
         assert scenario["simulated"]["makespan_seconds"] >= scenario["lower_bound_seconds"]
