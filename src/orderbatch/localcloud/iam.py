@@ -367,6 +367,9 @@ def _action_as_worded(action: str) -> str:
     return action
 
 
+_DECISIONS_PER_ROLE = 4096
+
+
 class _RolePolicies:
     """A role's documents parsed once into moto's ``IAMPolicy``."""
 
@@ -379,9 +382,23 @@ class _RolePolicies:
         self.action_only: list[IAMPolicy] = [
             IAMPolicy(_policy_for_moto(_on_any_resource(document))) for document in role.documents
         ]
+        # A role's documents never change, so neither does its answer for one access; moto's matching
+        # (a regular expression per statement, action and resource) ran for every request of every task.
+        self._decisions: dict[Access, bool | None] = {}
 
     def decide(self, access: Access) -> bool | None:
         """True if allowed, False if explicitly denied, None if nothing allows it (moto's own loop)."""
+        try:
+            return self._decisions[access]
+        except KeyError:
+            pass
+        decision = self._decide(access)
+        if len(self._decisions) >= _DECISIONS_PER_ROLE:
+            self._decisions.clear()  # object keys can be many; the hot ones come back at once
+        self._decisions[access] = decision
+        return decision
+
+    def _decide(self, access: Access) -> bool | None:
         from moto.iam.access_control import PermissionResult
 
         allowed = False
