@@ -14,7 +14,8 @@ decoded from its JSON string), ``preprocessor_scopes`` (each definition read wit
 scopes), ``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes), ``service_tasks``
 (service integrations' parameters and results), ``service_errors`` (their error names, and the
 integration patterns not run locally), ``api_gateway_tasks`` (``apigateway:invoke`` to the template's
-HTTP API), ``task_tokens`` (SendTaskFailure's cause), ``redrive`` (RedriveExecution, which moto lacks) and
+HTTP API), ``task_tokens`` (SendTaskFailure's cause), ``shared_inputs`` (the Map's input read by every
+item's ItemSelector without a copy per item), ``redrive`` (RedriveExecution, which moto lacks) and
 ``mock_config`` (Step Functions Local's MockConfigFile test cases).
 """
 
@@ -44,6 +45,7 @@ from orderbatch.localcloud.stepfunctions import (
     redrive,
     service_errors,
     service_tasks,
+    shared_inputs,
     sync_tracking,
     task_clients,
     task_tokens,
@@ -118,4 +120,5 @@ def apply_interpreter_patches() -> None:
         api_gateway_tasks.patch()
         task_tokens.patch()
         sync_tracking.patch()
+        shared_inputs.patch()
         _patched = True
