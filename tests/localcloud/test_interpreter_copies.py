@@ -202,3 +202,49 @@ def test_a_result_path_is_parsed_once_however_many_states_write_it(
     # Then every item's result is where the path says, and the path was parsed once
     assert output == [{"value": item, "outcome_of_this_item": "done"} for item in range(100)]
     assert len(parsers_built) == 1
+
+
+def test_map_iterations_reuse_parked_threads_instead_of_starting_one_each(
+    sfn: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    # Given a 300-item Map, and every thread start counted
+    starts: list[str] = []
+    original_start = threading.Thread.start
+
+    def counting_start(self: threading.Thread) -> None:
+        starts.append(self.name)
+        original_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", counting_start)
+    definition = map_over_items({"value.$": "$$.Map.Item.Value"}, {"Type": "Pass"})
+    definition["States"]["Each item"]["MaxConcurrency"] = 10
+
+    # When it runs
+    output = succeeded_output(sfn, definition, {"items": list(range(300))})
+
+    # Then every item ran, on far fewer new threads than items (HTTP requests start some of them)
+    assert output == [{"value": item} for item in range(300)]
+    assert len(starts) < 100, starts[:20]
+
+
+def test_an_execution_still_times_out_while_its_program_runs_on_a_parked_thread(sfn: Any) -> None:
+    # Given a state machine whose TimeoutSeconds ends before its Wait state does
+    definition = {
+        "TimeoutSeconds": 1,
+        "StartAt": "Wait longer than allowed",
+        "States": {"Wait longer than allowed": {"Type": "Wait", "Seconds": 30, "End": True}},
+    }
+    arn = sfn.create_state_machine(
+        name=f"copies-{next(_names)}", definition=json.dumps(definition), roleArn=LOCAL_ROLE_ARN
+    )["stateMachineArn"]
+
+    # When it runs
+    execution = sfn.start_execution(stateMachineArn=arn, input="{}")["executionArn"]
+    status = wait_for_execution(sfn, execution, timeout=20, poll_seconds=0.1)
+
+    # Then it times out after about a second, as before
+    described = sfn.describe_execution(executionArn=execution)
+    assert status == "TIMED_OUT"
+    assert (described["stopDate"] - described["startDate"]).total_seconds() < 10
