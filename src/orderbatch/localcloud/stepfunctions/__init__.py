@@ -14,7 +14,9 @@ decoded from its JSON string), ``preprocessor_scopes`` (each definition read wit
 scopes), ``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes), ``service_tasks``
 (service integrations' parameters and results), ``service_errors`` (their error names, and the
 integration patterns not run locally), ``api_gateway_tasks`` (``apigateway:invoke`` to the template's
-HTTP API), ``task_tokens`` (SendTaskFailure's cause), ``redrive`` (RedriveExecution, which moto lacks) and
+HTTP API), ``task_tokens`` (SendTaskFailure's cause), ``shared_inputs`` (the Map's input read by every
+item's ItemSelector without a copy per item), ``worker_threads`` (Task states and Map iterations on
+parked threads), ``redrive`` (RedriveExecution, which moto lacks) and
 ``mock_config`` (Step Functions Local's MockConfigFile test cases).
 """
 
@@ -44,11 +46,13 @@ from orderbatch.localcloud.stepfunctions import (
     redrive,
     service_errors,
     service_tasks,
+    shared_inputs,
     sync_tracking,
     task_clients,
     task_tokens,
     test_state,
     wait_state,
+    worker_threads,
 )
 from orderbatch.localcloud.stepfunctions.distributed_map import RESULTS_PER_FILE
 from orderbatch.localcloud.stepfunctions.express import EXPRESS_MAX_DURATION_SECONDS, limit_express_duration
@@ -118,4 +122,6 @@ def apply_interpreter_patches() -> None:
         api_gateway_tasks.patch()
         task_tokens.patch()
         sync_tracking.patch()
+        shared_inputs.patch()
+        worker_threads.patch()
         _patched = True

@@ -41,6 +41,7 @@ from orderbatch.localcloud.stepfunctions.definition_support import (
     WriterConfig,
     support_of,
 )
+from orderbatch.localcloud.stepfunctions.shared_inputs import share_map_input
 
 RESULTS_PER_FILE = 1000
 # AWS ends an Express execution after five minutes; a Distributed Map's Express child is one.
@@ -307,7 +308,7 @@ def _selected_items(env: Any, eval_input: Any, items: list[Any]) -> list[Any]:
             frame.states.context_object.context_object_data["Map"] = MapData(
                 Item=ItemData(Index=index, Value=item)
             )
-            frame.states.reset(input_value=map_state_input)
+            share_map_input(frame.states, map_state_input)
             frame.stack.append(map_state_input)
             selector.eval(frame)
             selected.append(frame.stack.pop())

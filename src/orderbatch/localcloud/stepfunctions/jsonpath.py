@@ -17,6 +17,8 @@ Step Functions reads ``InputPath``, ``OutputPath``, the ``.$`` fields of ``Param
   compact JSON, as AWS does (moto put spaces after ``:`` and ``,``);
 - an InputPath, OutputPath or Seconds path that names nothing fails with Jayway's words for where it
   stopped (``Invalid path '$.a.b' : Missing property in path $['a']``).
+
+``ResultPath`` keeps moto's jsonpath_ng, each path parsed once (``_parse_result_paths_once``).
 """
 
 from __future__ import annotations
@@ -710,6 +712,20 @@ def patch() -> None:
         module.extract_json = extract_json  # type: ignore[attr-defined]
     _quote_inputs_compactly()
     _word_invalid_paths_as_jayway()
+    _parse_result_paths_once()
+
+
+def _parse_result_paths_once() -> None:
+    """ResultPath's jsonpath_ng expression parsed once per path, not on every state that writes one.
+
+    moto's ``ResultPath`` calls ``jsonpath_ng.parse`` each time it runs, and every call builds a new ply
+    parser (lexer and LALR tables) before parsing: a fifth of the interpreter's CPU per Task. The parsed
+    expression is immutable (``update_or_create`` only reads its fields), so one can serve every thread.
+    """
+    from jsonpath_ng import parse
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
+
+    result_path.parse = functools.lru_cache(maxsize=4096)(parse)
 
 
 def _quote_inputs_compactly() -> None:
