@@ -268,8 +268,9 @@ class _BatchRun:
             sfn.stop_execution(executionArn=execution_arn, cause="benchmark deadline")
             timed_out = True
         wall_seconds = time.monotonic() - started
+        # Before the sampler stops: once reaped, its CPU would be in this process's children's time.
+        cpu = resources.cpu_seconds(data_plane=cloud.data_plane_pids(), exclude=peak.pids()) - cpu_before
         peak.stop()
-        cpu = resources.cpu_seconds(data_plane=cloud.data_plane_pids()) - cpu_before
         stats = service.stats(include_timeseries=True)
         service.set_fault_plan(None)
         writes_after = cloud.dynamodb_writes()
