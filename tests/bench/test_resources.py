@@ -10,7 +10,7 @@ import time
 from orderbatch.bench import resources
 
 
-def test_the_memory_sampler_sees_the_tree_but_not_itself_and_its_cpu_is_left_out() -> None:
+def test_the_memory_sampler_sees_the_tree_but_not_itself() -> None:
     # Given a child process holding 64 MiB, as an environment would
     holder = subprocess.Popen(
         [
