@@ -23,6 +23,8 @@ def test_the_memory_sampler_sees_the_tree_but_not_itself() -> None:
     try:
         assert holder.stdout is not None
         holder.stdout.read(1)
+        # Whatever else this test process has started (a test runner's own helpers) counts as well
+        tree_before = 1 + len(resources.descendants(os.getpid()))
         peak = resources.PeakMemory(interval_seconds=0.1).start()
         time.sleep(0.5)
         sampler = peak.pids()
@@ -34,5 +36,6 @@ def test_the_memory_sampler_sees_the_tree_but_not_itself() -> None:
     # Then the peak counts this process and the holder, not the sampler
     assert len(sampler) == 1
     assert sampler[0] != os.getpid()
-    assert peak.peak_processes == 2
+    assert tree_before >= 2
+    assert peak.peak_processes == tree_before
     assert peak.peak_tree_pss_mib > 64

@@ -145,7 +145,12 @@ class PeakMemory:
         self.peak_processes = 0
         self._process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> PeakMemory:
+    def start(self, seed: MemorySample | None = None) -> PeakMemory:
+        """``seed``: a sample already taken of this tree in the window measured, counted in the peaks."""
+        if seed is not None:
+            self.peak_tree_pss_mib = max(self.peak_tree_pss_mib, seed.tree_pss_mib)
+            self.peak_process_rss_mib = max(self.peak_process_rss_mib, seed.process_rss_mib)
+            self.peak_processes = max(self.peak_processes, seed.processes)
         self._process = subprocess.Popen(
             [
                 sys.executable,

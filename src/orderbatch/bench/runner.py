@@ -237,7 +237,7 @@ class _BatchRun:
         series_origin = time.monotonic() - service.started_monotonic
         memory_before = resources.memory()
         cpu_before = resources.cpu_seconds(data_plane=cloud.data_plane_pids())
-        peak = resources.PeakMemory().start()
+        peak = resources.PeakMemory().start(seed=memory_before)
         execution_arn = sfn.start_execution(
             stateMachineArn=locations.state_machine_arn, name=self.batch_id, input=json.dumps(self._input())
         )["executionArn"]
