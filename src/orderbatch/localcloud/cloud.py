@@ -404,10 +404,10 @@ class LocalCloud:
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if not target:
             return self._moto_app(environ, start_response)
+        if self.data_plane is not None and data_plane.handles(target):
+            return self.data_plane.forward(environ, start_response)
         app = self._service_app(target, environ)
         if data_plane.handles(target):
-            if self.data_plane is not None:
-                return self.data_plane.forward(environ, start_response)
             operation = target.rpartition(".")[2]
             body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
             environ["wsgi.input"] = io.BytesIO(body)
