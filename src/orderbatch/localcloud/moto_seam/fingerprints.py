@@ -1,0 +1,185 @@
+"""What the engine takes from moto, fingerprinted against the pinned release.
+
+Every hooked target (``hooks``) and every name the seam's export modules hand to the rest of the engine
+is recorded in ``fingerprints.json`` with its signature and a hash of its source, under the moto
+version they were read from. ``check()`` reads each recorded name afresh from the installed moto (by its
+dotted path, without importing the engine, so it also works against a moto the engine no longer runs
+on) and lists what is gone or changed. Run it after installing another moto:
+
+    python -m orderbatch.localcloud.moto_seam.fingerprints          # exit 1 and the list if changed
+    python -m orderbatch.localcloud.moto_seam.fingerprints --write  # record the installed moto's
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import importlib.metadata
+import inspect
+import json
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RECORD_PATH = Path(__file__).with_name("fingerprints.json")
+# The modules that hand moto's names to the rest of the engine; everything they export is recorded.
+EXPORT_MODULES = (
+    "orderbatch.localcloud.moto_seam.stepfunctions",
+    "orderbatch.localcloud.moto_seam.services",
+)
+# Each installs one group of hooks (idempotent); ``--write`` and the tests call them all.
+ENGINE_INSTALLERS = ("orderbatch.localcloud.moto_seam.installers:install_everything",)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    kind: str
+    signature: str
+    source_sha256: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "signature": self.signature, "source_sha256": self.source_sha256}
+
+
+@dataclass(frozen=True)
+class Change:
+    path: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.what}"
+
+
+def fingerprint(value: Any) -> Fingerprint:
+    if isinstance(value, staticmethod | classmethod):
+        value = value.__func__
+    if isinstance(value, types.ModuleType):
+        return Fingerprint("module", "", "")
+    if inspect.isclass(value) or inspect.isfunction(value) or inspect.ismethod(value):
+        kind = "class" if inspect.isclass(value) else "function"
+        try:
+            signature = str(inspect.signature(value))
+        except (TypeError, ValueError):
+            signature = ""
+        try:
+            source = inspect.getsource(value)
+        except (OSError, TypeError):
+            source = ""
+        return Fingerprint(kind, signature, hashlib.sha256(source.encode()).hexdigest()[:16])
+    if isinstance(value, property):
+        getter = fingerprint(value.fget) if value.fget is not None else Fingerprint("", "", "")
+        return Fingerprint("property", getter.signature, getter.source_sha256)
+    return Fingerprint(f"value:{type(value).__name__}", "", "")
+
+
+def moto_version() -> str:
+    return importlib.metadata.version("moto")
+
+
+def used_by_engine() -> dict[str, Fingerprint]:
+    """Every moto name the engine hooks or imports through the seam, read from the installed moto."""
+    from orderbatch.localcloud.moto_seam import hooks
+
+    for installer in ENGINE_INSTALLERS:
+        module_name, function_name = installer.split(":")
+        getattr(importlib.import_module(module_name), function_name)()
+    used: dict[str, Fingerprint] = {}
+    for target in hooks.targets():
+        if target.original is not None:
+            used[target.path] = fingerprint(target.original)
+    for module_name in EXPORT_MODULES:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name)
+            path = moto_path(value)
+            if path is not None:
+                used.setdefault(path, fingerprint(value))
+    return dict(sorted(used.items()))
+
+
+def moto_path(value: Any) -> str | None:
+    """The dotted path of a moto class, function or module; None for anything not moto's."""
+    if isinstance(value, types.ModuleType):
+        return value.__name__ if value.__name__.split(".")[0] == "moto" else None
+    module = getattr(value, "__module__", None)
+    qualname = getattr(value, "__qualname__", None)
+    if not module or not qualname or module.split(".")[0] != "moto":
+        return None
+    return f"{module}.{qualname}"
+
+
+def resolve(path: str) -> Any:
+    """The object at a dotted path in the installed moto; raises LookupError naming what is missing."""
+    parts = path.split(".")
+    for split in range(len(parts), 0, -1):
+        module_name = ".".join(parts[:split])
+        try:
+            value: Any = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for attribute in parts[split:]:
+            if inspect.isclass(value) and attribute in vars(value):
+                value = vars(value)[attribute]
+            elif hasattr(value, attribute):
+                value = getattr(value, attribute)
+            else:
+                raise LookupError(f"{module_name} has no {'.'.join(parts[split:])}")
+        return value
+    raise LookupError(f"no module {parts[0]}")
+
+
+def recorded() -> tuple[str, dict[str, Fingerprint]]:
+    data = json.loads(RECORD_PATH.read_text())
+    return data["moto"], {path: Fingerprint(**entry) for path, entry in data["targets"].items()}
+
+
+def check() -> list[Change]:
+    """What differs between the recorded fingerprints and the installed moto, one change per target."""
+    _, expected = recorded()
+    changes: list[Change] = []
+    for path, was in expected.items():
+        try:
+            now = fingerprint(resolve(path))
+        except LookupError as missing:
+            changes.append(Change(path, f"gone ({missing})"))
+            continue
+        if now.signature != was.signature:
+            changes.append(Change(path, f"signature changed: {was.signature} -> {now.signature}"))
+        elif now.source_sha256 != was.source_sha256:
+            changes.append(Change(path, "source changed"))
+        elif now.kind != was.kind:
+            changes.append(Change(path, f"now a {now.kind}, was a {was.kind}"))
+    return changes
+
+
+def write() -> int:
+    used = used_by_engine()
+    payload = {"moto": moto_version(), "targets": {path: entry.as_json() for path, entry in used.items()}}
+    RECORD_PATH.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
+    return len(used)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--write", action="store_true", help="record the installed moto's fingerprints")
+    arguments = parser.parse_args(argv)
+    if arguments.write:
+        count = write()
+        print(f"recorded {count} moto targets of moto {moto_version()} in {RECORD_PATH}")
+        return 0
+    pinned, expected = recorded()
+    changes = check()
+    for change in changes:
+        print(change)
+    print(
+        f"{len(changes)} of {len(expected)} hooked or imported moto targets changed "
+        f"(recorded against moto {pinned}, installed {moto_version()})"
+    )
+    return 1 if changes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

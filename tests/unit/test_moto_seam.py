@@ -1,0 +1,128 @@
+"""The seam to moto: one wrapper per target, listeners in the stated order, records beside moto's objects."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import pytest
+
+from orderbatch.localcloud.moto_seam import hooks
+from orderbatch.localcloud.moto_seam.records import EngineRecords
+
+
+def _owner() -> type[Any]:
+    class Backend:
+        def start_execution(self, name: str) -> list[str]:
+            return [f"moto:{name}"]
+
+        @staticmethod
+        def validate(definition: str) -> str:
+            return definition.upper()
+
+    return Backend
+
+
+def test_listeners_chain_in_the_stated_order_not_the_registration_order() -> None:
+    owner = _owner()
+    registry = hooks.HookRegistry()
+    original = owner.start_execution
+
+    # "express" is registered first but "mock_config" comes first in CONCERNS, so it is the outer one.
+    @registry.around(owner, "start_execution", concern="express")
+    def express(proceed: Any, self: Any, name: str) -> list[str]:
+        return ["express", *proceed(self, name)]
+
+    @registry.around(owner, "start_execution", concern="mock_config")
+    def mock_config(proceed: Any, self: Any, name: str) -> list[str]:
+        return ["mock_config", *proceed(self, name.removesuffix("#case"))]
+
+    installed = registry.install()
+
+    assert [target.path.rsplit(".", 1)[-1] for target in installed] == ["start_execution"]
+    assert installed[0].original is original
+    assert owner().start_execution("run#case") == ["mock_config", "express", "moto:run"]
+    assert hooks.CONCERNS.index("mock_config") < hooks.CONCERNS.index("express")
+
+
+def test_a_target_is_wrapped_once_and_later_registrations_are_refused() -> None:
+    owner = _owner()
+    registry = hooks.HookRegistry()
+    registry.around(owner, "start_execution", concern="redrive")(
+        lambda proceed, self, name: proceed(self, name)
+    )
+    registry.install()
+    wrapped = owner.start_execution
+
+    assert registry.install() == []
+    assert owner.start_execution is wrapped
+    with pytest.raises(
+        hooks.HookError, match=r"start_execution is already installed; histories registered too late"
+    ):
+        registry.around(owner, "start_execution", concern="histories")(lambda proceed, *args: None)
+
+
+def test_replacing_a_class_attribute_puts_the_value_in_place() -> None:
+    owner = _owner()
+    owner.LIMIT = 40
+    registry = hooks.HookRegistry()
+    registry.replace(owner, "LIMIT", 500, concern="map_state")
+    (target,) = registry.install()
+
+    assert owner.LIMIT == 500
+    assert target.original == 40
+
+
+def test_static_methods_stay_static_and_replacements_have_one_owner() -> None:
+    owner = _owner()
+    registry = hooks.HookRegistry()
+    registry.around(owner, "validate", concern="definitions")(lambda proceed, text: proceed(text) + "!")
+    registry.add(owner, "redrive_execution", lambda self: "ok", concern="redrive")
+    with pytest.raises(hooks.HookError, match="only one concern may replace or add it"):
+        registry.replace(owner, "redrive_execution", lambda self: "no", concern="express")
+    registry.install()
+
+    assert owner.validate("x") == "X!"
+    assert owner().validate("y") == "Y!"
+    assert owner().redrive_execution() == "ok"
+
+
+def test_an_addition_moto_already_has_is_refused_at_install() -> None:
+    owner = _owner()
+    registry = hooks.HookRegistry()
+    registry.add(owner, "start_execution", lambda self, name: [], concern="redrive")
+
+    with pytest.raises(hooks.HookError, match=r"start_execution: moto has it now; redrive adds it"):
+        registry.install()
+
+
+def test_a_hook_on_a_missing_target_names_it_and_its_concerns() -> None:
+    owner = _owner()
+    registry = hooks.HookRegistry()
+    registry.around(owner, "describe_execution", concern="executions")(lambda proceed, self: proceed(self))
+
+    with pytest.raises(
+        hooks.HookError, match=r"Backend.describe_execution: moto has no such attribute \(executions"
+    ):
+        registry.install()
+
+
+def test_an_unknown_concern_is_refused() -> None:
+    with pytest.raises(hooks.HookError, match="'audit' is not a concern"):
+        hooks.HookRegistry().around(_owner(), "start_execution", concern="audit")
+
+
+def test_records_live_beside_the_object_and_go_with_it() -> None:
+    class Execution:
+        pass
+
+    records: EngineRecords[list[str]] = EngineRecords(list)
+    execution = Execution()
+    records.of(execution).append("redriven")
+
+    assert records.get(execution) == ["redriven"]
+    assert records.get(Execution()) is None
+    assert not hasattr(execution, "orderbatch_redrive")
+    del execution
+    gc.collect()
+    assert len(records) == 0
