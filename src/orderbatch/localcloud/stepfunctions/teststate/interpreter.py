@@ -311,6 +311,7 @@ def _noting_visitor(visit: Callable[..., Any], key: str) -> Callable[..., Any]:
 # The visitors of the inspected steps, defined once on the subclass (moto's Preprocessor is untouched).
 for _method, _key in _INSPECTED_STEPS.items():
     setattr(SingleStatePreprocessor, _method, _noting_visitor(getattr(Preprocessor, _method), _key))
+del _method, _key
 
 
 @dataclass(frozen=True)
