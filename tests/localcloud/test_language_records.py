@@ -43,7 +43,8 @@ def _distributed_map(max_items_per_batch: int) -> str:
 
 
 def _state_maps(root: Any) -> list[Any]:
-    return [component for component in definition_support._components(root) if isinstance(component, StateMap)]
+    components = definition_support._components(root)
+    return [component for component in components if isinstance(component, StateMap)]
 
 
 def test_a_maps_support_is_found_for_its_components_and_goes_with_them() -> None:
@@ -55,13 +56,15 @@ def test_a_maps_support_is_found_for_its_components_and_goes_with_them() -> None
     support = definition_support.support_of(state_map)
     assert support is not None
     assert support.express_children is True
-    assert support.item_batcher is not None and support.item_batcher.max_items_per_batch == 7
+    assert support.item_batcher is not None
+    assert support.item_batcher.max_items_per_batch == 7
     assert definition_support.support_of(state_map.iteration_component) is support
     # Another definition's Map gets its own support, not the first one's.
     other_program, _other_tree = AmazonStateLanguageParser.parse(_distributed_map(3))
     (other_map,) = _state_maps(other_program)
     other_support = definition_support.support_of(other_map)
-    assert other_support is not None and other_support.item_batcher is not None
+    assert other_support is not None
+    assert other_support.item_batcher is not None
     assert other_support.item_batcher.max_items_per_batch == 3
     assert not any(value is support for value in vars(state_map).values())
 
