@@ -76,6 +76,10 @@ SUMMARY = """
 """
 
 
+EVERY_CHART_DRAWN = """
+() => [...document.querySelectorAll('.chart div.plotly-graph-div')]
+  .every(chart => chart.querySelector('.main-svg'))
+"""
 # A hover label's lines (plotly draws each <br>-separated line as a tspan of class "line").
 HOVER_LINES = """
 texts => texts.map(text => {
@@ -91,15 +95,14 @@ def open_report(browser: Any, path: Path) -> Any:
     page.outside_requests = []
     page.on(
         "request",
-        lambda request: None
-        if request.url.startswith(("file:", "data:", "blob:", "about:"))
-        else page.outside_requests.append(request.url),
+        lambda request: (
+            None
+            if request.url.startswith(("file:", "data:", "blob:", "about:"))
+            else page.outside_requests.append(request.url)
+        ),
     )
     page.goto(path.resolve().as_uri(), wait_until="load")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.chart div.plotly-graph-div')].every(d => d.querySelector('.main-svg'))",
-        timeout=30_000,
-    )
+    page.wait_for_function(EVERY_CHART_DRAWN, timeout=30_000)
     return page
 
 

@@ -70,7 +70,9 @@ def test_the_bench_chart_compares_every_scenario_on_makespan_bound_429s_and_cost
     assert traces["makespan"]["x"] == [s["makespan_seconds"] for s in scenarios]
     assert traces["bound"]["x"] == [s["lower_bound_seconds"] for s in scenarios]
     assert traces["429s per order"]["x"] == [s["lambda"]["throttles_per_order"] for s in scenarios]
-    assert traces["cost, Standard"]["x"] == [s["cost_per_million_orders"]["total_standard"] for s in scenarios]
+    assert traces["cost, Standard"]["x"] == [
+        s["cost_per_million_orders"]["total_standard"] for s in scenarios
+    ]
 
 
 def test_a_bar_shows_its_scenario_and_value_on_hover(bench_page: Any) -> None:
@@ -108,7 +110,11 @@ def test_the_soak_page_opens_on_its_goal_and_lists_every_interval_and_batch(
         page.close()
 
     assert seen["first"] == "table#summary"
-    assert [row["cells"][0] for row in seen["rows"]] == ["lost orders", "doubled orders", "local cloud RSS change"]
+    assert [row["cells"][0] for row in seen["rows"]] == [
+        "lost orders",
+        "doubled orders",
+        "local cloud RSS change",
+    ]
     # Short of its baseline minute, the run's memory is not judged: said so, not marked met.
     assert [row["marks"] for row in seen["rows"]] == [["met"], ["met"], ["unjudged"]]
     assert tables == [len(document["soak"]["intervals"]), len(document["soak"]["batches"])]
@@ -118,25 +124,25 @@ def test_the_soak_page_opens_on_its_goal_and_lists_every_interval_and_batch(
 
 def test_the_plan_sweep_page_compares_every_setting_and_marks_the_best(browser: Any, tmp_path: Path) -> None:
     path = tmp_path / "plan.html"
-    assert (
-        main(
-            [
-                "plan",
-                "--orders", "100",
-                "--account-concurrency", "10",
-                "--map", "Process inline orders",
-                "--sweep", "MapMaxConcurrency=5,10,20",
-                "--html", str(path),
-            ]
-        )  # fmt: skip
-        == 0
-    )
+    exit_code = main(
+        [
+            "plan",
+            "--orders", "100",
+            "--account-concurrency", "10",
+            "--map", "Process inline orders",
+            "--sweep", "MapMaxConcurrency=5,10,20",
+            "--html", str(path),
+        ]
+    )  # fmt: skip
+    assert exit_code == 0
 
     page = open_report(browser, path)
     try:
         seen = summary(page)
         traces = chart_traces(page, "setting-comparison")
-        timelines = page.eval_on_selector_all(".chart div.plotly-graph-div[id^=timeline-]", "charts => charts.length")
+        timelines = page.eval_on_selector_all(
+            ".chart div.plotly-graph-div[id^=timeline-]", "charts => charts.length"
+        )
         problems = sideways_problems(page)
         outside = page.outside_requests
     finally:
@@ -156,7 +162,14 @@ def test_the_plan_sweep_page_compares_every_setting_and_marks_the_best(browser: 
 def test_the_compat_page_wraps_long_causes_and_marks_each_app(browser: Any, tmp_path: Path) -> None:
     long_path = "/".join(["a-directory-name-that-goes-on"] * 12) + "/template.yaml"
     results = [
-        AppResult("aws/aws-sam-cli-app-templates/python3.12/step-functions-sample-app", True, True, "passed", "", 21.4),
+        AppResult(
+            "aws/aws-sam-cli-app-templates/python3.12/step-functions-sample-app",
+            True,
+            True,
+            "passed",
+            "",
+            21.4,
+        ),
         AppResult(
             "aws-samples/serverless-test-samples/python-test-samples/async-lambda-dynamodb",
             True,

@@ -449,6 +449,10 @@ def soak_timeline(document: dict[str, Any]) -> Chart:
     """Memory of the process tree and orders audited, minute by minute."""
     intervals = document["soak"]["intervals"]
     minutes = [i["minute"] for i in intervals]
+    baseline_minute = document["settings"]["baseline_minute"]
+    # Marked only once the run got there: a shorter run's axis stays its own length.
+    reached = bool(minutes) and minutes[-1] >= baseline_minute
+    baseline = [Reference(baseline_minute, "baseline minute", vertical=True)] if reached else []
     return timeline_chart(
         [
             TimePanel(
@@ -463,9 +467,7 @@ def soak_timeline(document: dict[str, Any]) -> Chart:
                         number_format=",.1f",
                     ),
                 ],
-                references=[
-                    Reference(document["settings"]["baseline_minute"], "baseline minute", vertical=True)
-                ],
+                references=baseline,
             ),
             TimePanel(
                 "orders",

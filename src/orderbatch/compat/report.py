@@ -69,7 +69,7 @@ def render(results: Sequence[AppResult]) -> str:
 
 
 APP_COLUMNS = (
-    Column("app", numeric=False, long_text=True),
+    Column("app", numeric=False),
     Column("deployed", numeric=False),
     Column("ended as README", numeric=False, explanation="the app's run ended as its README says"),
     Column("stage", numeric=False, explanation="where the app stopped: source, deploy, setup, run, compare"),
@@ -80,6 +80,7 @@ CAUSE_COLUMNS = (
     Column("apps"),
     Column("cause, with IDs, numbers and quoted names taken out", numeric=False, long_text=True),
 )
+YES_NO = ("yes", "no")
 STAGES = ("passed", "deploy", "setup", "run", "compare", "source")
 
 
@@ -88,8 +89,8 @@ def _app_row(result: AppResult) -> list[Cell]:
         return [result.id, Mark(None), Mark(None, "not run"), result.stage, None, result.cause]
     return [
         result.id,
-        Mark(result.deployed),
-        Mark(result.ended_as_readme),
+        Mark(result.deployed, words=YES_NO),
+        Mark(result.ended_as_readme, words=YES_NO),
         result.stage,
         f"{result.seconds:.1f}",
         result.cause or None,
@@ -115,6 +116,7 @@ def stage_chart(results: Sequence[AppResult]) -> Chart:
                     )
                 ],
                 axis_title="apps",
+                whole_numbers=True,
             )
         ],
         title="Apps by where they ended",

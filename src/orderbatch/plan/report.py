@@ -211,7 +211,9 @@ def comparison(results: list[PlanResult]) -> Chart:
                 "Cost per million orders",
                 [
                     Bars(
-                        "Standard", [r.cost_per_million_orders["total_standard"] for r in results], "${:,.0f}"
+                        "cost, Standard",
+                        [r.cost_per_million_orders["total_standard"] for r in results],
+                        "${:,.0f}",
                     ),
                     Bars(
                         "cost, Express children",

@@ -7,6 +7,7 @@ plotly is imported when a chart is built, not when a report module is.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,8 @@ class BarsPanel:
     title: str
     bars: Sequence[Bars]
     axis_title: str = ""
+    # Counts: ticks at whole numbers only.
+    whole_numbers: bool = False
 
 
 def comparison_chart(
@@ -79,7 +82,8 @@ def comparison_chart(
         cols=len(panels),
         shared_yaxes=True,
         horizontal_spacing=0.05,
-        subplot_titles=[panel.title for panel in panels],
+        # One panel is named by the chart's title.
+        subplot_titles=[panel.title for panel in panels] if len(panels) > 1 else None,
     )
     colour = iter(PALETTE * 4)
     for column, panel in enumerate(panels, start=1):
@@ -108,6 +112,9 @@ def comparison_chart(
                 col=column,
             )
         figure.update_xaxes(title_text=panel.axis_title, rangemode="tozero", row=1, col=column)
+        if panel.whole_numbers:
+            largest = max((value or 0 for bars in panel.bars for value in bars.values), default=0)
+            figure.update_xaxes(tickformat=",d", dtick=max(1, math.ceil(largest / 8)), row=1, col=column)
     figure.update_yaxes(autorange="reversed", automargin=True)
     bars_per_category = max(len(panel.bars) for panel in panels)
     height = 190 + len(categories) * (16 * bars_per_category + 14)

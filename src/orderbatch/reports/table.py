@@ -27,12 +27,14 @@ class Mark:
 
     met: bool | None
     detail: str = ""
+    # The words shown: ("yes", "no") reads better where the mark answers a question.
+    words: tuple[str, str] = ("met", "missed")
 
     @property
     def word(self) -> str:
         if self.met is None:
             return "not judged"
-        return "met" if self.met else "missed"
+        return self.words[0] if self.met else self.words[1]
 
     def html(self) -> str:
         symbol = {True: "✓", False: "✗", None: "&ndash;"}[self.met]
