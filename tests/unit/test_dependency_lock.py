@@ -21,7 +21,7 @@ from packaging.utils import canonicalize_name
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = PROJECT_ROOT / "pyproject.toml"
 DEV_LOCK = PROJECT_ROOT / "requirements" / "dev.lock"
-BUILD_IN = PROJECT_ROOT / "requirements" / "build.in"
+VENV_IN = PROJECT_ROOT / "requirements" / "venv.in"
 UV_IN = PROJECT_ROOT / "requirements" / "uv.in"
 UV_LOCK = PROJECT_ROOT / "requirements" / "uv.txt"
 FUNCTIONS_IN = PROJECT_ROOT / "functions" / "requirements.in"
@@ -99,7 +99,7 @@ def test_every_pin_is_exact_and_hashed(lock: Path) -> None:
 
 def test_the_dev_lock_satisfies_pyproject_and_the_build_backend() -> None:
     assert unsatisfied(pyproject_requirements(), read_lock(DEV_LOCK)) == []
-    assert unsatisfied(read_requirements_in(BUILD_IN), read_lock(DEV_LOCK)) == []
+    assert unsatisfied(read_requirements_in(VENV_IN), read_lock(DEV_LOCK)) == []
 
 
 def test_the_installer_lock_satisfies_its_input() -> None:
