@@ -21,7 +21,7 @@ UPGRADE ?=
 UPGRADE_ALL ?=
 UPGRADE_FLAGS := $(foreach package,$(UPGRADE),--upgrade-package '$(package)') $(if $(UPGRADE_ALL),--upgrade)
 
-.PHONY: setup lock demo test test-slow lint check-templates statemachine asl-validator clean
+.PHONY: setup lock upgrade-moto demo test test-slow lint check-templates statemachine asl-validator clean
 
 setup: $(STAMP)
 
@@ -46,6 +46,15 @@ lock: $(UV)
 	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) requirements/uv.in -o requirements/uv.txt
 	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) --extra dev pyproject.toml requirements/venv.in -o $(DEV_LOCK)
 	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) -c $(DEV_LOCK) functions/requirements.in -o $(FUNCTIONS_LOCK)
+
+# Move moto to another release: pin it, re-lock (every other pin kept), install, then list each target the
+# engine hooks or imports that the release changed (docs/architecture.md, "Upgrading moto").
+upgrade-moto: $(UV)
+	@test -n "$(VERSION)" || { echo "usage: make upgrade-moto VERSION=x.y.z"; exit 2; }
+	sed -i -E 's/"moto\[server\]==[^"]+"/"moto[server]==$(VERSION)"/' pyproject.toml
+	$(MAKE) lock UPGRADE=moto==$(VERSION)
+	$(MAKE) setup
+	$(BIN)/python -m orderbatch.localcloud.moto_seam.fingerprints
 
 demo: setup
 	$(BIN)/orderbatch demo
