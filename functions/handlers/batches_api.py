@@ -21,6 +21,7 @@ from order_processing.batches import (
     parse_submission,
     submit_batch,
 )
+from order_processing.contract import MAX_INLINE_BATCH_BYTES, MAX_INLINE_ORDERS
 from order_processing.reconcile import (
     BatchExecutions,
     OrderStores,
@@ -39,8 +40,8 @@ class Environment(AllStoresEnvironment):
     function: ClassVar[str] = "BatchesApiFunction"
 
     state_machine_arn: Required = Field(alias="STATE_MACHINE_ARN")
-    max_inline_batch_bytes: int = Field(default=262_144, gt=0, alias="MAX_INLINE_BATCH_BYTES")
-    max_inline_orders: int = Field(default=500, gt=0, alias="MAX_INLINE_ORDERS")
+    max_inline_batch_bytes: int = Field(default=MAX_INLINE_BATCH_BYTES, gt=0, alias="MAX_INLINE_BATCH_BYTES")
+    max_inline_orders: int = Field(default=MAX_INLINE_ORDERS, gt=0, alias="MAX_INLINE_ORDERS")
     # How long a task a stopped batch started may still run: reconcile waits this long after the stop.
     # Without the template's value, Lambda's longest timeout is the only safe assumption.
     task_function_timeout_seconds: int = Field(

@@ -14,6 +14,7 @@ from handlers.environment import AllStoresEnvironment, IdempotencyEnvironment
 from handlers.idempotency import ORDER_STEP, run_once
 from handlers.observability import count_outcome, log_finished, log_task_body, logger, metrics, tracer
 from handlers.stores import inventory, order_records, payment_ledger
+from order_processing.contract import CANCEL_ORDER_FUNCTION, STEP_LOG_NAMES
 from order_processing.models import CancelRequest, OrderState, Outcome
 from order_processing.steps import compensate, plan_cancellation, settled_elsewhere
 
@@ -22,13 +23,13 @@ if TYPE_CHECKING:
 
 
 class Environment(IdempotencyEnvironment, AllStoresEnvironment):
-    function: ClassVar[str] = "CancelOrderFunction"
+    function: ClassVar[str] = CANCEL_ORDER_FUNCTION
 
 
 # Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
-STEP = "cancel_order"
+STEP = STEP_LOG_NAMES[CANCEL_ORDER_FUNCTION]
 OUTCOME_METRICS = {
     Outcome.FAILED: "OrdersFailed",
     Outcome.REJECTED: "OrdersRejected",

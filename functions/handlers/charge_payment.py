@@ -11,6 +11,7 @@ from handlers.environment import IdempotencyEnvironment, PaymentsTableEnvironmen
 from handlers.observability import logger, metrics, tracer
 from handlers.order_step import run_forward_step
 from handlers.stores import payment_ledger
+from order_processing.contract import CHARGE_PAYMENT_FUNCTION, STEP_LOG_NAMES
 from order_processing.models import OrderState, Outcome, PlacedOrderState
 from order_processing.steps import charge_payment
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class Environment(IdempotencyEnvironment, PaymentsTableEnvironment):
-    function: ClassVar[str] = "ChargePaymentFunction"
+    function: ClassVar[str] = CHARGE_PAYMENT_FUNCTION
 
     max_charge_amount: Decimal = Field(ge=0, alias="MAX_CHARGE_AMOUNT")
 
@@ -27,7 +28,7 @@ class Environment(IdempotencyEnvironment, PaymentsTableEnvironment):
 # Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
-STEP = "charge_payment"
+STEP = STEP_LOG_NAMES[CHARGE_PAYMENT_FUNCTION]
 OUTCOME_METRICS = {
     Outcome.CHARGED: "PaymentsCharged",
     Outcome.FAILED: "PaymentsDeclined",

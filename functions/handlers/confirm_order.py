@@ -8,6 +8,7 @@ from handlers.environment import IdempotencyEnvironment, OrdersTableEnvironment
 from handlers.observability import logger, metrics, tracer
 from handlers.order_step import run_forward_step
 from handlers.stores import order_records
+from order_processing.contract import CONFIRM_ORDER_FUNCTION, STEP_LOG_NAMES
 from order_processing.models import OrderState, Outcome, PlacedOrderState
 from order_processing.steps import confirm_order
 
@@ -16,13 +17,13 @@ if TYPE_CHECKING:
 
 
 class Environment(IdempotencyEnvironment, OrdersTableEnvironment):
-    function: ClassVar[str] = "ConfirmOrderFunction"
+    function: ClassVar[str] = CONFIRM_ORDER_FUNCTION
 
 
 # Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
-STEP = "confirm_order"
+STEP = STEP_LOG_NAMES[CONFIRM_ORDER_FUNCTION]
 OUTCOME_METRICS = {Outcome.SUCCEEDED: "OrdersSucceeded"}
 
 

@@ -8,6 +8,7 @@ from handlers.environment import IdempotencyEnvironment, InventoryTablesEnvironm
 from handlers.observability import logger, metrics, tracer
 from handlers.order_step import run_forward_step
 from handlers.stores import inventory
+from order_processing.contract import RESERVE_INVENTORY_FUNCTION, STEP_LOG_NAMES
 from order_processing.models import OrderState, Outcome, PlacedOrderState
 from order_processing.steps import reserve_inventory
 
@@ -16,13 +17,13 @@ if TYPE_CHECKING:
 
 
 class Environment(IdempotencyEnvironment, InventoryTablesEnvironment):
-    function: ClassVar[str] = "ReserveInventoryFunction"
+    function: ClassVar[str] = RESERVE_INVENTORY_FUNCTION
 
 
 # Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
-STEP = "reserve_inventory"
+STEP = STEP_LOG_NAMES[RESERVE_INVENTORY_FUNCTION]
 OUTCOME_METRICS = {
     Outcome.RESERVED: "InventoryReserved",
     Outcome.REJECTED: "OrdersUnknownSku",

@@ -10,6 +10,7 @@ from handlers import clients
 from handlers.environment import IdempotencyEnvironment, Required
 from handlers.idempotency import BATCH_SUMMARY, run_once
 from handlers.observability import count, logger, metrics, tracer
+from order_processing.contract import SUMMARIZE_BATCH_FUNCTION
 from order_processing.summary import summarize_batch
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class Environment(IdempotencyEnvironment):
-    function: ClassVar[str] = "SummarizeBatchFunction"
+    function: ClassVar[str] = SUMMARIZE_BATCH_FUNCTION
 
     results_bucket_name: Required = Field(alias="RESULTS_BUCKET_NAME")
 

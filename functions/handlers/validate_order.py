@@ -10,6 +10,7 @@ from handlers.environment import IdempotencyEnvironment, OrdersTableEnvironment
 from handlers.idempotency import ORDER_STEP, run_once
 from handlers.observability import count_outcome, log_finished, log_task_body, logger, metrics, tracer
 from handlers.stores import order_records
+from order_processing.contract import STEP_LOG_NAMES, VALIDATE_ORDER_FUNCTION
 from order_processing.models import MapItem, OrderState, Outcome
 from order_processing.steps import as_seen_by, rejection, validate_and_claim
 from order_processing.validation import check_order
@@ -19,13 +20,13 @@ if TYPE_CHECKING:
 
 
 class Environment(IdempotencyEnvironment, OrdersTableEnvironment):
-    function: ClassVar[str] = "ValidateOrderFunction"
+    function: ClassVar[str] = VALIDATE_ORDER_FUNCTION
 
 
 # Read at import, the cold start: a missing or malformed variable fails the init, naming it.
 Environment.load()
 
-STEP = "validate_order"
+STEP = STEP_LOG_NAMES[VALIDATE_ORDER_FUNCTION]
 OUTCOME_METRICS = {
     Outcome.VALID: "OrdersValidated",
     Outcome.REJECTED: "OrdersRejected",

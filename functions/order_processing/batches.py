@@ -63,9 +63,6 @@ class BatchConflictError(BatchRequestError):
     status_code = 409
 
 
-DEFAULT_MAX_INLINE_ORDERS = MAX_INLINE_ORDERS
-
-
 class BatchTooLargeError(BatchRequestError):
     status_code = 413
 
@@ -120,7 +117,7 @@ def parse_submission(
     body: str | None,
     content_type: str | None,
     max_inline_bytes: int,
-    max_inline_orders: int = DEFAULT_MAX_INLINE_ORDERS,
+    max_inline_orders: int = MAX_INLINE_ORDERS,
 ) -> BatchSubmission:
     """Validate a POST /batches request and build its canonical execution input."""
     media_type = (content_type or "").split(";", 1)[0].strip().lower()

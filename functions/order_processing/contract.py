@@ -17,9 +17,11 @@ ORDER_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # counts these lines to tell a second run from a replay.
 TASK_BODY_RAN = "task body ran"
 
-# The API's inline cap: a batch's outcomes come back in the execution's state, which Step Functions
-# limits to 256 KiB, so larger batches must go through S3 (the template's MaxInlineOrders default).
+# The API's inline caps (the BatchesApiFunction's MAX_INLINE_ORDERS and MAX_INLINE_BATCH_BYTES defaults):
+# a batch's outcomes come back in the execution's state, and its input is the execution's input, both
+# of which Step Functions limits to 256 KiB, so larger batches must go through S3.
 MAX_INLINE_ORDERS = 500
+MAX_INLINE_BATCH_BYTES = 256 * 1024
 
 
 class Outcome(StrEnum):

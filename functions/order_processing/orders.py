@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from order_processing.contract import OrderStatus
 from order_processing.dynamodb import (
     DynamoDBStore,
     is_condition_failure,
@@ -27,13 +28,6 @@ BATCH_GET_LIMIT = 100
 # BatchGetItem returns what throttling left unread as UnprocessedKeys; AWS asks callers to back off.
 MAX_BATCH_GET_ROUNDS = 5
 BATCH_GET_BACKOFF_SECONDS = 0.05
-
-
-class OrderStatus(StrEnum):
-    RECEIVED = "RECEIVED"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    REJECTED = "REJECTED"
 
 
 class ClaimVerdict(StrEnum):

@@ -40,6 +40,7 @@ from order_processing.batches import (
     redrive_batch,
     validate_batch_id,
 )
+from order_processing.contract import FINAL_ORDER_STATUSES, OrderStatus
 from order_processing.inventory import InventoryStore, ReservationStatus
 from order_processing.models import CancelRequest, Code, Outcome, PlacedOrderState, SourceFormat
 from order_processing.orders import (
@@ -47,7 +48,6 @@ from order_processing.orders import (
     OrderRecord,
     OrderRecordConflictError,
     OrderRecordStore,
-    OrderStatus,
 )
 from order_processing.payments import EntryKind, EntryStatus, PaymentLedger
 from order_processing.steps import compensate, confirm_order, plan_cancellation
@@ -62,7 +62,6 @@ if TYPE_CHECKING:
 ACTIVE_STATUSES = frozenset({"RUNNING", "PENDING_REDRIVE"})
 # The statuses RedriveExecution accepts: the execution ended before its orders may have.
 UNSUCCESSFUL_STATUSES = frozenset({"FAILED", "ABORTED", "TIMED_OUT"})
-FINAL_ORDER_STATUSES = frozenset({OrderStatus.SUCCEEDED, OrderStatus.FAILED, OrderStatus.REJECTED})
 # A confirm that loses a race to another writer reads the order again; twice is plenty.
 MAX_ORDER_ATTEMPTS = 2
 OPEN_ORDER_IDS_SHOWN = 50

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from decimal import Decimal
 
+from order_processing.contract import OrderStatus
 from order_processing.inventory import InventoryStore, ReserveVerdict
 from order_processing.models import (
     ORDER_ID_PATTERN,
@@ -28,7 +29,6 @@ from order_processing.orders import (
     FinalStatus,
     OrderRecord,
     OrderRecordStore,
-    OrderStatus,
 )
 from order_processing.payments import PaymentLedger
 from order_processing.validation import OrderCheck, check_order, describe_item

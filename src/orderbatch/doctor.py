@@ -235,7 +235,7 @@ def plan_advice(model: TemplateModel, report: DoctorReport, orders: int) -> list
     same template parameter are planned once), naming the template Parameter that feeds MaxConcurrency
     through DefinitionSubstitutions.
     """
-    from orderbatch.bench.model import Neighbour
+    from orderbatch.capacity.model import Neighbour
     from orderbatch.plan import PlanSettings, extract_workflows, simulate
     from orderbatch.plan.sweep import choose_best
 

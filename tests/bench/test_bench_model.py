@@ -9,14 +9,15 @@ from typing import Any
 import pytest
 
 from orderbatch.bench.history import analyse_history
-from orderbatch.bench.model import (
+from orderbatch.bench.scenarios import SCENARIOS, select
+from orderbatch.capacity.model import (
     MeasuredWork,
     Neighbour,
     UnitPrices,
     cost_per_million_orders,
     lower_bound_seconds,
 )
-from orderbatch.bench.scenarios import DOCS_RETRIER, SCENARIOS, select, task_states
+from orderbatch.capacity.retriers import DOCS_RETRIER, task_states
 from orderbatch.localcloud.dynamodb import write_units
 from orderbatch.localcloud.stack import load_stack
 from orderbatch.project import PROJECT_ROOT

@@ -16,17 +16,9 @@ from pathlib import Path
 import pytest
 
 from orderbatch.app_batches import order_event_keys
-from orderbatch.crash_matrix import (
-    AS_SHIPPED,
-    STEPS,
-    VARIANTS,
-    WITH_DUPLICATE,
-    ConfigurationRun,
-    MatrixResult,
-    render,
-    run_matrix,
-    start_cloud,
-)
+from orderbatch.faults.crash_cases import AS_SHIPPED, STEPS, VARIANTS, WITH_DUPLICATE
+from orderbatch.faults.crash_matrix import ConfigurationRun, run_matrix, start_cloud
+from orderbatch.faults.crash_results import MatrixResult, render
 from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.lambda_service.crash_points import (
     RecordedCall,

@@ -7,12 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orderbatch.commands.local import (
-    STATE_DIR_MARKER,
-    fault_plan_from_args,
-    parse_fault_flag,
-    prepare_state_dir,
-)
+from orderbatch.commands.local import STATE_DIR_MARKER, prepare_state_dir
+from orderbatch.faults.flags import fault_plan_from_args, parse_fault_flag
 from orderbatch.localcloud.lambda_service import FaultPlan
 from orderbatch.project import PROJECT_ROOT
 

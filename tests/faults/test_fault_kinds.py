@@ -10,7 +10,7 @@ import pytest
 
 from orderbatch.app_batches import order_event_keys
 from orderbatch.cli import build_parser
-from orderbatch.commands.local import fault_plan_from_args
+from orderbatch.faults.flags import fault_plan_from_args
 from orderbatch.localcloud import runtime_shim
 from orderbatch.localcloud.lambda_service.faults import (
     FAULT_KINDS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from plan_helpers import INLINE_MAP, idealised, small_model
 
-from orderbatch.bench.model import lower_bound_seconds
+from orderbatch.capacity.model import lower_bound_seconds
 from orderbatch.lint.template_model import TemplateModel
 from orderbatch.plan import load_workflow, plan_lower_bound, simulate
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from plan_helpers import INLINE_MAP, idealised, small_model, throttle_retrier
 
-from orderbatch.bench.model import Neighbour
+from orderbatch.capacity.model import Neighbour
 from orderbatch.lint.template_model import TemplateModel
 from orderbatch.plan import PlanSettings, load_workflow, simulate
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orderbatch.bench.model import Neighbour
+from orderbatch.capacity.model import Neighbour
 from orderbatch.lint.template_model import TemplateModel
 from orderbatch.plan import PlanSettings, load_workflow, simulate
 

@@ -114,8 +114,8 @@ def test_the_benchmarks_retrier_rewrites_apply(app_model: TemplateModel) -> None
 def test_the_benchmarks_batches_past_the_inline_limit_go_through_the_distributed_map(
     orders: int, map_state: str
 ) -> None:
-    from orderbatch.bench.runner import BenchSettings
     from orderbatch.bench.scenarios import SCENARIOS
+    from orderbatch.capacity.scenario import BenchSettings
     from orderbatch.plan.scenarios import BENCH_MAP_STATES, plan_scenario
     from orderbatch.project import default_template
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from order_processing.contract import OrderStatus
 from order_processing.models import CancelRequest, Code, Outcome
-from order_processing.orders import OrderStatus
 from order_processing.steps import plan_cancellation
 
 ORDER = {

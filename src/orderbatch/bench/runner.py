@@ -12,7 +12,6 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,56 +24,23 @@ from order_processing.contract import (
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.bench import resources
 from orderbatch.bench.history import analyse_history, read_history
-from orderbatch.bench.model import (
+from orderbatch.capacity.model import (
     MeasuredWork,
     Neighbour,
     UnitPrices,
     cost_per_million_orders,
     lower_bound_seconds,
 )
-from orderbatch.bench.scenarios import Scenario
+from orderbatch.capacity.scenario import BenchSettings, Scenario, neighbour_for
 from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 
 STEP_FUNCTIONS = ORDER_STEP_FUNCTIONS
 SUMMARY_FUNCTION = SUMMARIZE_BATCH_FUNCTION
-# The neighbour holds its share for this fraction of the run it would force if it never left.
-NEIGHBOUR_RUN_FRACTION = 0.75
 POLL_SECONDS = 0.5
 # What one order costs the local cloud itself at worst on 2 cores (about 0.05 s measured; 5x margin).
 MACHINE_SECONDS_PER_ORDER = 0.25
 
-
-@dataclass(frozen=True)
-class BenchSettings:
-    template: Path
-    orders: int = 200
-    quota: int = 10
-    work_seconds: float = 0.5
-    warm: bool = True
-    timeout_seconds: float | None = None
-    seed: int = 7
-    # Batches run back to back on the same local cloud; the figures are the first's, and every batch's
-    # makespan, audit and memory afterwards are listed (is memory flat from batch to batch?).
-    batches: int = 1
-
-    @property
-    def steps(self) -> int:
-        return len(STEP_FUNCTIONS)
-
-
 Progress = Callable[[str, int, int, float, int], None]
-
-
-def neighbour_for(scenario: Scenario, settings: BenchSettings) -> Neighbour | None:
-    slots = int(settings.quota * scenario.neighbour_share)
-    if slots < 1:
-        return None
-    work = settings.orders * settings.steps * settings.work_seconds
-    return Neighbour(
-        slots=slots,
-        start_seconds=0.0,
-        duration_seconds=round(NEIGHBOUR_RUN_FRACTION * work / (settings.quota - slots), 1),
-    )
 
 
 def scenario_deadline(bound: float, settings: BenchSettings) -> float:

@@ -1,106 +1,14 @@
 """The benchmark's scenarios: the app's real state machine with only the named parameters changed.
 
 Each scenario is the shipped template plus template parameters and, where no parameter exists, a
-rewrite of every Task's ``Retry`` list (``definition_transform`` of the local cloud).
+rewrite of every Task's ``Retry`` list (``orderbatch.capacity.retriers``, the local cloud's
+``definition_transform``).
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
-
-from order_processing.contract import MAX_INLINE_ORDERS
-from orderbatch.aws_limits import THROTTLE_ERROR
-
-# AWS's "Handle Lambda service exceptions" page, as published: TooManyRequests is named there but not listed.
-DOCS_RETRIER: dict[str, Any] = {
-    "ErrorEquals": [
-        "Lambda.ServiceException",
-        "Lambda.AWSLambdaException",
-        "Lambda.SdkClientException",
-        "Lambda.ClientExecutionTimeoutException",
-    ],
-    "IntervalSeconds": 2,
-    "MaxAttempts": 6,
-    "BackoffRate": 2,
-}
-
-DefinitionTransform = Callable[[str, dict[str, Any]], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class Targets:
-    """What a scenario should reach; reported against, never asserted."""
-
-    max_bound_ratio: float | None = None
-    max_lost: int | None = None
-    max_doubled: int | None = 0
-    max_throttles_per_order: float | None = None
-    compare_with: str | None = None
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    description: str
-    # Map MaxConcurrency as a multiple of the account quota.
-    concurrency_factor: float
-    targets: Targets
-    definition_transform: DefinitionTransform | None = None
-    # Share of the quota another tenant holds, and for how much of the expected run.
-    neighbour_share: float = 0.0
-    changed: tuple[str, ...] = field(default_factory=tuple)
-    # Where the batch's orders are: "inline" (the execution input, the inline Map) or "s3" (an object in
-    # the batch bucket, the Distributed Map).
-    source: str = "inline"
-    # Seconds of work per step for this scenario; None = the benchmark's d.
-    work_seconds: float | None = None
-    # Keep every warm environment, as an account in steady state does (the policy scenarios measure
-    # against the physical bound, so cold starts must not creep in); False: the local cloud's default
-    # bound on live environments, as a user runs it.
-    keep_every_environment: bool = True
-
-    def max_concurrency(self, quota: int) -> int:
-        return max(1, round(self.concurrency_factor * quota))
-
-    def source_for(self, orders: int) -> str:
-        """Where a batch of ``orders`` goes: an inline scenario too large for the input goes to S3."""
-        if self.source == "inline" and orders > MAX_INLINE_ORDERS:
-            return "s3"
-        return self.source
-
-
-def task_states(definition: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every Task state, inside Map and Parallel states too."""
-    for state in (definition.get("States") or {}).values():
-        if state.get("Type") == "Task":
-            yield state
-        for key in ("ItemProcessor", "Iterator"):
-            if isinstance(state.get(key), dict):
-                yield from task_states(state[key])
-        for branch in state.get("Branches") or []:
-            yield from task_states(branch)
-
-
-def with_docs_retrier(_logical_id: str, definition: dict[str, Any]) -> dict[str, Any]:
-    """Every Task's Retry replaced by exactly the retrier of AWS's page."""
-    rewritten = copy.deepcopy(definition)
-    for state in task_states(rewritten):
-        state["Retry"] = [copy.deepcopy(DOCS_RETRIER)]
-    return rewritten
-
-
-def without_throttle_jitter(_logical_id: str, definition: dict[str, Any]) -> dict[str, Any]:
-    """The TooManyRequests retrier keeps its backoff but loses its jitter (JitterStrategy NONE)."""
-    rewritten = copy.deepcopy(definition)
-    for state in task_states(rewritten):
-        for retrier in state.get("Retry") or []:
-            if THROTTLE_ERROR in retrier.get("ErrorEquals", []):
-                retrier["JitterStrategy"] = "NONE"
-    return rewritten
-
+from orderbatch.capacity.retriers import with_docs_retrier, without_throttle_jitter
+from orderbatch.capacity.scenario import Scenario, Targets
 
 SCENARIOS: dict[str, Scenario] = {
     scenario.name: scenario

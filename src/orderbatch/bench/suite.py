@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from orderbatch.bench.engine import compare_engines
-from orderbatch.bench.model import UnitPrices
-from orderbatch.bench.runner import BenchSettings, Progress, run_scenario
-from orderbatch.bench.scenarios import SOAK, Scenario, select
+from orderbatch.bench.runner import Progress, run_scenario
+from orderbatch.bench.scenarios import SOAK, select
+from orderbatch.capacity.model import UnitPrices
+from orderbatch.capacity.scenario import BenchSettings, Scenario
 
-
-def simulated(scenario: Scenario, settings: BenchSettings) -> dict[str, Any] | None:
-    """The planner's forecast of the same scenario (same N, C, d, MaxConcurrency, retrier, neighbour)."""
-    if scenario.work_seconds == 0:
-        return None  # the scale run measures the local cloud's own cost, which the planner does not model
-    from orderbatch.plan.scenarios import plan_scenario
-
-    if scenario.work_seconds is not None:
-        settings = dataclasses.replace(settings, work_seconds=scenario.work_seconds)
-    plan = plan_scenario(scenario, settings)
-    return {
-        "makespan_seconds": round(plan.makespan_seconds, 2),
-        "throttles_per_order": round(plan.throttles_per_order, 3),
-        "failed_orders": plan.failed_orders,
-        "transitions_per_order": round(plan.transitions_per_order, 2),
-    }
+# The forecast of a scenario set beside its measurement (the planner's, orderbatch.plan.scenarios), or
+# None where there is none.
+Forecast = Callable[[Scenario, BenchSettings], dict[str, Any] | None]
 
 
 def run_bench(
@@ -39,7 +26,9 @@ def run_bench(
     prices: UnitPrices | None = None,
     progress: Progress | None = None,
     announce: Callable[[str], None] = lambda _text: None,
+    forecast: Forecast | None = None,
 ) -> dict[str, Any]:
+    """Every scenario measured; each with ``forecast``'s figures under "simulated" (None without one)."""
     prices = prices or UnitPrices()
     started = time.monotonic()
     results = []
@@ -48,7 +37,7 @@ def run_bench(
             raise ValueError("the soak runs on its own, with orderbatch.bench.soak.run_soak")
         announce(f"scenario {scenario.name}: {scenario.description}")
         figures = run_scenario(scenario, settings, prices, progress)
-        figures["simulated"] = simulated(scenario, settings)
+        figures["simulated"] = forecast(scenario, settings) if forecast is not None else None
         results.append(figures)
         announce("")
     engine = None

@@ -74,9 +74,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orderbatch.bench import BenchSettings, run_bench
+    from orderbatch.bench import run_bench
     from orderbatch.bench.report import format_details, format_table, write_html, write_json
     from orderbatch.bench.runner import progress_printer
+    from orderbatch.capacity.scenario import BenchSettings
+    from orderbatch.plan.scenarios import bench_forecast
 
     if args.orders < 1 or args.account_concurrency < 1 or args.work < 0:
         print("--orders and --account-concurrency must be positive, --work not negative", file=sys.stderr)
@@ -104,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
             engine_items=args.engine_items,
             progress=progress_printer(sys.stderr, interactive=interactive),
             announce=announce,
+            forecast=bench_forecast,
         )
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -45,11 +45,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_crash_matrix(args: argparse.Namespace) -> int:
-    from orderbatch import crash_matrix
+    from orderbatch.faults.crash_cases import STEPS, find_steps
+    from orderbatch.faults.crash_matrix import DEFAULT_PARALLEL_BATCHES, run_matrix
+    from orderbatch.faults.crash_results import render
 
     names = [name for value in args.functions or () for name in value.split(",") if name]
     try:
-        steps = crash_matrix.find_steps(names) if names else list(crash_matrix.STEPS)
+        steps = find_steps(names) if names else list(STEPS)
     except ValueError as error:
         print(f"orderbatch: {error}", file=sys.stderr)
         return 2
@@ -58,12 +60,12 @@ def run_crash_matrix(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(message, file=sys.stderr, flush=True)
 
-    result = crash_matrix.run_matrix(
+    result = run_matrix(
         steps,
         controls=not args.no_controls,
-        parallel=args.parallel or crash_matrix.DEFAULT_PARALLEL_BATCHES,
+        parallel=args.parallel or DEFAULT_PARALLEL_BATCHES,
         template=args.template or default_template(),
         progress=progress,
     )
-    print(json.dumps(result.to_dict(), indent=2) if args.json else crash_matrix.render(result))
+    print(json.dumps(result.to_dict(), indent=2) if args.json else render(result))
     return 0 if result.ok else 1

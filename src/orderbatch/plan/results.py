@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from orderbatch.bench.model import MeasuredWork, UnitPrices, cost_per_million_orders
+from orderbatch.capacity.model import MeasuredWork, UnitPrices, cost_per_million_orders
 
 if TYPE_CHECKING:
     from orderbatch.plan.settings import PlanSettings

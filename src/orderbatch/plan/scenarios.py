@@ -9,8 +9,11 @@ the benchmark warms them, and its noisy neighbour.
 
 from __future__ import annotations
 
-from orderbatch.bench.runner import BenchSettings, neighbour_for
-from orderbatch.bench.scenarios import Scenario, with_docs_retrier, without_throttle_jitter
+import dataclasses
+from typing import Any
+
+from orderbatch.capacity.retriers import with_docs_retrier, without_throttle_jitter
+from orderbatch.capacity.scenario import BenchSettings, Scenario, neighbour_for
 from orderbatch.lint.template_model import TemplateModel, read_template_file
 from orderbatch.plan.results import PlanResult
 from orderbatch.plan.settings import PlanSettings
@@ -63,3 +66,20 @@ def plan_scenario(
         map_state=BENCH_MAP_STATES[scenario.source_for(bench.orders)],
     )
     return simulate(workflow, scenario_settings(scenario, bench, **overrides)).labelled(scenario.name)
+
+
+def bench_forecast(scenario: Scenario, settings: BenchSettings) -> dict[str, Any] | None:
+    """The figures ``orderbatch bench`` sets beside a measured scenario (same N, C, d, MaxConcurrency,
+    retrier, neighbour); None for a scenario with no work per step, which measures the local cloud's
+    own cost per order, which the planner does not model."""
+    if scenario.work_seconds == 0:
+        return None
+    if scenario.work_seconds is not None:
+        settings = dataclasses.replace(settings, work_seconds=scenario.work_seconds)
+    plan = plan_scenario(scenario, settings)
+    return {
+        "makespan_seconds": round(plan.makespan_seconds, 2),
+        "throttles_per_order": round(plan.throttles_per_order, 3),
+        "failed_orders": plan.failed_orders,
+        "transitions_per_order": round(plan.transitions_per_order, 2),
+    }

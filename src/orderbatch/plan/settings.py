@@ -19,7 +19,7 @@ from orderbatch.aws_limits import (
     STATE_TRANSITIONS_BURST,
     STATE_TRANSITIONS_PER_SECOND,
 )
-from orderbatch.bench.model import Neighbour
+from orderbatch.capacity.model import Neighbour
 from orderbatch.plan.durations import DEFAULT_MEAN_SECONDS, Duration
 
 # Lambda: 1,000 concurrent executions per Region by default; each function adds at most 1,000

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from orderbatch.bench.model import lower_bound_seconds
+from orderbatch.capacity.model import lower_bound_seconds
 from orderbatch.plan import writes
 from orderbatch.plan.durations import Duration
 from orderbatch.plan.results import AttemptRecord, PlanResult, RunCounters, TimelinePoint

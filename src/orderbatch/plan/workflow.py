@@ -24,7 +24,7 @@ from orderbatch.aws_limits import (
     INLINE_MAP_CONCURRENCY_LIMIT,
     THROTTLE_ERROR,
 )
-from orderbatch.bench.scenarios import with_docs_retrier, without_throttle_jitter
+from orderbatch.capacity.retriers import with_docs_retrier, without_throttle_jitter
 from orderbatch.lint.asl import (
     LambdaTask,
     MapState,
@@ -50,7 +50,7 @@ DEFAULT_MEMORY_MB = 128
 TASK_TIMEOUT_ERROR = "States.Timeout"
 FUNCTION_TIMEOUT_ERROR = "States.TaskFailed"
 
-# Named retrier variants, the same rewrites as the benchmark's scenarios (orderbatch.bench.scenarios).
+# Named retrier variants, the same rewrites as the benchmark's scenarios (orderbatch.capacity.retriers).
 RETRIER_TRANSFORMS: Mapping[str, Callable[[str, dict[str, Any]], dict[str, Any]] | None] = {
     "app": None,
     "docs": with_docs_retrier,

@@ -20,6 +20,9 @@ For one configuration of the app (as shipped, or a control with a defence switch
    the exactly-once audit passes (no order lost, no effect doubled, nothing left reserved or charged for
    a failed order); every order ID has exactly one outcome that is not a duplicate's; the subject ends
    as it would without the crash.
+
+What is crashed (steps, configurations, each case's batch and rule) is ``crash_cases``; what was found,
+and the tables printed, ``crash_results``. This module runs and judges.
 """
 
 from __future__ import annotations
@@ -28,16 +31,31 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from order_processing.contract import PER_ORDER_FUNCTIONS, STEP_LOG_NAMES, SUMMARIZE_BATCH_FUNCTION, Outcome
+from order_processing.contract import Outcome
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
 from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
+from orderbatch.faults.crash_cases import (
+    ALONE,
+    AS_SHIPPED,
+    CONFIRM,
+    CONTROL_STEPS,
+    CONTROLS,
+    STEPS,
+    VARIANTS,
+    WITH_DUPLICATE,
+    Configuration,
+    CrashCase,
+    Step,
+    confirmation_failure,
+    subject_order,
+)
+from orderbatch.faults.crash_results import CaseResult, ConfigurationResult, MatrixResult
 from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.lambda_service.crash_points import (
     CrashPoint,
@@ -48,7 +66,7 @@ from orderbatch.localcloud.lambda_service.crash_points import (
     enumerate_crash_points,
     recorded_calls,
 )
-from orderbatch.localcloud.lambda_service.faults import Crash, ErrorBeforeBody, RecordCalls
+from orderbatch.localcloud.lambda_service.faults import RecordCalls
 from orderbatch.localcloud.runtime_shim import AFTER_CALL, BEFORE_CALL, parse_crash_point
 from orderbatch.project import PROJECT_ROOT
 
@@ -64,171 +82,7 @@ PARAMETERS = {
 }
 BATCH_TIMEOUT_SECONDS = 300.0
 DEFAULT_PARALLEL_BATCHES = 8
-CONFIRMATION_FAILURE = "InjectedConfirmationFailure"
 DUPLICATE = Outcome.DUPLICATE.value
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-    function: str
-    # The step's `task body ran` log name; None for the summary, which logs none.
-    body_log_name: str | None
-    per_order: bool = True
-
-
-STEPS = (
-    *(
-        Step(short_name, function, STEP_LOG_NAMES[function])
-        for short_name, function in zip(
-            ("validate", "reserve", "charge", "confirm", "cancel"), PER_ORDER_FUNCTIONS, strict=True
-        )
-    ),
-    Step("summarize", SUMMARIZE_BATCH_FUNCTION, None, per_order=False),
-)
-STEPS_BY_NAME = {step.name: step for step in STEPS}
-CONFIRM = STEPS_BY_NAME["confirm"]
-
-
-def find_steps(names: Iterable[str]) -> list[Step]:
-    """Steps by short name (``reserve``) or logical ID (``ReserveInventoryFunction``), in workflow order."""
-    wanted = set()
-    for name in names:
-        step = STEPS_BY_NAME.get(name) or next((s for s in STEPS if s.function == name), None)
-        if step is None:
-            known = ", ".join(step.name for step in STEPS)
-            raise ValueError(f"unknown function {name!r}; expected one of {known} (or their logical IDs)")
-        wanted.add(step.name)
-    return [step for step in STEPS if step.name in wanted]
-
-
-@dataclass(frozen=True)
-class Configuration:
-    name: str
-    slug: str
-    function_environment: Mapping[str, str] = field(default_factory=dict)
-
-
-AS_SHIPPED = Configuration("as shipped", "ship")
-IDEMPOTENCY_OFF = Configuration("idempotency off", "noidem", {"POWERTOOLS_IDEMPOTENCY_DISABLED": "true"})
-EFFECT_KEYS_OFF = Configuration("effect keys off", "nokeys", {"EFFECT_KEYS_DISABLED": "true"})
-BOTH_OFF = Configuration(
-    "both off", "none", {"POWERTOOLS_IDEMPOTENCY_DISABLED": "true", "EFFECT_KEYS_DISABLED": "true"}
-)
-CONTROLS = (IDEMPOTENCY_OFF, EFFECT_KEYS_OFF, BOTH_OFF)
-# The steps whose effects a second run would double once their keys are off.
-CONTROL_STEPS = ("reserve", "charge")
-ALONE = "alone"
-WITH_DUPLICATE = "with duplicate"
-VARIANTS = (ALONE, WITH_DUPLICATE)
-
-
-def subject_order(order_id: str) -> dict[str, Any]:
-    # Two lines: the reservation is one transaction of several items, the release another.
-    return {
-        "order_id": order_id,
-        "customer_id": "customer-001",
-        "currency": "USD",
-        "items": [
-            {"sku": "SKU-001", "quantity": 1, "unit_price": "5.00"},
-            {"sku": "SKU-002", "quantity": 2, "unit_price": "3.25"},
-        ],
-    }
-
-
-def bystander_order(order_id: str) -> dict[str, Any]:
-    return {
-        "order_id": order_id,
-        "customer_id": "customer-002",
-        "currency": "USD",
-        "items": [{"sku": "SKU-003", "quantity": 1, "unit_price": "7.50"}],
-    }
-
-
-@dataclass(frozen=True)
-class CrashCase:
-    configuration: Configuration
-    step: Step
-    point: CrashPoint
-    variant: str
-    batch_id: str
-    # The recorded call the point follows or precedes, to check the crash fired where it meant to.
-    call: RecordedCall | None = None
-
-    @property
-    def subject(self) -> str:
-        return f"{self.batch_id}-s"
-
-    @property
-    def compensated(self) -> bool:
-        """Cancel's subject is compensated: its confirmation keeps failing until the Map catches it."""
-        return self.step.name == "cancel"
-
-    @property
-    def expected_outcome(self) -> str:
-        return Outcome.FAILED.value if self.compensated else Outcome.SUCCEEDED.value
-
-    def orders(self) -> list[dict[str, Any]]:
-        subject = subject_order(self.subject)
-        bystanders = [bystander_order(f"{self.batch_id}-{number}") for number in (1, 2)]
-        if self.variant == WITH_DUPLICATE:
-            return [subject, dict(subject), *bystanders]
-        return [subject, *bystanders]
-
-    def crash_rule(self) -> dict[str, Any]:
-        scope = {"item_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
-        # The call pins the point: a racing duplicate's N-th call may be another (a replay's read, say).
-        call = {"call": self.call.spec()} if self.call is not None else {}
-        return {"kind": Crash.kind, "point": self.point.point, "once": True, **call, **scope}
-
-
-def confirmation_failure(order_ids: Sequence[str]) -> dict[str, Any]:
-    """Every confirmation of these orders fails before its body: they are cancelled once retries run out."""
-    return {"kind": ErrorBeforeBody.kind, "item_ids": list(order_ids), "error_type": CONFIRMATION_FAILURE}
-
-
-@dataclass
-class CaseResult:
-    configuration: str
-    function: str
-    step: str
-    point: str
-    label: str
-    key: str
-    variant: str
-    batch_id: str
-    verdict: str
-    ok: bool
-    execution_status: str
-    crashes: int
-    subject_outcome: str | None
-    # How many times the crashed step's body ran for the subject (None for the summary).
-    body_runs: int | None
-    lost: list[str]
-    doubled: list[str]
-    violations: list[str]
-    seconds: float
-
-    @property
-    def cell(self) -> str:
-        if not self.ok:
-            return self.verdict
-        return "ok" if not self.body_runs or self.body_runs == 1 else f"ok, body x{self.body_runs}"
-
-
-@dataclass
-class ConfigurationResult:
-    configuration: str
-    steps: list[str]
-    points: dict[str, list[dict[str, str]]]
-    cases: list[CaseResult]
-    seconds: float
-    # The local cloud's state folder (environment logs included), kept when a run was not clean.
-    kept_state_dir: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return all(case.ok for case in self.cases)
 
 
 def start_cloud(configuration: Configuration, template: Path = TEMPLATE) -> LocalCloud:
@@ -478,69 +332,6 @@ def _verdict(
     return "ok"
 
 
-# ------------------------------------------------------------------------------------ the whole matrix
-
-
-@dataclass
-class MatrixResult:
-    main: ConfigurationResult
-    controls: list[ConfigurationResult]
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        return self.main.ok and (not self.controls or bool(self.defences_shown()))
-
-    def defences_shown(self) -> dict[str, list[str]]:
-        """For each defence, the points where it alone prevents a double effect (empty when not shown).
-
-        Effect keys: doubled once the keys are off, clean as shipped. Idempotency: clean with only the keys
-        off, doubled once idempotency is off too.
-        """
-        cells = self.cells_by_key()
-        keys, idempotency = [], []
-        for (step, key), by_configuration in cells.items():
-            shipped = by_configuration.get(AS_SHIPPED.name)
-            keys_off = by_configuration.get(EFFECT_KEYS_OFF.name)
-            both_off = by_configuration.get(BOTH_OFF.name)
-            if shipped and shipped.ok and keys_off and keys_off.doubled:
-                keys.append(f"{step}: {key}")
-            if keys_off and keys_off.ok and both_off and both_off.doubled:
-                idempotency.append(f"{step}: {key}")
-        if not keys or not idempotency:
-            return {}
-        return {"effect keys": keys, "idempotency": idempotency}
-
-    def cells_by_key(self) -> dict[tuple[str, str], dict[str, CaseResult]]:
-        """(step, point key) -> {configuration: result} for the controlled steps, run alone."""
-        cells: dict[tuple[str, str], dict[str, CaseResult]] = {}
-        controlled = {case.step for result in self.controls for case in result.cases}
-        for result in [self.main, *self.controls]:
-            for case in result.cases:
-                if case.variant == ALONE and case.step in controlled:
-                    cells.setdefault((case.step, case.key), {})[result.configuration] = case
-        return cells
-
-    def to_dict(self) -> dict[str, Any]:
-        def configuration(result: ConfigurationResult) -> dict[str, Any]:
-            return {
-                "configuration": result.configuration,
-                "ok": result.ok,
-                "seconds": result.seconds,
-                "points": result.points,
-                "kept_state_dir": result.kept_state_dir,
-                "cases": [vars(case) for case in result.cases],
-            }
-
-        return {
-            "ok": self.ok,
-            "seconds": self.seconds,
-            "main": configuration(self.main),
-            "controls": [configuration(result) for result in self.controls],
-            "defences_shown": self.defences_shown(),
-        }
-
-
 def run_configuration(
     configuration: Configuration,
     steps: Sequence[Step],
@@ -613,61 +404,3 @@ def run_matrix(
         for configuration in (CONTROLS if control_steps else ())
     ]
     return MatrixResult(main, results, round(time.monotonic() - started, 1))
-
-
-# ------------------------------------------------------------------------------------------ printing
-
-
-def render(result: MatrixResult) -> str:
-    lines = [f"Crash-point matrix, {AS_SHIPPED.name}: each point crashed once per subject order"]
-    for step_name in result.main.steps:
-        cases = [case for case in result.main.cases if case.step == step_name]
-        if not cases:
-            continue
-        lines.append("")
-        lines.append(f"{STEPS_BY_NAME[step_name].function} ({step_name})")
-        by_label: dict[str, dict[str, CaseResult]] = {}
-        for case in cases:
-            by_label.setdefault(case.label, {})[case.variant] = case
-        rows = [
-            [label, *(variants[v].cell if v in variants else "-" for v in VARIANTS)]
-            for label, variants in by_label.items()
-        ]
-        lines.extend(_table(["point", *VARIANTS], rows))
-    passed = sum(case.ok for case in result.main.cases)
-    lines.append("")
-    lines.append(f"{passed} of {len(result.main.cases)} runs clean in {result.main.seconds:.0f} s")
-    for kept in [result.main, *result.controls]:
-        if kept.kept_state_dir:
-            lines.append(f"{kept.configuration}: logs and state kept in {kept.kept_state_dir}")
-    if result.controls:
-        lines.extend(["", "Controls (alone): which defence prevents the double effect at each point"])
-        names = [AS_SHIPPED.name, *(control.configuration for control in result.controls)]
-        rows = [
-            [
-                f"{step}: {key}",
-                *(by_configuration[name].cell if name in by_configuration else "-" for name in names),
-            ]
-            for (step, key), by_configuration in result.cells_by_key().items()
-        ]
-        lines.extend(_table(["point", *names], rows))
-        shown = result.defences_shown()
-        lines.extend(["", "Where one defence alone prevents the double effect:"])
-        for defence, how in (
-            ("effect keys", "clean as shipped, doubled with the keys off"),
-            ("idempotency", "clean with only the keys off, doubled with both off"),
-        ):
-            where = shown.get(defence)
-            lines.append(f"- {defence} ({how}): " + ("; ".join(where) if where else "NOT SHOWN"))
-    lines.append("")
-    lines.append(f"{'OK' if result.ok else 'FAILED'}: matrix measured in {result.seconds:.0f} s")
-    return "\n".join(lines)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)) + " |"
-
-    return [line(header), "|" + "|".join("-" * (width + 2) for width in widths) + "|", *map(line, rows)]

@@ -1,0 +1,58 @@
+"""Named rewrites of every Task's ``Retry`` list: what a scenario changes where no template parameter can.
+
+The benchmark hands one to the local cloud as its ``definition_transform``; the planner applies the same
+rewrite to the definition it reads, so a measured run and its forecast retry alike.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from orderbatch.aws_limits import THROTTLE_ERROR
+
+# AWS's "Handle Lambda service exceptions" page, as published: TooManyRequests is named there but not listed.
+DOCS_RETRIER: dict[str, Any] = {
+    "ErrorEquals": [
+        "Lambda.ServiceException",
+        "Lambda.AWSLambdaException",
+        "Lambda.SdkClientException",
+        "Lambda.ClientExecutionTimeoutException",
+    ],
+    "IntervalSeconds": 2,
+    "MaxAttempts": 6,
+    "BackoffRate": 2,
+}
+
+DefinitionTransform = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+def task_states(definition: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every Task state, inside Map and Parallel states too."""
+    for state in (definition.get("States") or {}).values():
+        if state.get("Type") == "Task":
+            yield state
+        for key in ("ItemProcessor", "Iterator"):
+            if isinstance(state.get(key), dict):
+                yield from task_states(state[key])
+        for branch in state.get("Branches") or []:
+            yield from task_states(branch)
+
+
+def with_docs_retrier(_logical_id: str, definition: dict[str, Any]) -> dict[str, Any]:
+    """Every Task's Retry replaced by exactly the retrier of AWS's page."""
+    rewritten = copy.deepcopy(definition)
+    for state in task_states(rewritten):
+        state["Retry"] = [copy.deepcopy(DOCS_RETRIER)]
+    return rewritten
+
+
+def without_throttle_jitter(_logical_id: str, definition: dict[str, Any]) -> dict[str, Any]:
+    """The TooManyRequests retrier keeps its backoff but loses its jitter (JitterStrategy NONE)."""
+    rewritten = copy.deepcopy(definition)
+    for state in task_states(rewritten):
+        for retrier in state.get("Retry") or []:
+            if THROTTLE_ERROR in retrier.get("ErrorEquals", []):
+                retrier["JitterStrategy"] = "NONE"
+    return rewritten

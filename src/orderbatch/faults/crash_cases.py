@@ -1,0 +1,133 @@
+"""What the crash-point matrix crashes: the app's steps, the configurations (as shipped and the controls
+with a defence switched off), and each case's small batch and fault rule."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from order_processing.contract import PER_ORDER_FUNCTIONS, STEP_LOG_NAMES, SUMMARIZE_BATCH_FUNCTION, Outcome
+from orderbatch.localcloud.lambda_service.crash_points import CrashPoint, RecordedCall
+from orderbatch.localcloud.lambda_service.faults import Crash, ErrorBeforeBody
+
+CONFIRMATION_FAILURE = "InjectedConfirmationFailure"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    function: str
+    # The step's `task body ran` log name; None for the summary, which logs none.
+    body_log_name: str | None
+    per_order: bool = True
+
+
+STEPS = (
+    *(
+        Step(short_name, function, STEP_LOG_NAMES[function])
+        for short_name, function in zip(
+            ("validate", "reserve", "charge", "confirm", "cancel"), PER_ORDER_FUNCTIONS, strict=True
+        )
+    ),
+    Step("summarize", SUMMARIZE_BATCH_FUNCTION, None, per_order=False),
+)
+STEPS_BY_NAME = {step.name: step for step in STEPS}
+CONFIRM = STEPS_BY_NAME["confirm"]
+
+
+def find_steps(names: Iterable[str]) -> list[Step]:
+    """Steps by short name (``reserve``) or logical ID (``ReserveInventoryFunction``), in workflow order."""
+    wanted = set()
+    for name in names:
+        step = STEPS_BY_NAME.get(name) or next((s for s in STEPS if s.function == name), None)
+        if step is None:
+            known = ", ".join(step.name for step in STEPS)
+            raise ValueError(f"unknown function {name!r}; expected one of {known} (or their logical IDs)")
+        wanted.add(step.name)
+    return [step for step in STEPS if step.name in wanted]
+
+
+@dataclass(frozen=True)
+class Configuration:
+    name: str
+    slug: str
+    function_environment: Mapping[str, str] = field(default_factory=dict)
+
+
+AS_SHIPPED = Configuration("as shipped", "ship")
+IDEMPOTENCY_OFF = Configuration("idempotency off", "noidem", {"POWERTOOLS_IDEMPOTENCY_DISABLED": "true"})
+EFFECT_KEYS_OFF = Configuration("effect keys off", "nokeys", {"EFFECT_KEYS_DISABLED": "true"})
+BOTH_OFF = Configuration(
+    "both off", "none", {"POWERTOOLS_IDEMPOTENCY_DISABLED": "true", "EFFECT_KEYS_DISABLED": "true"}
+)
+CONTROLS = (IDEMPOTENCY_OFF, EFFECT_KEYS_OFF, BOTH_OFF)
+# The steps whose effects a second run would double once their keys are off.
+CONTROL_STEPS = ("reserve", "charge")
+ALONE = "alone"
+WITH_DUPLICATE = "with duplicate"
+VARIANTS = (ALONE, WITH_DUPLICATE)
+
+
+def subject_order(order_id: str) -> dict[str, Any]:
+    # Two lines: the reservation is one transaction of several items, the release another.
+    return {
+        "order_id": order_id,
+        "customer_id": "customer-001",
+        "currency": "USD",
+        "items": [
+            {"sku": "SKU-001", "quantity": 1, "unit_price": "5.00"},
+            {"sku": "SKU-002", "quantity": 2, "unit_price": "3.25"},
+        ],
+    }
+
+
+def bystander_order(order_id: str) -> dict[str, Any]:
+    return {
+        "order_id": order_id,
+        "customer_id": "customer-002",
+        "currency": "USD",
+        "items": [{"sku": "SKU-003", "quantity": 1, "unit_price": "7.50"}],
+    }
+
+
+@dataclass(frozen=True)
+class CrashCase:
+    configuration: Configuration
+    step: Step
+    point: CrashPoint
+    variant: str
+    batch_id: str
+    # The recorded call the point follows or precedes, to check the crash fired where it meant to.
+    call: RecordedCall | None = None
+
+    @property
+    def subject(self) -> str:
+        return f"{self.batch_id}-s"
+
+    @property
+    def compensated(self) -> bool:
+        """Cancel's subject is compensated: its confirmation keeps failing until the Map catches it."""
+        return self.step.name == "cancel"
+
+    @property
+    def expected_outcome(self) -> str:
+        return Outcome.FAILED.value if self.compensated else Outcome.SUCCEEDED.value
+
+    def orders(self) -> list[dict[str, Any]]:
+        subject = subject_order(self.subject)
+        bystanders = [bystander_order(f"{self.batch_id}-{number}") for number in (1, 2)]
+        if self.variant == WITH_DUPLICATE:
+            return [subject, dict(subject), *bystanders]
+        return [subject, *bystanders]
+
+    def crash_rule(self) -> dict[str, Any]:
+        scope = {"item_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
+        # The call pins the point: a racing duplicate's N-th call may be another (a replay's read, say).
+        call = {"call": self.call.spec()} if self.call is not None else {}
+        return {"kind": Crash.kind, "point": self.point.point, "once": True, **call, **scope}
+
+
+def confirmation_failure(order_ids: Sequence[str]) -> dict[str, Any]:
+    """Every confirmation of these orders fails before its body: they are cancelled once retries run out."""
+    return {"kind": ErrorBeforeBody.kind, "item_ids": list(order_ids), "error_type": CONFIRMATION_FAILURE}

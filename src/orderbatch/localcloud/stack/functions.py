@@ -1,0 +1,88 @@
+"""Functions and the layers they name: ``FunctionSpec`` and ``LayerSpec`` from their template properties."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from orderbatch.localcloud.lambda_service import FunctionSpec
+from orderbatch.localcloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
+from orderbatch.localcloud.stack.model import LocalStack, TemplateError, note_unhonoured
+
+LAYER_TYPES = ("AWS::Serverless::LayerVersion", "AWS::Lambda::LayerVersion")
+
+
+def add_layer(
+    stack: LocalStack,
+    logical_id: str,
+    resource: Mapping[str, Any],
+    physical: Mapping[str, Any],
+    base_dir: Path,
+) -> None:
+    """A layer version whose content is a local folder or zip (``ContentUri``, or ``Content`` as
+    ``sam package``/``aws cloudformation package`` take it before uploading)."""
+    kind = resource["Type"]
+    props: dict[str, Any] = resource.get("Properties") or {}
+    content = props.get("ContentUri") if kind == "AWS::Serverless::LayerVersion" else props.get("Content")
+    if not isinstance(content, str):
+        raise TemplateError(
+            f"{logical_id}: a layer's content must be a local folder or .zip to run locally (got {content!r})"
+        )
+    path = (base_dir / content).resolve()
+    if not path.exists():
+        raise TemplateError(f"{logical_id}: layer content {path} does not exist")
+    arn = physical[logical_id]["Ref"]
+    stack.layers[arn] = LayerSpec(name=arn.split(":")[-2], arn=arn, content=path)
+    build_method = (resource.get("Metadata") or {}).get("BuildMethod")
+    if build_method:
+        stack.not_honoured.append(
+            f"{logical_id}: used as its folder is, not built (Metadata BuildMethod {build_method}); "
+            "`sam build`, then run .aws-sam/build/template.yaml"
+        )
+    note_unhonoured(stack, logical_id, kind, props)
+
+
+def layers_of(stack: LocalStack, logical_id: str, props: Mapping[str, Any]) -> tuple[LayerSpec, ...]:
+    """The function's layers the template defines, in its order; others (published ARNs) are named."""
+    found = []
+    for arn in props.get("Layers") or []:
+        layer = stack.layers.get(str(arn))
+        if layer is None:
+            stack.not_honoured.append(
+                f"{logical_id}.Layers: {arn} is not defined in the template; not in its /opt"
+            )
+        else:
+            found.append(layer)
+    if len(found) > MAX_LAYERS_PER_FUNCTION:
+        raise TemplateError(f"{logical_id}: {len(found)} layers; Lambda allows {MAX_LAYERS_PER_FUNCTION}")
+    return tuple(found)
+
+
+def function_spec(
+    logical_id: str, name: str, props: Mapping[str, Any], base_dir: Path, layers: tuple[LayerSpec, ...] = ()
+) -> FunctionSpec:
+    if props.get("PackageType") == "Image":
+        raise TemplateError(f"{logical_id}: image functions need a container runtime; use --lambda-endpoint")
+    code_uri = props.get("CodeUri")
+    if not isinstance(code_uri, str):
+        raise TemplateError(f"{logical_id}: CodeUri must be a local folder to run locally (got {code_uri!r})")
+    environment = ((props.get("Environment") or {}).get("Variables")) or {}
+    reserved = props.get("ReservedConcurrentExecutions")
+    return FunctionSpec(
+        name=name,
+        handler=str(props["Handler"]),
+        code_dir=(base_dir / code_uri).resolve(),
+        runtime=str(props.get("Runtime", "python3.12")),
+        timeout_seconds=int(props.get("Timeout", 3)),
+        memory_mb=int(props.get("MemorySize", 128)),
+        environment={key: _env_string(value) for key, value in environment.items()},
+        reserved_concurrency=int(reserved) if reserved is not None else None,
+        layers=layers,
+    )
+
+
+def _env_string(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
