@@ -80,13 +80,13 @@ def serving(app: Any) -> Iterator[Any]:
 
 
 def fresh_backends() -> None:
-    from moto.moto_api._internal.models import moto_api_backend
+    from orderbatch.localcloud.moto_seam.testing import moto_api_backend
 
     moto_api_backend.reset()
 
 
 def moto_app() -> Any:
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from orderbatch.localcloud.moto_seam.testing import DomainDispatcherApplication, create_backend_app
 
     return DomainDispatcherApplication(create_backend_app)
 
@@ -448,7 +448,9 @@ def test_other_services_and_operations_go_to_the_fallback() -> None:
 
 
 def test_method_names_follow_methods_patched_in_later() -> None:
-    from moto.core.utils import method_names_from_class
+    from orderbatch.localcloud.moto_seam.testing import core_utils
+
+    method_names_from_class = core_utils.method_names_from_class
 
     class Handler:
         def known(self) -> None:
@@ -461,7 +463,7 @@ def test_method_names_follow_methods_patched_in_later() -> None:
 
 
 def test_update_expressions_parse_once_and_stay_unchanged_by_updates() -> None:
-    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+    from orderbatch.localcloud.moto_seam.testing import UpdateExpressionParser
 
     DynamoDBApp(moto_app())
     expression = "SET #a = :a ADD visits :one"

@@ -33,7 +33,7 @@ from botocore.exceptions import ClientError
 from orderbatch.localcloud.stack import LocalStack, _apply_conditions, _physical_ids
 
 if TYPE_CHECKING:
-    from moto.iam.access_control import IAMPolicy
+    from orderbatch.localcloud.moto_seam.services import IAMPolicy
 
 # ---------------------------------------------------------------------------------------------- roles
 
@@ -233,7 +233,7 @@ def _attached_policy_documents(resources: Mapping[str, Any], resolve: Any) -> _A
 @cache
 def _aws_managed_policies() -> dict[str, tuple[str, Mapping[str, Any]]]:
     """AWS managed policies by ARN: (name, default version's document), from the copy moto keeps."""
-    from moto.iam.aws_managed_policies import aws_managed_policies_data
+    from orderbatch.localcloud.moto_seam.services import aws_managed_policies_data
 
     policies: dict[str, tuple[str, Mapping[str, Any]]] = {}
     for name, policy in json.loads(aws_managed_policies_data).items():
@@ -374,7 +374,7 @@ class _RolePolicies:
     """A role's documents parsed once into moto's ``IAMPolicy``."""
 
     def __init__(self, role: Role) -> None:
-        from moto.iam.access_control import IAMPolicy
+        from orderbatch.localcloud.moto_seam.services import IAMPolicy
 
         self.policies: list[IAMPolicy] = [
             IAMPolicy(_policy_for_moto(document)) for document in role.documents
@@ -399,7 +399,7 @@ class _RolePolicies:
         return decision
 
     def _decide(self, access: Access) -> bool | None:
-        from moto.iam.access_control import PermissionResult
+        from orderbatch.localcloud.moto_seam.services import PermissionResult
 
         allowed = False
         action = access.action.lower()
@@ -648,8 +648,9 @@ def requested_access(service: str, environ: dict[str, Any], region: str, account
 def _routed_operation(service: str, environ: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     """The operation and URI parameters of a REST request, matched by moto's router on botocore's model."""
     from botocore.exceptions import UnknownServiceError
-    from moto.core.request import Request
     from werkzeug.exceptions import NotFound
+
+    from orderbatch.localcloud.moto_seam.services import Request
 
     try:
         operation, params = _router(_REST_MODELS.get(service, service)).match(Request(environ))
@@ -663,7 +664,7 @@ def _routed_operation(service: str, environ: dict[str, Any]) -> tuple[str | None
 
 @cache
 def _router(service: str) -> Any:
-    from moto.core.routing import get_service_router
+    from orderbatch.localcloud.moto_seam.services import get_service_router
 
     return get_service_router(service)
 
