@@ -34,11 +34,11 @@ def _register_untracked_instances() -> None:
             return proceed(cls, *args, **kwargs)
         return object.__new__(cls)
 
-    for models in model_data.values():
-        for model in models.values():
-            if not model.__module__.startswith(_TRACKED_SERVICES):
-                # Emptied, not replaced: the list is moto's data, which its own reset empties too.
-                model.instances_tracked.clear()
+    models: list[Any] = [model for models in model_data.values() for model in models.values()]
+    for model in models:
+        if not model.__module__.startswith(_TRACKED_SERVICES):
+            # Emptied, not replaced: the list is moto's data, which its own reset empties too.
+            model.instances_tracked.clear()
 
 
 def _register_compact_dynamodb_items() -> None:
