@@ -123,7 +123,7 @@ class LocalCloud:
         self.stack: LocalStack = load_stack(config.template, parameter_overrides=config.parameter_overrides)
         self.iam: IamEnforcer | None = None
         if config.enforce_iam:
-            roles = build_roles(config.template, self.stack)
+            roles = build_roles(self.stack)
             self.iam = IamEnforcer(roles, region=self.stack.region, account_id=self.stack.account_id)
             self.stack.not_honoured.extend(roles.notes)
         else:

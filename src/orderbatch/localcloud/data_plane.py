@@ -260,7 +260,7 @@ def _serve(arguments: Mapping[str, Any]) -> None:
     if arguments["enforce_iam"]:
         template = Path(arguments["template"])
         stack = load_stack(template, parameter_overrides=arguments["parameter_overrides"])
-        iam = IamEnforcer(build_roles(template, stack), region=stack.region, account_id=stack.account_id)
+        iam = IamEnforcer(build_roles(stack), region=stack.region, account_id=stack.account_id)
     app = DataPlaneApp(DynamoDBApp(_moto_dynamodb_app()), iam=iam, secret=arguments["secret"])
     server = make_server(arguments["host"], 0, app, threaded=True, request_handler=QuietRequestHandler)
     threading.Thread(target=server.serve_forever, name="data-plane", daemon=True).start()

@@ -193,6 +193,8 @@ class LocalStack:
     alarms: dict[str, dict[str, Any]] = field(default_factory=dict)
     outputs: dict[str, Any] = field(default_factory=dict)
     not_honoured: list[str] = field(default_factory=list)
+    # The template as read, its conditions decided: what IAM translates into the roles (localcloud.iam).
+    template: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def table_name(self, logical_id: str) -> str:
         return next(t.name for t in self.tables if t.logical_id == logical_id)
@@ -260,7 +262,9 @@ def load_stack(
     physical = _physical_ids(first.get("Resources", {}), stack_name, region, account_id)
     resolved = resolve(expanded, {**parameters, **pseudo, **physical})
 
-    stack = LocalStack(stack_name=stack_name, region=region, account_id=account_id, parameters=parameters)
+    stack = LocalStack(
+        stack_name=stack_name, region=region, account_id=account_id, parameters=parameters, template=raw
+    )
     base_dir = template_path.parent
     resources = resolved.get("Resources", {})
     # Layers first: a function names them by ARN, wherever they sit in the template.

@@ -15,11 +15,10 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from orderbatch.localcloud.iam.identities import digest
-from orderbatch.localcloud.stack import LocalStack, _apply_conditions, _physical_ids
+from orderbatch.localcloud.stack import LocalStack, _physical_ids
 
 
 @dataclass(frozen=True)
@@ -44,14 +43,14 @@ class StackRoles:
     notes: list[str] = field(default_factory=list)
 
 
-def build_roles(template_path: Path, stack: LocalStack) -> StackRoles:
-    """The role of every function and state machine of the template, as CloudFormation would create it."""
-    from samcli.commands._utils.template import get_template_data
+def build_roles(stack: LocalStack) -> StackRoles:
+    """The role of every function and state machine of the template, as CloudFormation would create it.
 
-    pseudo = _pseudo_parameters(stack)
-    values = {**stack.parameters, **pseudo}
-    raw = _apply_conditions(get_template_data(str(template_path.resolve())), values)
-    translated = _translate(raw, stack.region, values)
+    ``load_stack`` has read the template and decided its conditions; SAM's translation into roles is the
+    one step it does not take (it expands SAM's plugins only), so it is taken here.
+    """
+    values = {**stack.parameters, **_pseudo_parameters(stack)}
+    translated = _translate(stack.template, stack.region, values)
     resources: dict[str, Any] = translated.get("Resources") or {}
     resolve = _resolver(translated, stack, values)
 
