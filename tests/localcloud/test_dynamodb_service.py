@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from orderbatch.localcloud.dynamodb_service import DynamoDBApp
+from orderbatch.localcloud.moto_seam.installers import install_request_caches
 
 REGION = "eu-west-1"
 ORDERS = "orders"
@@ -30,6 +31,12 @@ IDEMPOTENCY = "idempotency"
 VOLATILE_KEYS = frozenset({"CreationDateTime", "TableId", "LatestStreamLabel", "LatestStreamArn"})
 # Length and CRC32 follow the body, whose volatile values differ in length: checked against the body.
 HEADERS_COMPARED = ("content-type", "server", "status", "access-control-allow-origin")
+
+
+@pytest.fixture(autouse=True)
+def request_caches() -> None:
+    """The caches DynamoDBApp runs with wherever the local cloud serves DynamoDB."""
+    install_request_caches()
 
 
 class Recorder:
@@ -465,7 +472,6 @@ def test_method_names_follow_methods_patched_in_later() -> None:
 def test_update_expressions_parse_once_and_stay_unchanged_by_updates() -> None:
     from orderbatch.localcloud.moto_seam.testing import UpdateExpressionParser
 
-    DynamoDBApp(moto_app())
     expression = "SET #a = :a ADD visits :one"
     tree = UpdateExpressionParser.make(expression)
     assert UpdateExpressionParser.make(expression) is tree

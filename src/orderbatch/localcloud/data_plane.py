@@ -244,7 +244,11 @@ def _serve(arguments: Mapping[str, Any]) -> None:
 
     from orderbatch.localcloud.dynamodb_service import DynamoDBApp
     from orderbatch.localcloud.iam import IamEnforcer, build_roles
-    from orderbatch.localcloud.moto_seam.installers import install_dynamodb, install_model_registry
+    from orderbatch.localcloud.moto_seam.installers import (
+        install_dynamodb,
+        install_model_registry,
+        install_request_caches,
+    )
     from orderbatch.localcloud.moto_seam.services import MotoRequestHandler
     from orderbatch.localcloud.stack import load_stack
 
@@ -255,6 +259,7 @@ def _serve(arguments: Mapping[str, Any]) -> None:
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     # This process serves DynamoDB only: Step Functions' and EventBridge's hooks are the local cloud's.
     install_dynamodb()
+    install_request_caches()
     install_model_registry()
     iam = None
     if arguments["enforce_iam"]:

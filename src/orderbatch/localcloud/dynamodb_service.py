@@ -11,7 +11,8 @@ shapes) and replaces only the request plumbing around it. What it does not handl
 app would, it hands to that app unchanged (the `fallback`), so a request is answered either by moto's
 handler called exactly as moto's server calls it, or by moto's server itself.
 
-Three caches remove work moto repeats on every request without changing any answer:
+Three caches (hooks installed by `moto_seam.installers.install_request_caches`, which whoever serves
+DynamoDB with this app calls) remove work moto repeats on every request without changing any answer:
 `method_names_from_class` (an `inspect.getmembers` of the response class, for every call of every
 service), the parse of an UpdateExpression (a pure function of the expression text; moto deep-copies
 the tree before it resolves names and values into it) and the tokenising of a condition expression
@@ -61,10 +62,8 @@ class DynamoDBApp:
     """
 
     def __init__(self, fallback: WsgiApp) -> None:
-        from orderbatch.localcloud.moto_seam.installers import install_request_caches
         from orderbatch.localcloud.moto_seam.services import DynamoHandler, settings
 
-        install_request_caches()
         self._fallback = fallback
         self._handler_class = DynamoHandler
         self._parsers: dict[str, Any] = {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from orderbatch.localcloud.iam.identities import Denial, Identity, digest, session_name
+from orderbatch.localcloud.iam.digests import digest
+from orderbatch.localcloud.iam.identities import Denial, Identity, session_name
 from orderbatch.localcloud.iam.policies import Access, RolePolicies
 from orderbatch.localcloud.iam.resources import credential_scope, function_arn, requested_access
 from orderbatch.localcloud.iam.responses import access_denied_client_error, denied_response

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from orderbatch.localcloud.iam.digests import digest
 
 if TYPE_CHECKING:
     from orderbatch.localcloud.iam.policies import Access
@@ -55,17 +55,6 @@ def _action_as_worded(action: str) -> str:
     if prefix == "sns":
         return f"SNS:{name}"
     return action
-
-
-def digest(text: str, length: int) -> str:
-    """Upper-case letters and digits derived from ``text``: stable across runs, distinct per input."""
-    alphabet = string.ascii_uppercase + "234567"
-    number = int.from_bytes(hashlib.sha256(text.encode()).digest(), "big")
-    characters = []
-    for _ in range(length):
-        number, index = divmod(number, len(alphabet))
-        characters.append(alphabet[index])
-    return "".join(characters)
 
 
 def session_name(text: str) -> str:

@@ -9,7 +9,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from orderbatch.localcloud.iam.identities import Denial, digest
+from orderbatch.localcloud.iam.digests import digest
+from orderbatch.localcloud.iam.identities import Denial
 
 
 def access_denied_client_error(message: str, operation: str) -> ClientError:

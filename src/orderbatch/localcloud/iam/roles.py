@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from orderbatch.localcloud.iam.identities import digest
+from orderbatch.localcloud.iam.digests import digest
 from orderbatch.localcloud.stack import LocalStack, _physical_ids
 
 

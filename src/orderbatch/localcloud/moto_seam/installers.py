@@ -47,7 +47,10 @@ def install_dynamodb() -> None:
 
 
 def install_request_caches() -> None:
-    """The caches of ``dynamodb_service``: method lists of every service's responses, DynamoDB's parses."""
+    """The caches of ``dynamodb_service``: method lists of every service's responses, DynamoDB's parses.
+
+    Whoever serves DynamoDB with ``DynamoDBApp`` installs them (the local cloud, its data plane).
+    """
 
     def register() -> None:
         from orderbatch.localcloud import dynamodb_service
