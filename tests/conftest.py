@@ -17,7 +17,8 @@ from typing import Any
 import boto3
 import pytest
 from boto3.dynamodb.types import TypeDeserializer
-from moto import mock_aws
+
+from orderbatch.localcloud.moto_seam.testing import mock_aws
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 INVENTORY_FIXTURE = REPOSITORY / "fixtures" / "inventory.json"

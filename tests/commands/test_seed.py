@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from orderbatch.cli import main
+from orderbatch.localcloud.moto_seam.testing import mock_aws
 from orderbatch.project import PROJECT_ROOT
 
 STACK_TEMPLATE = {

@@ -11,11 +11,11 @@ from functools import wraps
 from typing import Any
 
 import pytest
-from moto.dynamodb.models import DynamoDBBackend
 
 from handlers import clients
 from handlers.environment import forget_loaded_environments
 from handlers.observability import TASK_BODY_RAN, logger, metrics
+from orderbatch.localcloud.moto_seam.testing import DynamoDBBackend
 
 FUNCTION_NAME = "orderbatch-task-tests"
 MAX_CHARGE_AMOUNT = "1000.00"

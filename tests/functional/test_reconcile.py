@@ -12,7 +12,6 @@ from typing import Any
 
 import boto3
 import pytest
-from moto.core.config import default_user_config
 from task_events import an_order, map_item
 
 from handlers import (
@@ -36,6 +35,7 @@ from order_processing.reconcile import (
     survey_orders,
 )
 from orderbatch.audit import AuditedOrder, BatchLocations, audit_orders
+from orderbatch.localcloud.moto_seam.testing import default_user_config
 
 BATCH = "b-1"
 SETTLE_SECONDS = 10

@@ -27,7 +27,7 @@ TEMPLATE = PROJECT_ROOT / "template.yaml"
 
 def reset_moto() -> None:
     """moto's backends are process-wide; another module's local cloud may have left its tables."""
-    from moto.moto_api._internal.models import moto_api_backend
+    from orderbatch.localcloud.moto_seam.testing import moto_api_backend
 
     moto_api_backend.reset()
 

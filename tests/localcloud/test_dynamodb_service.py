@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from orderbatch.localcloud.dynamodb_service import DynamoDBApp
+from orderbatch.localcloud.moto_seam.installers import install_request_caches
 
 REGION = "eu-west-1"
 ORDERS = "orders"
@@ -30,6 +31,12 @@ IDEMPOTENCY = "idempotency"
 VOLATILE_KEYS = frozenset({"CreationDateTime", "TableId", "LatestStreamLabel", "LatestStreamArn"})
 # Length and CRC32 follow the body, whose volatile values differ in length: checked against the body.
 HEADERS_COMPARED = ("content-type", "server", "status", "access-control-allow-origin")
+
+
+@pytest.fixture(autouse=True)
+def request_caches() -> None:
+    """The caches DynamoDBApp runs with wherever the local cloud serves DynamoDB."""
+    install_request_caches()
 
 
 class Recorder:
@@ -80,13 +87,13 @@ def serving(app: Any) -> Iterator[Any]:
 
 
 def fresh_backends() -> None:
-    from moto.moto_api._internal.models import moto_api_backend
+    from orderbatch.localcloud.moto_seam.testing import moto_api_backend
 
     moto_api_backend.reset()
 
 
 def moto_app() -> Any:
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from orderbatch.localcloud.moto_seam.testing import DomainDispatcherApplication, create_backend_app
 
     return DomainDispatcherApplication(create_backend_app)
 
@@ -448,7 +455,9 @@ def test_other_services_and_operations_go_to_the_fallback() -> None:
 
 
 def test_method_names_follow_methods_patched_in_later() -> None:
-    from moto.core.utils import method_names_from_class
+    from orderbatch.localcloud.moto_seam.testing import core_utils
+
+    method_names_from_class = core_utils.method_names_from_class
 
     class Handler:
         def known(self) -> None:
@@ -461,9 +470,8 @@ def test_method_names_follow_methods_patched_in_later() -> None:
 
 
 def test_update_expressions_parse_once_and_stay_unchanged_by_updates() -> None:
-    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+    from orderbatch.localcloud.moto_seam.testing import UpdateExpressionParser
 
-    DynamoDBApp(moto_app())
     expression = "SET #a = :a ADD visits :one"
     tree = UpdateExpressionParser.make(expression)
     assert UpdateExpressionParser.make(expression) is tree

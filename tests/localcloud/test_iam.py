@@ -51,7 +51,7 @@ def started(template: Path, **options: Any) -> LocalCloud:
 @pytest.fixture
 def enforcer() -> IamEnforcer:
     stack = load_stack(TEMPLATE)
-    return IamEnforcer(build_roles(TEMPLATE, stack), region=stack.region, account_id=stack.account_id)
+    return IamEnforcer(build_roles(stack), region=stack.region, account_id=stack.account_id)
 
 
 # ---------------------------------------------------------------------------------------------- roles
@@ -339,7 +339,7 @@ def test_a_request_whose_resource_is_not_known_locally_is_allowed_where_the_role
 def test_roles_of_the_template_its_policies_and_managed_policy_names_are_read_and_the_rest_reported() -> None:
     template = PROBE_TEMPLATE.with_name("roles_template.yaml")
     stack = load_stack(template)
-    roles = build_roles(template, stack)
+    roles = build_roles(stack)
     enforcer = IamEnforcer(roles, region=REGION, account_id=ACCOUNT)
     table = TABLE_ARN.format("ProbeTable")
 

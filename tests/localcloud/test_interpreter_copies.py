@@ -153,7 +153,7 @@ def test_jsonata_selectors_that_build_on_states_input_see_it_unchanged_in_every_
 def test_a_500_item_map_does_not_deep_copy_its_input_per_item(
     sfn: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from moto.stepfunctions.parser.asl.eval import states
+    from orderbatch.localcloud.moto_seam.testing import interpreter_states as states
 
     # Given a 500-item inline Map whose ItemSelector reads the Map input, and deep copies counted by size
     items = list(range(500))

@@ -8,9 +8,9 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from orderbatch.localcloud.lambda_service import MetricsPublisher, TooManyRequestsError
+from orderbatch.localcloud.moto_seam.testing import mock_aws
 from orderbatch.project import DUMMY_CREDENTIALS
 
 

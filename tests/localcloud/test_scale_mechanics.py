@@ -21,15 +21,16 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.localcloud.dynamodb import CATALOGUE, patch_transactions, tables_named
+from orderbatch.localcloud.dynamodb import CATALOGUE, tables_named
 from orderbatch.localcloud.lambda_service import FunctionSpec, backends
 from orderbatch.localcloud.lambda_service.environments import PortAllocator, listens_on
+from orderbatch.localcloud.moto_seam.installers import install_dynamodb, install_model_registry
+from orderbatch.localcloud.moto_seam.testing import mock_aws
 from orderbatch.localcloud.stepfunctions import HistoryStore
 from orderbatch.project import PROJECT_ROOT
 
@@ -275,7 +276,7 @@ def test_each_call_locks_exactly_the_tables_it_names() -> None:
 
 @mock_aws
 def test_a_cancelled_transaction_puts_back_exactly_what_it_touched() -> None:
-    patch_transactions()
+    install_dynamodb()
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")
     dynamodb.create_table(
         TableName="Stock",
@@ -435,13 +436,10 @@ def test_the_history_store_spills_the_oldest_histories_and_reads_them_back(tmp_p
 def test_rewriting_an_item_leaves_no_old_versions_alive_and_s3_keys_stay_tracked() -> None:
     import gc
 
-    from moto.dynamodb.models.dynamo_type import Item
-    from moto.s3.models import FakeKey
-
-    from orderbatch.localcloud.moto_models import stop_tracking_instances
+    from orderbatch.localcloud.moto_seam.testing import FakeKey, Item
 
     # Given moto's models without the registry of every instance (as the local cloud runs them)
-    stop_tracking_instances()
+    install_model_registry()
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")
     dynamodb.create_table(
         TableName="Records",
@@ -475,13 +473,10 @@ def test_rewriting_an_item_leaves_no_old_versions_alive_and_s3_keys_stay_tracked
 
 @mock_aws
 def test_stored_dynamodb_values_have_no_dict_and_behave_as_before() -> None:
-    import moto.dynamodb.models as dynamodb_models
-    from moto.dynamodb.models import dynamo_type
-
-    from orderbatch.localcloud.moto_models import compact_dynamodb_items
+    from orderbatch.localcloud.moto_seam.testing import dynamo_type, dynamodb_models
 
     # Given the compact values (as the local cloud runs moto)
-    compact_dynamodb_items()
+    install_model_registry()
     assert dynamodb_models.DynamoType is dynamo_type.DynamoType
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")
     dynamodb.create_table(

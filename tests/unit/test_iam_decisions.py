@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from orderbatch.localcloud import iam
 from orderbatch.localcloud.iam import Access, Role
+from orderbatch.localcloud.iam import policies as policies_module
+from orderbatch.localcloud.iam.policies import RolePolicies
 
 TABLE = "arn:aws:dynamodb:us-east-1:123456789012:table/Orders"
 
@@ -22,7 +23,7 @@ def _role() -> Role:
 
 
 def test_each_access_is_decided_once_with_moto_s_answer() -> None:
-    policies = iam._RolePolicies(_role())
+    policies = RolePolicies(_role())
     worked_out: list[Access] = []
     decide_afresh = policies._decide
 
@@ -40,8 +41,8 @@ def test_each_access_is_decided_once_with_moto_s_answer() -> None:
 
 
 def test_the_remembered_answers_are_bounded(monkeypatch: Any) -> None:
-    monkeypatch.setattr(iam, "_DECISIONS_PER_ROLE", 3)
-    policies = iam._RolePolicies(_role())
+    monkeypatch.setattr(policies_module, "_DECISIONS_PER_ROLE", 3)
+    policies = RolePolicies(_role())
 
     for number in range(10):
         assert policies.decide(Access("s3:GetObject", f"arn:aws:s3:::bucket/key-{number}")) is None

@@ -184,7 +184,7 @@ def call(app: Callable[..., Any], operation: str, request: dict[str, Any]) -> in
 
 
 def measure(app: Callable[..., Any], rounds: int) -> Measurement:
-    from moto.moto_api._internal.models import moto_api_backend
+    from orderbatch.localcloud.moto_seam.services import moto_api_backend
 
     moto_api_backend.reset()
     for operation, request in setup_calls():
@@ -204,11 +204,13 @@ def measure(app: Callable[..., Any], rounds: int) -> Measurement:
 def main(argv: list[str] | None = None) -> None:
     import logging
 
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-
-    from orderbatch.localcloud.dynamodb import patch_transactions
     from orderbatch.localcloud.dynamodb_service import DynamoDBApp
-    from orderbatch.localcloud.moto_models import compact_dynamodb_items, stop_tracking_instances
+    from orderbatch.localcloud.moto_seam.installers import (
+        install_dynamodb,
+        install_model_registry,
+        install_request_caches,
+    )
+    from orderbatch.localcloud.moto_seam.services import DomainDispatcherApplication, create_backend_app
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=300, help="tasks' worth of calls (4 requests each)")
@@ -216,13 +218,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     # moto as the local cloud runs it: without these, whole-table copies per transaction dominate.
-    patch_transactions()
-    stop_tracking_instances()
-    compact_dynamodb_items()
+    install_dynamodb()
+    install_model_registry()
     moto_app = DomainDispatcherApplication(create_backend_app)
     measure(moto_app, 5)  # builds moto's Flask app for DynamoDB before the clock runs
     by_moto = _fastest(lambda: measure(moto_app, args.rounds), args.repeat)
-    lean = DynamoDBApp(moto_app)  # from here on moto's parsers and method lists are cached for both
+    install_request_caches()  # from here on moto's parsers and method lists are cached for both apps
+    lean = DynamoDBApp(moto_app)
     by_lean, by_moto_cached = _fastest_of_each(
         [lambda: measure(lean, args.rounds), lambda: measure(moto_app, args.rounds)], args.repeat
     )

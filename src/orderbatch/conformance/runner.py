@@ -289,11 +289,10 @@ def moto_definition_check(definition: str) -> str | None:
     One rejected definition must not stop the template from deploying the others, so each is put to
     moto's own parser first, with the local cloud's interpreter patches applied as they are when it runs.
     """
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+    from orderbatch.localcloud.moto_seam.installers import install_step_functions
+    from orderbatch.localcloud.moto_seam.stepfunctions import StepFunctionsParserBackend
 
-    from orderbatch.localcloud.stepfunctions import apply_interpreter_patches
-
-    apply_interpreter_patches()
+    install_step_functions()
     # The parser logs a warning per definition for fields it ignores; the local cloud silences moto too.
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     try:

@@ -34,8 +34,8 @@ from werkzeug.test import Client as WerkzeugClient
 from orderbatch.localcloud import data_plane, event_targets
 from orderbatch.localcloud.api_integrations import ActionOutcome
 from orderbatch.localcloud.data_plane import DataPlane
-from orderbatch.localcloud.dynamodb import TableLocks, WriteCounter, patch_transactions
-from orderbatch.localcloud.dynamodb_service import DynamoDBApp, patch_method_names_cache
+from orderbatch.localcloud.dynamodb import TableLocks, WriteCounter
+from orderbatch.localcloud.dynamodb_service import DynamoDBApp
 from orderbatch.localcloud.event_sources import QueuePollers
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
 from orderbatch.localcloud.iam import IamEnforcer, build_roles
@@ -46,7 +46,6 @@ from orderbatch.localcloud.lambda_service import (
     MetricsPublisher,
     TooManyRequestsError,
 )
-from orderbatch.localcloud.moto_models import compact_dynamodb_items, stop_tracking_instances
 from orderbatch.localcloud.stack import LocalStack, TemplateError, load_stack
 from orderbatch.localcloud.stepfunctions import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
@@ -124,7 +123,7 @@ class LocalCloud:
         self.stack: LocalStack = load_stack(config.template, parameter_overrides=config.parameter_overrides)
         self.iam: IamEnforcer | None = None
         if config.enforce_iam:
-            roles = build_roles(config.template, self.stack)
+            roles = build_roles(self.stack)
             self.iam = IamEnforcer(roles, region=self.stack.region, account_id=self.stack.account_id)
             self.stack.not_honoured.extend(roles.notes)
         else:
@@ -152,7 +151,8 @@ class LocalCloud:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LocalCloud:
-        from moto.moto_server.werkzeug_app import MotoRequestHandler
+        from orderbatch.localcloud.moto_seam.installers import install_everything
+        from orderbatch.localcloud.moto_seam.services import MotoRequestHandler, moto_api_backend
 
         class QuietRequestHandler(MotoRequestHandler):
             def log_request(self, *args: Any, **kwargs: Any) -> None:
@@ -163,14 +163,10 @@ class LocalCloud:
         # moto logs every unsupported field and every missing JSONPath it tries (IsPresent included).
         logging.getLogger("moto").setLevel(logging.CRITICAL)
         moto_app = create_moto_app()
-        patch_transactions()
-        # moto lists a response class's methods with inspect on every request of every service.
-        patch_method_names_cache()
-        stop_tracking_instances()
-        compact_dynamodb_items()
+        # Step Functions' concerns, DynamoDB's transactions and request caches (moto lists a response
+        # class's methods with inspect on every request of every service), untracked models, rule targets.
+        install_everything()
         # moto keeps its state in the process, not in a server: cleared, every local cloud starts empty.
-        from moto.moto_api._internal.models import moto_api_backend
-
         moto_api_backend.reset()
         if self.config.dynamodb_process:
             # Started first: it loads moto and the template in parallel with this process's own start-up.
@@ -239,7 +235,6 @@ class LocalCloud:
             service_routes=self.stack.service_routes,
             call_states=self._call_states_for_api,
         )
-        event_targets.patch()
         event_targets.deliver_through(self._event_target_client)
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-cloud", daemon=True)
         self._thread.start()

@@ -222,7 +222,7 @@ def _answer(start_response: Any, status: str, body: bytes) -> list[bytes]:
 
 def _moto_dynamodb_app() -> Any:
     """moto's own DynamoDB application, found once (moto infers it per request under a global lock)."""
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from orderbatch.localcloud.moto_seam.services import DomainDispatcherApplication, create_backend_app
 
     dispatcher = DomainDispatcherApplication(create_backend_app)
     apps: dict[str, Any] = {}
@@ -240,13 +240,16 @@ def _moto_dynamodb_app() -> Any:
 
 
 def _serve(arguments: Mapping[str, Any]) -> None:
-    from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
 
-    from orderbatch.localcloud.dynamodb import patch_transactions
     from orderbatch.localcloud.dynamodb_service import DynamoDBApp
     from orderbatch.localcloud.iam import IamEnforcer, build_roles
-    from orderbatch.localcloud.moto_models import compact_dynamodb_items, stop_tracking_instances
+    from orderbatch.localcloud.moto_seam.installers import (
+        install_dynamodb,
+        install_model_registry,
+        install_request_caches,
+    )
+    from orderbatch.localcloud.moto_seam.services import MotoRequestHandler
     from orderbatch.localcloud.stack import load_stack
 
     class QuietRequestHandler(MotoRequestHandler):
@@ -254,14 +257,15 @@ def _serve(arguments: Mapping[str, Any]) -> None:
             """Thousands of calls per batch."""
 
     logging.getLogger("moto").setLevel(logging.CRITICAL)
-    patch_transactions()
-    stop_tracking_instances()
-    compact_dynamodb_items()
+    # This process serves DynamoDB only: Step Functions' and EventBridge's hooks are the local cloud's.
+    install_dynamodb()
+    install_request_caches()
+    install_model_registry()
     iam = None
     if arguments["enforce_iam"]:
         template = Path(arguments["template"])
         stack = load_stack(template, parameter_overrides=arguments["parameter_overrides"])
-        iam = IamEnforcer(build_roles(template, stack), region=stack.region, account_id=stack.account_id)
+        iam = IamEnforcer(build_roles(stack), region=stack.region, account_id=stack.account_id)
     app = DataPlaneApp(DynamoDBApp(_moto_dynamodb_app()), iam=iam, secret=arguments["secret"])
     server = make_server(arguments["host"], 0, app, threaded=True, request_handler=QuietRequestHandler)
     threading.Thread(target=server.serve_forever, name="data-plane", daemon=True).start()

@@ -106,36 +106,27 @@ class TableLocks:
             yield
 
 
-_patched = False
-_patch_lock = threading.Lock()
+def register_hooks() -> None:
+    """TransactWriteItems rolls back by item instead of by whole-table copies (install_dynamodb)."""
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.services import DynamoDBBackend, Table, dynamodb_models
 
+    def deepcopy_except_tables(value: Any, memo: dict[int, Any] | None = None) -> Any:
+        # The only Table deep-copied in moto's DynamoDB models is the transaction's whole-table backup.
+        return value if isinstance(value, Table) else copy.deepcopy(value, memo)
 
-def patch_transactions() -> None:
-    """TransactWriteItems rolls back by item instead of by whole-table copies (idempotent)."""
-    global _patched
-    with _patch_lock:
-        if _patched:
-            return
-        from moto.dynamodb import models
-        from moto.dynamodb.models.table import Table
+    hooks.replace(
+        dynamodb_models, "copy", types.SimpleNamespace(deepcopy=deepcopy_except_tables), concern="dynamodb"
+    )
 
-        def deepcopy_except_tables(value: Any, memo: dict[int, Any] | None = None) -> Any:
-            # The only Table deep-copied in this module is the transaction's whole-table backup.
-            return value if isinstance(value, Table) else copy.deepcopy(value, memo)
-
-        models.copy = types.SimpleNamespace(deepcopy=deepcopy_except_tables)  # type: ignore[assignment]
-        original = models.DynamoDBBackend.transact_write_items
-
-        def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-            before = _items_before(self, transact_items)
-            try:
-                original(self, transact_items)
-            except Exception:
-                _put_back(self, before)
-                raise
-
-        models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
-        _patched = True
+    @hooks.around(DynamoDBBackend, "transact_write_items", concern="dynamodb")
+    def transact_write_items(proceed: Any, self: Any, transact_items: list[dict[str, Any]]) -> None:
+        before = _items_before(self, transact_items)
+        try:
+            proceed(self, transact_items)
+        except Exception:
+            _put_back(self, before)
+            raise
 
 
 def _items_before(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple[Any, Any, Any, Any]]:

@@ -11,7 +11,8 @@ shapes) and replaces only the request plumbing around it. What it does not handl
 app would, it hands to that app unchanged (the `fallback`), so a request is answered either by moto's
 handler called exactly as moto's server calls it, or by moto's server itself.
 
-Three caches remove work moto repeats on every request without changing any answer:
+Three caches (hooks installed by `moto_seam.installers.install_request_caches`, which whoever serves
+DynamoDB with this app calls) remove work moto repeats on every request without changing any answer:
 `method_names_from_class` (an `inspect.getmembers` of the response class, for every call of every
 service), the parse of an UpdateExpression (a pure function of the expression text; moto deep-copies
 the tree before it resolves names and values into it) and the tokenising of a condition expression
@@ -61,12 +62,8 @@ class DynamoDBApp:
     """
 
     def __init__(self, fallback: WsgiApp) -> None:
-        from moto import settings
-        from moto.dynamodb.responses import DynamoHandler
+        from orderbatch.localcloud.moto_seam.services import DynamoHandler, settings
 
-        patch_method_names_cache()
-        patch_update_expression_cache()
-        patch_condition_lexing_cache()
         self._fallback = fallback
         self._handler_class = DynamoHandler
         self._parsers: dict[str, Any] = {}
@@ -88,8 +85,7 @@ class DynamoDBApp:
 
     # ------------------------------------------------------------------ what is handled here
     def _operation_handled(self, environ: dict[str, Any]) -> str | None:
-        from moto import settings
-        from moto.moto_api import recorder
+        from orderbatch.localcloud.moto_seam.services import recorder, settings
 
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if (
@@ -110,9 +106,9 @@ class DynamoDBApp:
         ):
             return None
         operation = target[len(TARGET_PREFIX) :]
-        from moto.core.utils import camelcase_to_underscores, method_names_from_class
+        from orderbatch.localcloud.moto_seam.services import camelcase_to_underscores, core_utils
 
-        if camelcase_to_underscores(operation) not in method_names_from_class(self._handler_class):
+        if camelcase_to_underscores(operation) not in core_utils.method_names_from_class(self._handler_class):
             return None
         return operation
 
@@ -140,9 +136,11 @@ class DynamoDBApp:
         Not set: `normalized_request` and `form_data`, which a DynamoDB call with an X-Amz-Target never
         reads (moto reads the first only to route a call without a target, the second for S3 forms).
         """
-        from moto.core.request import EnvironHeaders
-        from moto.iam.models import mark_account_as_visited
-        from moto.utilities.utils import get_partition
+        from orderbatch.localcloud.moto_seam.services import (
+            EnvironHeaders,
+            get_partition,
+            mark_account_as_visited,
+        )
 
         raw_body = _read_body(environ)
         headers = EnvironHeaders(environ)
@@ -182,7 +180,7 @@ class DynamoDBApp:
         key = tuple(environ.get(name) for name in _URL_ENVIRON_KEYS)
         url = self._urls.get(key)
         if url is None:
-            from moto.core.request import Request
+            from orderbatch.localcloud.moto_seam.services import Request
 
             url = Request(environ).raw_url
             if len(self._urls) >= _URLS_REMEMBERED:
@@ -194,9 +192,11 @@ class DynamoDBApp:
         """moto's request parser for one operation; it holds no per-request state, so one serves all."""
         parser = self._parsers.get(operation)
         if parser is None:
-            from moto.core.parse import PROTOCOL_PARSERS
-            from moto.core.responses import BaseResponse
-            from moto.core.utils import get_service_model
+            from orderbatch.localcloud.moto_seam.services import (
+                PROTOCOL_PARSERS,
+                BaseResponse,
+                get_service_model,
+            )
 
             service_model = get_service_model("dynamodb")
             parser = PROTOCOL_PARSERS["json"](
@@ -219,7 +219,7 @@ def _read_body(environ: dict[str, Any]) -> bytes:
 
 @functools.cache
 def _access_key_pattern() -> Any:
-    from moto.core.responses import BaseResponse
+    from orderbatch.localcloud.moto_seam.services import BaseResponse
 
     return BaseResponse.access_key_regex
 
@@ -228,92 +228,81 @@ def _signed_access_key(authorization: str) -> bool:
     return bool(authorization) and _access_key_pattern().search(authorization) is not None
 
 
-# ---------------------------------------------------------------------- caches patched into moto
-_patch_lock = threading.Lock()
-_patched: set[str] = set()
+# ---------------------------------------------------------------------- caches hooked into moto
+def register_hooks() -> None:
+    """The three caches below, registered on moto's classes and modules (install_request_caches)."""
+    _register_method_names_cache()
+    _register_update_expression_cache()
+    _register_condition_lexing_cache()
 
 
-def patch_method_names_cache() -> None:
+def _register_method_names_cache() -> None:
     """moto lists a response class's methods with inspect.getmembers on every request; list them once.
 
-    The list is kept per class and per the sizes of the namespaces in its MRO, so a method patched in
-    (or out) later is seen. Idempotent.
+    The list is kept per class and per the sizes of the namespaces in its MRO, so a method added to (or
+    removed from) a class later is seen.
     """
-    with _patch_lock:
-        if "method_names" in _patched:
-            return
-        from moto.core import responses, utils
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.services import core_responses, core_utils
 
-        list_method_names = utils.method_names_from_class
-        names_by_class: dict[tuple[Any, ...], list[str]] = {}
+    names_by_class: dict[tuple[Any, ...], list[str]] = {}
 
-        def method_names_from_class(clazz: object) -> list[str]:
-            mro = getattr(clazz, "__mro__", None)
-            if mro is None:
-                return list_method_names(clazz)
-            key = (clazz, *(len(vars(cls)) for cls in mro))
-            names = names_by_class.get(key)
-            if names is None:
-                names = names_by_class[key] = list_method_names(clazz)
-            return list(names)
+    def method_names_from_class(proceed: Callable[[object], list[str]], clazz: object) -> list[str]:
+        mro = getattr(clazz, "__mro__", None)
+        if mro is None:
+            return proceed(clazz)
+        key = (clazz, *(len(vars(cls)) for cls in mro))
+        names = names_by_class.get(key)
+        if names is None:
+            names = names_by_class[key] = proceed(clazz)
+        return list(names)
 
-        utils.method_names_from_class = method_names_from_class
-        responses.method_names_from_class = method_names_from_class
-        _patched.add("method_names")
+    # moto's responses module imported the function by name: both names are hooked, with one cache.
+    for module in (core_utils, core_responses):
+        hooks.around(module, "method_names_from_class", concern="dynamodb")(method_names_from_class)
 
 
-def patch_update_expression_cache() -> None:
+def _register_update_expression_cache() -> None:
     """Parse each distinct UpdateExpression text once.
 
     `UpdateExpressionParser.make` depends on the text alone (names and values stay placeholders in the
     tree), every reader of the tree only searches it (`find_clauses`), and the one that resolves names
     and values into it, `UpdateExpressionValidator`, deep-copies it first. An invalid expression raises
-    every time (exceptions are not cached). Idempotent.
+    every time (exceptions are not cached).
     """
-    with _patch_lock:
-        if "update_expression" in _patched:
-            return
-        from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.services import UpdateExpressionParser
 
-        parse = UpdateExpressionParser.make.__func__
-        parse_once = functools.lru_cache(maxsize=_EXPRESSIONS_CACHED)(
-            lambda expression: parse(UpdateExpressionParser, expression)
-        )
+    @functools.lru_cache(maxsize=_EXPRESSIONS_CACHED)
+    def parse_once(parse: Callable[[Any, str], Any], expression: str) -> Any:
+        return parse(UpdateExpressionParser, expression)
 
-        def make(cls: Any, expression_str: str) -> Any:
-            if cls is not UpdateExpressionParser or not isinstance(expression_str, str):
-                return parse(cls, expression_str)
-            return parse_once(expression_str)
-
-        UpdateExpressionParser.make = classmethod(make)
-        _patched.add("update_expression")
+    @hooks.around(UpdateExpressionParser, "make", concern="dynamodb")
+    def make(proceed: Callable[[Any, str], Any], cls: Any, expression_str: str) -> Any:
+        if cls is not UpdateExpressionParser or not isinstance(expression_str, str):
+            return proceed(cls, expression_str)
+        # `proceed` is the same callable on every call, so it does not split the cache.
+        return parse_once(proceed, expression_str)
 
 
-def patch_condition_lexing_cache() -> None:
+def _register_condition_lexing_cache() -> None:
     """Tokenise each distinct condition, filter or key-condition expression text once.
 
     `ConditionExpressionParser._lex_condition_expression` reads nothing but the expression text; names and
     values are resolved by the steps after it, which run on every call as before. Each call gets new token
     nodes (and a new deque, which the parser consumes). A text that cannot be tokenised raises every time.
-    Idempotent.
     """
-    with _patch_lock:
-        if "condition_lexing" in _patched:
-            return
-        from collections import deque
+    from collections import deque
 
-        from moto.dynamodb.comparisons import ConditionExpressionParser
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.services import ConditionExpressionParser
 
-        lex = ConditionExpressionParser._lex_condition_expression
+    @functools.lru_cache(maxsize=_EXPRESSIONS_CACHED)
+    def tokens_of(lex: Callable[[Any], Any], expression: str) -> tuple[Any, ...]:
+        return tuple(lex(ConditionExpressionParser(expression, None, None)))
 
-        @functools.lru_cache(maxsize=_EXPRESSIONS_CACHED)
-        def tokens_of(expression: str) -> tuple[Any, ...]:
-            return tuple(lex(ConditionExpressionParser(expression, None, None)))
-
-        def lex_once(self: Any) -> Any:
-            if type(self) is not ConditionExpressionParser or not isinstance(self.condition_expression, str):
-                return lex(self)
-            return deque(token._replace(children=[]) for token in tokens_of(self.condition_expression))
-
-        ConditionExpressionParser._lex_condition_expression = lex_once  # type: ignore[method-assign]
-        _patched.add("condition_lexing")
+    @hooks.around(ConditionExpressionParser, "_lex_condition_expression", concern="dynamodb")
+    def lex_once(proceed: Callable[[Any], Any], self: Any) -> Any:
+        if type(self) is not ConditionExpressionParser or not isinstance(self.condition_expression, str):
+            return proceed(self)
+        return deque(token._replace(children=[]) for token in tokens_of(proceed, self.condition_expression))

@@ -199,7 +199,7 @@ def _matches(filters: list[dict[str, Any]], message: Mapping[str, Any]) -> bool:
     """Lambda's filter criteria: a message passes if any filter's pattern matches its record."""
     if not filters:
         return True
-    from moto.events.models import EventPattern
+    from orderbatch.localcloud.moto_seam.services import EventPattern
 
     record: dict[str, Any] = {"body": message["Body"], "attributes": message.get("Attributes") or {}}
     with contextlib.suppress(ValueError):

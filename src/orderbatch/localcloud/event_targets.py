@@ -29,27 +29,22 @@ def deliver_through(clients: Callable[[str], Any] | None) -> None:
     _clients = clients
 
 
-_patched = False
+def register_hooks() -> None:
+    """Rules hand Lambda, Step Functions and SNS targets to ``_deliver`` (install_event_targets)."""
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.services import Rule
 
-
-def patch() -> None:
-    global _patched
-    if _patched:
-        return
-    _patched = True
-    from moto.events.models import Rule
-
-    original = Rule.send_to_targets
-
-    def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
+    @hooks.around(Rule, "send_to_targets", concern="event_targets")
+    def send_to_targets(proceed: Any, self: Any, original_event: Any, transform_input: bool = True) -> None:
         ours = [target for target in self.targets if _service(target) in DELIVERED_HERE]
         if not ours:
-            original(self, original_event, transform_input)
+            proceed(self, original_event, transform_input)
             return
         theirs = [target for target in self.targets if target not in ours]
+        # moto's own delivery sees only the targets it knows; the rule's list is whole again after it.
         self.targets = theirs
         try:
-            original(self, original_event, transform_input)
+            proceed(self, original_event, transform_input)
         finally:
             self.targets = theirs + ours
         if _clients is None or not self.event_pattern.matches_event(original_event):
@@ -59,8 +54,6 @@ def patch() -> None:
             threading.Thread(
                 target=_deliver, args=(_clients, target, payload), name="event-target", daemon=True
             ).start()
-
-    Rule.send_to_targets = send_to_targets  # type: ignore[method-assign]
 
 
 def _service(target: dict[str, Any]) -> str:
@@ -77,7 +70,7 @@ def target_input(target: dict[str, Any], event: Any) -> str:
         return json.dumps(_at_path(event, str(target["InputPath"])))
     transformer = target.get("InputTransformer")
     if transformer:
-        from moto.events.models import EventTemplateParser
+        from orderbatch.localcloud.moto_seam.services import EventTemplateParser
 
         shaped = EventTemplateParser.parse(
             input_template=transformer.get("InputTemplate"),

@@ -12,10 +12,10 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from handlers import clients
 from handlers.environment import forget_loaded_environments
+from orderbatch.localcloud.moto_seam.testing import mock_aws
 
 EVENTS = Path(__file__).resolve().parents[3] / "events"
 REGION = "us-east-1"

@@ -22,11 +22,6 @@ from orderbatch.localcloud.stack.model import (
 from orderbatch.localcloud.stack.state_machines import logging_configuration, substitute_definition
 from orderbatch.localcloud.stack.template import apply_conditions, load_stack, physical_ids
 
-# iam.py (being split by another change) imports these two under their names from before the split;
-# drop the aliases once it imports apply_conditions and physical_ids.
-_apply_conditions = apply_conditions
-_physical_ids = physical_ids
-
 __all__ = [
     "DEFAULT_ACCOUNT_ID",
     "DEFAULT_REGION",

@@ -179,6 +179,8 @@ class LocalStack:
     alarms: dict[str, dict[str, Any]] = field(default_factory=dict)
     outputs: dict[str, Any] = field(default_factory=dict)
     not_honoured: list[str] = field(default_factory=list)
+    # The template as read, its conditions decided: what IAM translates into the roles (localcloud.iam).
+    template: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def table_name(self, logical_id: str) -> str:
         return next(t.name for t in self.tables if t.logical_id == logical_id)

@@ -76,7 +76,9 @@ def load_stack(
     physical = physical_ids(first.get("Resources", {}), stack_name, region, account_id)
     resolved = resolve(expanded, {**parameters, **pseudo, **physical})
 
-    stack = LocalStack(stack_name=stack_name, region=region, account_id=account_id, parameters=parameters)
+    stack = LocalStack(
+        stack_name=stack_name, region=region, account_id=account_id, parameters=parameters, template=raw
+    )
     base_dir = template_path.parent
     resources = resolved.get("Resources", {})
     # Layers first: a function names them by ARN, wherever they sit in the template.

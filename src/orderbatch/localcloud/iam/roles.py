@@ -1,0 +1,244 @@
+"""The template's IAM roles with their identity-based policy documents, as CloudFormation would create them.
+
+Roles come from SAM's own translator (the same ``SamTemplateValidator`` that ``sam validate`` runs): policy
+templates such as ``DynamoDBCrudPolicy`` expand exactly as on deployment, ``Policies`` become the role's
+inline policies and the managed policy ARNs SAM adds (``AWSLambdaBasicExecutionRole``, X-Ray) are read from
+the AWS managed policy documents moto ships. Intrinsics resolve against the names and ARNs the local
+cloud deployed (``stack.load_stack``'s helpers).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from orderbatch.localcloud.iam.digests import digest
+from orderbatch.localcloud.stack import LocalStack, physical_ids
+
+
+@dataclass(frozen=True)
+class Role:
+    """An IAM role of the template with its identity-based policy documents, intrinsics resolved."""
+
+    logical_id: str
+    name: str
+    arn: str
+    documents: tuple[Mapping[str, Any], ...]
+
+
+@dataclass
+class StackRoles:
+    """Which role each function and each state machine (by name) runs as."""
+
+    functions: dict[str, Role] = field(default_factory=dict)
+    state_machines: dict[str, Role] = field(default_factory=dict)
+    # Every role of the template by ARN: what an API's integration ``credentials`` name, for one.
+    by_arn: dict[str, Role] = field(default_factory=dict)
+    # Things of the template the local IAM cannot honour, said once at start-up.
+    notes: list[str] = field(default_factory=list)
+
+
+def build_roles(stack: LocalStack) -> StackRoles:
+    """The role of every function and state machine of the template, as CloudFormation would create it.
+
+    ``load_stack`` has read the template and decided its conditions; SAM's translation into roles is the
+    one step it does not take (it expands SAM's plugins only), so it is taken here.
+    """
+    values = {**stack.parameters, **_pseudo_parameters(stack)}
+    translated = _translate(stack.template, stack.region, values)
+    resources: dict[str, Any] = translated.get("Resources") or {}
+    resolve = _resolver(translated, stack, values)
+
+    roles: StackRoles = StackRoles()
+    extra_documents = _attached_policy_documents(resources, resolve)
+    by_arn: dict[str, Role] = {}
+    for logical_id, resource in resources.items():
+        if resource.get("Type") != "AWS::IAM::Role":
+            continue
+        props = resolve(logical_id, resource.get("Properties") or {})
+        name, arn = _role_name_and_arn(logical_id, props, stack)
+        documents = [policy["PolicyDocument"] for policy in props.get("Policies") or []]
+        for policy_arn in props.get("ManagedPolicyArns") or []:
+            document = extra_documents.managed.get(policy_arn) or aws_managed_policy_document(policy_arn)
+            if document is None:
+                roles.notes.append(
+                    f"{logical_id}: managed policy {policy_arn} is unknown locally; it grants nothing"
+                )
+            else:
+                documents.append(document)
+        documents.extend(extra_documents.inline.get(name, []))
+        by_arn[arn] = Role(logical_id, name, arn, tuple(documents))
+    roles.notes.extend(_statements_not_evaluated(by_arn.values()))
+    roles.by_arn = by_arn
+
+    for logical_id, resource in resources.items():
+        kind = resource.get("Type")
+        props = resource.get("Properties") or {}
+        if kind == "AWS::Lambda::Function":
+            # Named as load_stack names them, so the Lambda service's function names match.
+            name = str(resolve(logical_id, props.get("FunctionName")) or logical_id)
+            role_arn, table = resolve(logical_id, props.get("Role")), roles.functions
+        elif kind == "AWS::StepFunctions::StateMachine":
+            name = str(
+                resolve(logical_id, props.get("StateMachineName")) or f"{stack.stack_name}-{logical_id}"
+            )
+            role_arn, table = resolve(logical_id, props.get("RoleArn")), roles.state_machines
+        else:
+            continue
+        role = by_arn.get(str(role_arn))
+        if role is None:
+            roles.notes.append(
+                f"{logical_id}: role {role_arn} is not defined in the template; its calls are not checked"
+            )
+        else:
+            table[name] = role
+    return roles
+
+
+def _pseudo_parameters(stack: LocalStack) -> dict[str, str]:
+    return {
+        "AWS::Region": stack.region,
+        "AWS::AccountId": stack.account_id,
+        "AWS::StackName": stack.stack_name,
+        "AWS::Partition": "aws",
+        "AWS::URLSuffix": "amazonaws.com",
+        "AWS::StackId": (
+            f"arn:aws:cloudformation:{stack.region}:{stack.account_id}:stack/{stack.stack_name}/local"
+        ),
+    }
+
+
+class _LocalManagedPolicies:
+    """What ``sam validate`` asks IAM for (managed policy name to ARN), from moto's AWS managed policies."""
+
+    def load(self) -> dict[str, str]:
+        return {name: arn for arn, (name, _) in _aws_managed_policies().items()}
+
+
+def _translate(raw: dict[str, Any], region: str, values: Mapping[str, str]) -> dict[str, Any]:
+    """The template as CloudFormation receives it: SAM resources turned into roles, functions, ..."""
+    from samcli.lib.translate.sam_template_validator import SamTemplateValidator
+    from samcli.yamlhelper import yaml_parse
+
+    validator = SamTemplateValidator(
+        copy.deepcopy(raw), _LocalManagedPolicies(), region=region, parameter_overrides=dict(values)
+    )
+    translated: dict[str, Any] = yaml_parse(validator.get_translated_template_if_valid())
+    return translated
+
+
+def _resolver(translated: dict[str, Any], stack: LocalStack, values: Mapping[str, str]) -> Any:
+    """Resolves a resource's property with the physical names and ARNs the local cloud deploys."""
+    from samcli.lib.intrinsic_resolver.intrinsic_property_resolver import IntrinsicResolver
+    from samcli.lib.intrinsic_resolver.intrinsics_symbol_table import IntrinsicsSymbolTable
+
+    def resolver_for(symbols: Mapping[str, Any]) -> Any:
+        table = IntrinsicsSymbolTable(logical_id_translator=dict(symbols), template=translated)
+        return IntrinsicResolver(template=translated, symbol_resolver=table)
+
+    resources: dict[str, Any] = translated.get("Resources") or {}
+    # As load_stack does: names the template sets itself (TableName, Name, RoleName) need a first pass.
+    first = resolver_for(values)
+    named = {
+        logical_id: {**body, "Properties": _resolve_names(first, logical_id, body.get("Properties") or {})}
+        for logical_id, body in resources.items()
+    }
+    physical: dict[str, Any] = physical_ids(named, stack.stack_name, stack.region, stack.account_id)
+    for logical_id, body in named.items():
+        props = body["Properties"]
+        if body.get("Type") == "AWS::IAM::Role":
+            name, arn = _role_name_and_arn(logical_id, props, stack)
+            physical[logical_id] = {"Ref": name, "Arn": arn, "RoleId": f"AROA{digest(arn, 17)}"}
+        elif body.get("Type") == "AWS::IAM::ManagedPolicy":
+            arn = _managed_policy_arn(logical_id, props, stack)
+            physical[logical_id] = {"Ref": arn, "PolicyArn": arn}
+    second = resolver_for({**values, **physical})
+
+    def resolve(logical_id: str, node: Any) -> Any:
+        if node is None:
+            return None
+        return second.intrinsic_property_resolver(node, True, parent_function=logical_id)
+
+    return resolve
+
+
+_NAME_PROPERTIES = ("FunctionName", "TableName", "BucketName", "StateMachineName", "RoleName", "Path")
+
+
+def _resolve_names(resolver: Any, logical_id: str, props: Mapping[str, Any]) -> dict[str, Any]:
+    names = {
+        key: resolver.intrinsic_property_resolver(value, True, parent_function=logical_id)
+        for key, value in props.items()
+        if key in _NAME_PROPERTIES or key == "ManagedPolicyName"
+    }
+    return {**props, **names}
+
+
+def _role_name_and_arn(logical_id: str, props: Mapping[str, Any], stack: LocalStack) -> tuple[str, str]:
+    # CloudFormation names an unnamed role "<stack>-<logical id>-<random suffix>"; locally without the suffix.
+    name = str(props.get("RoleName") or f"{stack.stack_name}-{logical_id}"[:64])
+    path = str(props.get("Path") or "/")
+    return name, f"arn:aws:iam::{stack.account_id}:role{path}{name}"
+
+
+def _managed_policy_arn(logical_id: str, props: Mapping[str, Any], stack: LocalStack) -> str:
+    name = str(props.get("ManagedPolicyName") or f"{stack.stack_name}-{logical_id}")
+    return f"arn:aws:iam::{stack.account_id}:policy{props.get('Path') or '/'}{name}"
+
+
+@dataclass
+class _AttachedDocuments:
+    managed: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # policy ARN -> document
+    inline: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)  # role name -> documents
+
+
+def _attached_policy_documents(resources: Mapping[str, Any], resolve: Any) -> _AttachedDocuments:
+    """The template's own ``AWS::IAM::Policy`` and ``AWS::IAM::ManagedPolicy`` documents, by role name."""
+    attached = _AttachedDocuments()
+    for logical_id, resource in resources.items():
+        kind = resource.get("Type")
+        if kind not in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+            continue
+        props = resolve(logical_id, resource.get("Properties") or {})
+        document = props.get("PolicyDocument") or {}
+        if kind == "AWS::IAM::ManagedPolicy":
+            attached.managed[resolve(logical_id, {"Ref": logical_id})] = document
+        for role_name in props.get("Roles") or []:
+            attached.inline.setdefault(str(role_name), []).append(document)
+    return attached
+
+
+@cache
+def _aws_managed_policies() -> dict[str, tuple[str, Mapping[str, Any]]]:
+    """AWS managed policies by ARN: (name, default version's document), from the copy moto keeps."""
+    from orderbatch.localcloud.moto_seam.services import aws_managed_policies_data
+
+    policies: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for name, policy in json.loads(aws_managed_policies_data).items():
+        arn = f"arn:aws:iam::aws:policy{policy.get('Path', '/')}{name}"
+        policies[arn] = (name, policy["Document"])
+    return policies
+
+
+def aws_managed_policy_document(arn: str) -> Mapping[str, Any] | None:
+    """The document of an AWS managed policy (any partition), or None if moto does not know it."""
+    normalised = re.sub(r"^arn:[^:]+:", "arn:aws:", arn)
+    entry = _aws_managed_policies().get(normalised)
+    return entry[1] if entry else None
+
+
+def statements(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    listed = document.get("Statement") or []
+    return [listed] if isinstance(listed, dict) else list(listed)
+
+
+def _statements_not_evaluated(roles: Iterable[Role]) -> Iterator[str]:
+    for role in roles:
+        for document in role.documents:
+            if any("NotResource" in statement for statement in statements(document)):
+                yield f"{role.logical_id}: a statement with NotResource is not evaluated locally"
