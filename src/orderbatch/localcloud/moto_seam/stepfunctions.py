@@ -102,6 +102,7 @@ from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker a
 from moto.stepfunctions.parser.mocking.mock_config import MockedResponseReturn as MockedResponseReturn
 from moto.stepfunctions.parser.mocking.mock_config import MockedResponseThrow as MockedResponseThrow
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend as StepFunctionsParserBackend
+from moto.stepfunctions.parser.models import stepfunctions_parser_backends as stepfunctions_parser_backends
 from moto.stepfunctions.responses import StepFunctionResponse as StepFunctionResponse
 
 
