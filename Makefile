@@ -5,15 +5,56 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: setup demo test test-slow lint check-templates statemachine asl-validator clean
+# Every install comes from a lock with exact versions and hashes (README.md, "Dependencies"):
+# DEV_LOCK for the tools and tests, FUNCTIONS_LOCK for what `sam build` packages with the functions.
+DEV_LOCK := requirements/dev.lock
+FUNCTIONS_LOCK := functions/requirements.txt
+# uv, pinned with hashes in requirements/uv.txt, in a venv of its own: `uv pip sync` leaves in .venv only
+# what the lock lists.
+UV_VENV := .cache/uv
+UV := $(UV_VENV)/bin/uv
+# One resolution for every Python from 3.11 and every platform, so the lock installs on any of them.
+LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock" --quiet
+# `make lock UPGRADE="moto==5.2.6 botocore"` moves those packages (to a version, or to the newest the rest
+# allows) and keeps every other pin; `make lock UPGRADE_ALL=1` re-resolves everything to the newest.
+UPGRADE ?=
+UPGRADE_ALL ?=
+UPGRADE_FLAGS := $(foreach package,$(UPGRADE),--upgrade-package '$(package)') $(if $(UPGRADE_ALL),--upgrade)
+
+.PHONY: setup lock upgrade-moto demo test test-slow lint check-templates statemachine asl-validator clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+# A changed lock or pyproject.toml re-installs; sync also removes whatever the lock no longer lists.
+# `uv venv` is seconds faster than `python -m venv` (no ensurepip); pip comes from the lock instead.
+# The project itself goes in last, editable, without dependencies (the lock has them all) and built by
+# the lock's setuptools.
+$(STAMP): $(DEV_LOCK) pyproject.toml $(UV)
+	test -x $(BIN)/python || $(UV) venv --quiet --no-python-downloads --python $(PYTHON) $(VENV)
+	$(UV) pip sync --quiet --python $(BIN)/python --require-hashes $(DEV_LOCK)
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+$(UV): requirements/uv.txt
+	$(PYTHON) -m venv $(UV_VENV)
+	$(UV_VENV)/bin/pip install --quiet --require-hashes --no-deps -r requirements/uv.txt
+	touch $(UV)
+
+# After changing a dependency in pyproject.toml, requirements/venv.in or functions/requirements.in, or to
+# move a pinned one (UPGRADE above). The functions resolve on the tools' pins, so tests and Lambda agree.
+lock: $(UV)
+	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) requirements/uv.in -o requirements/uv.txt
+	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) --extra dev pyproject.toml requirements/venv.in -o $(DEV_LOCK)
+	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) -c $(DEV_LOCK) functions/requirements.in -o $(FUNCTIONS_LOCK)
+
+# Move moto to another release: pin it, re-lock (every other pin kept), install, then list each target the
+# engine hooks or imports that the release changed (docs/architecture.md, "Upgrading moto").
+upgrade-moto: $(UV)
+	@test -n "$(VERSION)" || { echo "usage: make upgrade-moto VERSION=x.y.z"; exit 2; }
+	sed -i -E 's/"moto\[server\]==[^"]+"/"moto[server]==$(VERSION)"/' pyproject.toml
+	$(MAKE) lock UPGRADE=moto==$(VERSION)
+	$(MAKE) setup
+	$(BIN)/python -m orderbatch.localcloud.moto_seam.fingerprints
 
 demo: setup
 	$(BIN)/orderbatch demo

@@ -93,4 +93,6 @@ def test_a_short_soak_audits_every_batch_and_reports_memory_every_interval(
     assert last["orders"] == 6 * len(batches)
     assert last["tree_rss_mib"] > last["process_rss_mib"] > 0
     assert soak["verdict"]["checks"]["local_cloud_rss_flat"]["met"] is None
-    assert "data:image/png;base64," in html_path.read_text()
+    page = html_path.read_text()
+    assert page.index('<table id="summary"') < page.index('class="chart"')
+    assert page.count('class="chart"') == 1

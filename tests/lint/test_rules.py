@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orderbatch.cli import main
-from orderbatch.lint import RULES, RULES_DIRECTORY, lint_templates
+from orderbatch.lint import RULES, RULES_DIRECTORY, LintProblem, exit_code, lint_templates
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROJECT_TEMPLATE = Path(__file__).parents[2] / "template.yaml"
@@ -155,6 +155,34 @@ def test_orderbatch_lint_passes_warnings_unless_asked(capsys: pytest.CaptureFixt
     assert main(["lint", template]) == 0
     assert main(["lint", template, "--fail-on", "warning"]) == 4
     assert "W9540" in capsys.readouterr().out
+
+
+def test_exit_code_has_cfn_lint_bits_for_each_severity_at_or_above_the_threshold(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    template = str(FIXTURES / "bad_timeouts.yaml")  # E9511, W9510, W9512
+
+    assert main(["lint", template]) == 2
+    assert main(["lint", template, "--fail-on", "warning"]) == 2 | 4
+    assert main(["lint", template, "--non-zero-exit-code", "informational"]) == 2 | 4
+    assert main(["lint", template, "--fail-on", "none"]) == 0
+    assert "3 problem(s): 1 error(s), 2 warning(s), 0 informational" in capsys.readouterr().out
+
+
+def test_informational_findings_count_only_when_asked() -> None:
+    def finding(rule_id: str, severity: str) -> LintProblem:
+        return LintProblem(rule_id, severity, "template.yaml", 1, 1, "message", ())
+
+    informational_only = [finding("I3042", "informational")]
+    everything = [finding("E9511", "error"), finding("W9510", "warning"), *informational_only]
+
+    assert exit_code(informational_only) == 0
+    assert exit_code(informational_only, "warning") == 0
+    assert exit_code(informational_only, "informational") == 8
+    assert exit_code(everything, "informational") == 2 | 4 | 8
+    assert exit_code(everything, "error") == 2
+    with pytest.raises(ValueError, match="fail_on must be one of error, warning, informational, none"):
+        exit_code(everything, "fatal")
 
 
 def test_project_template_is_clean() -> None:

@@ -1,15 +1,34 @@
-"""The benchmark's outputs: the printed table, the JSON document and the self-contained HTML report."""
+"""The benchmark's outputs: the printed table, the JSON document and the self-contained HTML report.
+
+The page is built from ``orderbatch.reports``: the summary as a table first, then every scenario
+compared in one chart, then each scenario with its targets and its monitoring timeline.
+"""
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import json
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from orderbatch.reports import (
+    Bars,
+    BarsPanel,
+    Cell,
+    Chart,
+    Column,
+    Line,
+    Mark,
+    Notes,
+    Page,
+    Reference,
+    Section,
+    Span,
+    Table,
+    TimePanel,
+    comparison_chart,
+    timeline_chart,
+)
 
 COLUMNS = (
     ("scenario", 16),
@@ -83,9 +102,28 @@ def format_table(results: list[dict[str, Any]]) -> str:
 
 def format_details(document: dict[str, Any]) -> str:
     """What the table abbreviates: units, prices, targets missed, comparisons and the engine figure."""
+    by_name = {r["name"]: r for r in document["scenarios"]}
+    lines = reading_notes(document)
+    for figures in document["scenarios"]:
+        scenario_lines = scenario_notes(figures, by_name)
+        missed = [
+            f"target missed: {check['figure']} = {check['actual']} (target {check['target']})"
+            for check in figures["targets"]["checks"]
+            if not check["met"]
+        ]
+        comparison = scenario_lines[-1:] if _compared_with(figures, by_name) else []
+        body = scenario_lines[: len(scenario_lines) - len(comparison)]
+        lines.append(f"{figures['name']}: {body[0]}")
+        lines.extend(f"  {line}" for line in [*body[1:], *missed, *comparison])
+    lines.extend(engine_notes(document))
+    return "\n".join(lines)
+
+
+def reading_notes(document: dict[str, Any]) -> list[str]:
+    """The run's settings, what each abbreviation means and the unit prices the costs use."""
     settings = document["settings"]
     prices = document["unit_prices"]
-    lines = [
+    return [
         f"N = {settings['orders']} orders, k = {settings['steps']} Lambda steps, "
         f"d = {settings['work_seconds']} s, account quota C = {settings['quota']}; "
         "bound = max(N.k.d / capacity available, k.d); a ratio below 1 means orders failed before "
@@ -109,70 +147,74 @@ def format_details(document: dict[str, Any]) -> str:
         f"${prices['lambda_per_gb_second']:.10f}/GB-s; "
         f"DynamoDB ${prices['dynamodb_per_write_unit'] * 1e6:.3f}/M write units.",
     ]
-    by_name = {r["name"]: r for r in document["scenarios"]}
-    for figures in document["scenarios"]:
-        accounting = figures["time_accounting"]
+
+
+def scenario_notes(figures: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> list[str]:
+    """Where one scenario's time went, what it used, its batches, its forecast and its comparison."""
+    accounting = figures["time_accounting"]
+    used = figures["resources"]
+    lines = [
+        f"slot utilisation {accounting['slot_utilisation']}, a step call took "
+        f"{accounting['mean_step_call_ms']} ms on average "
+        f"({accounting['step_overhead_ms_beyond_work']} ms beyond d); "
+        f"median order {accounting['median_order_seconds']} s",
+        f"resources: CPU {used['cpu_seconds']['local_cloud']} s local cloud + "
+        f"{used['cpu_seconds'].get('data_plane', 0.0)} s data plane + "
+        f"{used['cpu_seconds']['environments']} s environments; PSS {used['tree_pss_mib_before']} MiB "
+        f"before the batch, peak {used['peak_tree_pss_mib']} MiB ({used['peak_processes']} processes), "
+        f"+{used['pss_growth_mib_per_1000_orders']} MiB per 1,000 orders; local cloud process peak RSS "
+        f"{used['peak_process_rss_mib']} MiB",
+    ]
+    if len(figures.get("batches", [])) > 1:
+        first = figures["batches"][0]["tree_pss_mib_after"]
         lines.append(
-            f"{figures['name']}: slot utilisation {accounting['slot_utilisation']}, a step call took "
-            f"{accounting['mean_step_call_ms']} ms on average "
-            f"({accounting['step_overhead_ms_beyond_work']} ms beyond d); "
-            f"median order {accounting['median_order_seconds']} s"
+            "batches back to back: "
+            + "; ".join(
+                f"#{b['batch']} {b['status']} {b['wall_seconds']} s, lost {b['lost']}, doubled "
+                f"{b['doubled']}, PSS after {b['tree_pss_mib_after']} MiB "
+                f"({(b['tree_pss_mib_after'] - first) / first * 100:+.0f}%)"
+                for b in figures["batches"]
+            )
         )
-        used = figures["resources"]
+    forecast = figures.get("simulated")
+    if forecast:
         lines.append(
-            f"  resources: CPU {used['cpu_seconds']['local_cloud']} s local cloud + "
-            f"{used['cpu_seconds'].get('data_plane', 0.0)} s data plane + "
-            f"{used['cpu_seconds']['environments']} s environments; PSS {used['tree_pss_mib_before']} MiB "
-            f"before the batch, peak {used['peak_tree_pss_mib']} MiB ({used['peak_processes']} processes), "
-            f"+{used['pss_growth_mib_per_1000_orders']} MiB per 1,000 orders; local cloud process peak RSS "
-            f"{used['peak_process_rss_mib']} MiB"
+            f"simulated (orderbatch plan, same parameters): makespan {forecast['makespan_seconds']} s "
+            f"({_difference(figures['makespan_seconds'], forecast['makespan_seconds'])}), 429s per order "
+            f"{forecast['throttles_per_order']} (measured {figures['lambda']['throttles_per_order']}), "
+            f"failed orders {forecast['failed_orders']}"
         )
-        if len(figures.get("batches", [])) > 1:
-            first = figures["batches"][0]["tree_pss_mib_after"]
-            lines.append(
-                "  batches back to back: "
-                + "; ".join(
-                    f"#{b['batch']} {b['status']} {b['wall_seconds']} s, lost {b['lost']}, doubled "
-                    f"{b['doubled']}, PSS after {b['tree_pss_mib_after']} MiB "
-                    f"({(b['tree_pss_mib_after'] - first) / first * 100:+.0f}%)"
-                    for b in figures["batches"]
-                )
-            )
-        forecast = figures.get("simulated")
-        if forecast:
-            lines.append(
-                f"  simulated (orderbatch plan, same parameters): makespan {forecast['makespan_seconds']} s "
-                f"({_difference(figures['makespan_seconds'], forecast['makespan_seconds'])}), 429s per order "
-                f"{forecast['throttles_per_order']} (measured {figures['lambda']['throttles_per_order']}), "
-                f"failed orders {forecast['failed_orders']}"
-            )
-        if figures["orders"]["failure_codes"]:
-            lines.append(
-                f"  not succeeded, by code: {figures['orders']['failure_codes']}; by error recorded: "
-                f"{figures['orders']['failure_errors']}; audit violations: "
-                f"{figures['audit_violations_by_check'] or 0}"
-            )
-        for check in figures["targets"]["checks"]:
-            if not check["met"]:
-                lines.append(
-                    f"  target missed: {check['figure']} = {check['actual']} (target {check['target']})"
-                )
-        other = by_name.get(figures["targets"].get("compare_with") or "")
-        if other is not None:
-            lines.append("  " + compare(figures, other))
+    if figures["orders"]["failure_codes"]:
+        lines.append(
+            f"not succeeded, by code: {figures['orders']['failure_codes']}; by error recorded: "
+            f"{figures['orders']['failure_errors']}; audit violations: "
+            f"{figures['audit_violations_by_check'] or 0}"
+        )
+    other = _compared_with(figures, by_name)
+    if other is not None:
+        lines.append(compare(figures, other))
+    return lines
+
+
+def engine_notes(document: dict[str, Any]) -> list[str]:
     engine = document.get("engine")
-    if engine:
+    if not engine:
+        return []
+    lines = [
+        f"engine: local cloud {engine['local_cloud']['tasks_per_second']} Lambda tasks/s, "
+        f"moto's interpreter alone {engine['moto_alone']['tasks_per_second']} tasks/s, "
+        f"ratio {engine['ratio']} ({engine['what']})"
+    ]
+    app = engine.get("app_handlers")
+    if app:
         lines.append(
-            f"engine: local cloud {engine['local_cloud']['tasks_per_second']} Lambda tasks/s, "
-            f"moto's interpreter alone {engine['moto_alone']['tasks_per_second']} tasks/s, "
-            f"ratio {engine['ratio']} ({engine['what']})"
+            f"engine, the app's real handlers: {app['tasks_per_second']} Lambda tasks/s ({app['what']})"
         )
-        app = engine.get("app_handlers")
-        if app:
-            lines.append(
-                f"engine, the app's real handlers: {app['tasks_per_second']} Lambda tasks/s ({app['what']})"
-            )
-    return "\n".join(lines)
+    return lines
+
+
+def _compared_with(figures: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    return by_name.get(figures["targets"].get("compare_with") or "")
 
 
 def _difference(measured: float, simulated: float) -> str:
@@ -200,113 +242,201 @@ def write_json(document: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(document, indent=2, default=str))
 
 
-# ---------------------------------------------------------------------------------------------- plots
+# ------------------------------------------------------------------------------------------- the page
+
+SUMMARY_COLUMNS = (
+    Column("scenario", numeric=False),
+    Column("makespan s", explanation="ExecutionStarted to the execution's end, from its history"),
+    Column("bound s", explanation="max(N.k.d / capacity available, k.d): no policy finishes sooner"),
+    Column("ratio", explanation="makespan / bound; below 1: orders failed before doing their work"),
+    Column("ok / fail / lost", explanation="orders succeeded / failed / with no outcome at all"),
+    Column("doubled", explanation="orders charged or decremented more than once"),
+    Column("calls / ord", explanation="Lambda invocation attempts per order, 429s included"),
+    Column("429 / ord", explanation="throttled invocations (HTTP 429) per order"),
+    Column("trans / ord", explanation="billed state transitions per order, retries included"),
+    Column("WRU / ord", explanation="DynamoDB write request units per order"),
+    Column("$/M std", explanation="modelled dollars per million orders, Standard workflow"),
+    Column("$/M expr", explanation="modelled dollars per million orders, Express children"),
+    Column("tasks / s", explanation="Lambda invocations / makespan"),
+    Column(
+        "CPU ms / task",
+        explanation="CPU per Lambda invocation: local cloud + DynamoDB data plane + emulators and runtimes",
+    ),
+    Column("peak PSS MiB", explanation="the whole process tree, shared pages counted once"),
+    Column("target", numeric=False, explanation="the scenario's targets (reported, never asserted)"),
+)
 
 
-def figure_png(fig: Any) -> bytes:
-    """A finished matplotlib figure as the PNG every report embeds (laid out, 90 dpi)."""
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    return buffer.getvalue()
+def target_mark(figures: dict[str, Any]) -> Mark:
+    targets = figures["targets"]
+    compared = f"compared with {targets['compare_with']}" if targets["compare_with"] else ""
+    if not targets["checks"]:
+        return Mark(None, compared)
+    return Mark(bool(targets["met"]), compared)
 
 
-def render_scenario_plot(figures: dict[str, Any]) -> bytes:
-    """PNG in the spirit of the Lambda console's Monitoring tab: concurrency, throttles, completions."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    series = figures["series"]
-    quota = figures["quota"]
-    makespan = max(figures["makespan_seconds"], 1.0)
-    fig, (conc, thr, done) = pyplot.subplots(3, 1, figsize=(8, 7), sharex=True)
-    try:
-        points = [p for p in series["concurrency"] if p[0] <= makespan + 1]
-        times = [p[0] for p in points]
-        conc.step(times, [p[1] for p in points], where="post", label="account (all tenants)", color="#1f77b4")
-        conc.step(times, [p[2] for p in points], where="post", label="this batch", color="#2ca02c")
-        conc.axhline(quota, color="#d62728", linestyle="--", label=f"quota {quota}")
-        neighbour = figures.get("neighbour")
-        if neighbour:
-            start = neighbour["start_seconds"]
-            conc.axvspan(
-                start,
-                start + neighbour["duration_seconds"],
-                color="#ff7f0e",
-                alpha=0.12,
-                label=f"neighbour holds {neighbour['slots']}",
-            )
-        conc.set_ylabel("concurrent executions")
-        conc.set_ylim(0, quota * 1.3 + 1)
-        conc.legend(loc="upper right", fontsize=8)
-        conc.set_title(
-            f"{figures['name']}: makespan {figures['makespan_seconds']:.1f} s, "
-            f"bound {figures['lower_bound_seconds']:.1f} s, MaxConcurrency {figures['max_concurrency']}"
-        )
-        bins = max(1, math.ceil(makespan))
-        thr.hist(series["throttle_times"], bins=bins, range=(0, bins), color="#d62728")
-        thr.set_ylabel("throttles (429) / s")
-        completions = series["completion_times"]
-        done.step([0.0, *completions], list(range(len(completions) + 1)), where="post", color="#9467bd")
-        done.axhline(figures["orders"]["total"], color="grey", linestyle=":")
-        done.axvline(figures["lower_bound_seconds"], color="#d62728", linestyle="--", label="lower bound")
-        done.set_ylabel("orders completed")
-        done.set_xlabel("seconds since the execution started")
-        done.legend(loc="lower right", fontsize=8)
-        return figure_png(fig)
-    finally:
-        pyplot.close(fig)
-
-
-def write_html(document: dict[str, Any], path: Path, plots_dir: Path | None = None) -> list[Path]:
-    """One self-contained file (plots inline as base64 PNG); also writes each PNG to ``plots_dir``."""
-    written: list[Path] = []
-    sections = []
+def summary_table(document: dict[str, Any]) -> Table:
+    settings = document["settings"]
+    rows = []
     for figures in document["scenarios"]:
-        png = render_scenario_plot(figures)
-        if plots_dir is not None:
-            plots_dir.mkdir(parents=True, exist_ok=True)
-            target = plots_dir / f"{figures['name']}.png"
-            target.write_bytes(png)
-            written.append(target)
-        checks = "".join(
-            f"<li>{html.escape(c['figure'])}: {c['actual']} (target {html.escape(c['target'])}) "
-            f"<b>{'met' if c['met'] else 'MISSED'}</b></li>"
-            for c in figures["targets"]["checks"]
-        )
-        sections.append(
-            f"<section><h2>{html.escape(figures['name'])}</h2>"
-            f"<p>{html.escape(figures['description'])}. "
-            f"Changed: {html.escape(', '.join(figures['changed']))}.</p>"
-            f"<ul>{checks}</ul>"
-            f"{png_image(png, 'monitoring plots of ' + figures['name'])}</section>"
-        )
-    texts = (format_table(document["scenarios"]), format_details(document))
-    write_html_page(path, "orderbatch bench", document, texts, "".join(sections))
-    return written
+        cells: list[Cell] = [None if cell == "-" else cell for cell in _row(figures)]
+        cells[-1] = target_mark(figures)
+        rows.append(cells)
+    return Table(
+        SUMMARY_COLUMNS,
+        rows,
+        caption=f"Summary: {settings['orders']} orders per batch, quota {settings['quota']}, "
+        f"d = {settings['work_seconds']} s per step, {settings['steps']} steps",
+        element_id="summary",
+        wide=True,
+    )
 
 
-def png_image(png: bytes, alt: str) -> str:
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+def scenario_comparison_chart(document: dict[str, Any]) -> Chart:
+    """Every scenario side by side: makespan against its bound, 429s per order, cost per million orders."""
+    scenarios = document["scenarios"]
+    names = [figures["name"] for figures in scenarios]
+    ratios = [
+        "" if figures["bound_ratio"] is None else f"{figures['bound_ratio']:.2f} x the bound"
+        for figures in scenarios
+    ]
+    # A batch from S3 has no child histories here, so its cost is not measured (see reading_notes).
+    measured = [figures.get("source", "inline") == "inline" for figures in scenarios]
+    costs = [figures["cost_per_million_orders"] for figures in scenarios]
+
+    def cost(kind: str) -> list[float | None]:
+        return [c[kind] if ok else None for c, ok in zip(costs, measured, strict=True)]
+
+    return comparison_chart(
+        names,
+        [
+            BarsPanel(
+                "Makespan against the bound",
+                [
+                    Bars("makespan", [f["makespan_seconds"] for f in scenarios], "{:,.1f} s", ratios),
+                    Bars("bound", [f["lower_bound_seconds"] for f in scenarios], "{:,.1f} s"),
+                ],
+                axis_title="seconds",
+            ),
+            BarsPanel(
+                "429s per order",
+                [Bars("429s per order", [f["lambda"]["throttles_per_order"] for f in scenarios], "{:,.3f}")],
+                axis_title="throttled calls per order",
+            ),
+            BarsPanel(
+                "Cost per million orders",
+                [
+                    Bars("cost, Standard", cost("total_standard"), "${:,.0f}"),
+                    Bars("cost, Express children", cost("total_express_children"), "${:,.0f}"),
+                ],
+                axis_title="dollars (modelled)",
+            ),
+        ],
+        title="Every scenario: makespan against the bound, 429s per order, cost per million orders",
+        element_id="scenario-comparison",
+    )
 
 
-def write_html_page(
-    path: Path, title: str, document: dict[str, Any], texts: Sequence[str], body: str
-) -> None:
-    """A self-contained page: the title, when the run was, each text preformatted, then ``body``."""
-    preformatted = "\n".join(f"<pre>{html.escape(text)}</pre>" for text in texts)
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}}
-pre{{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}}img{{max-width:100%}}</style>
-</head><body>
-<h1>{html.escape(title)}</h1>
-<p>Generated {html.escape(str(document["generated_at"]))} on the local cloud.</p>
-{preformatted}
-{body}
-</body></html>
-"""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page)
+def scenario_timeline(figures: dict[str, Any], element_id: str) -> Chart:
+    """In the spirit of the Lambda console's Monitoring tab: concurrency, throttles, completions."""
+    series = figures["series"]
+    makespan = max(figures["makespan_seconds"], 1.0)
+    points = [p for p in series["concurrency"] if p[0] <= makespan + 1]
+    times = [p[0] for p in points]
+    neighbour = figures.get("neighbour")
+    spans = (
+        [
+            Span(
+                neighbour["start_seconds"],
+                neighbour["start_seconds"] + neighbour["duration_seconds"],
+                f"neighbour holds {neighbour['slots']}",
+            )
+        ]
+        if neighbour
+        else []
+    )
+    seconds = max(1, math.ceil(makespan))
+    per_second = [0] * seconds
+    for moment in series["throttle_times"]:
+        per_second[min(seconds - 1, max(0, int(moment)))] += 1
+    completions = series["completion_times"]
+    return timeline_chart(
+        [
+            TimePanel(
+                "concurrent executions",
+                [
+                    Line("account (all tenants)", times, [p[1] for p in points], step=True),
+                    Line("this batch", times, [p[2] for p in points], step=True),
+                ],
+                references=[Reference(figures["quota"], f"quota {figures['quota']}")],
+                spans=spans,
+            ),
+            TimePanel(
+                "429s per second",
+                [
+                    Line(
+                        "429s in that second",
+                        [i + 0.5 for i in range(seconds)],
+                        per_second,
+                        bars=True,
+                        bar_width=1.0,
+                    )
+                ],
+            ),
+            TimePanel(
+                "orders completed",
+                [Line("orders completed", [0.0, *completions], list(range(len(completions) + 1)), step=True)],
+                references=[
+                    Reference(figures["orders"]["total"], "orders in the batch"),
+                    Reference(figures["lower_bound_seconds"], "lower bound", vertical=True),
+                ],
+            ),
+        ],
+        title=f"{figures['name']}: makespan {figures['makespan_seconds']:.1f} s, "
+        f"bound {figures['lower_bound_seconds']:.1f} s, MaxConcurrency {figures['max_concurrency']}",
+        x_title="seconds since the execution started",
+        element_id=element_id,
+    )
+
+
+CHECK_COLUMNS = (
+    Column("figure", numeric=False),
+    Column("measured"),
+    Column("target", numeric=False),
+    Column("verdict", numeric=False),
+)
+
+
+def scenario_section(figures: dict[str, Any], by_name: dict[str, dict[str, Any]], index: int) -> Section:
+    section = Section(figures["name"], element_id=f"scenario-{index}")
+    changed = ", ".join(figures["changed"])
+    section.add(Notes([f"{figures['description']}. Changed: {changed}."], bullets=False))
+    checks = figures["targets"]["checks"]
+    if checks:
+        rows: list[list[Cell]] = [
+            [check["figure"], check["actual"], check["target"], Mark(bool(check["met"]))] for check in checks
+        ]
+        section.add(Table(CHECK_COLUMNS, rows, caption="Targets"))
+    section.add(Notes(scenario_notes(figures, by_name)))
+    section.add(scenario_timeline(figures, f"timeline-{index}"))
+    return section
+
+
+def report_page(document: dict[str, Any]) -> Page:
+    """The benchmark's page: the summary table first, then every scenario compared, then each one."""
+    page = Page("orderbatch bench", subtitle=f"Generated {document['generated_at']} on the local cloud.")
+    page.add(summary_table(document))
+    page.add(scenario_comparison_chart(document))
+    page.add(Section("How to read it").add(Notes(reading_notes(document))))
+    by_name = {figures["name"]: figures for figures in document["scenarios"]}
+    for index, figures in enumerate(document["scenarios"]):
+        page.add(scenario_section(figures, by_name, index))
+    engine = engine_notes(document)
+    if engine:
+        page.add(Section("Engine").add(Notes(engine)))
+    return page
+
+
+def write_html(document: dict[str, Any], path: Path) -> Path:
+    """One self-contained file: tables, notes and interactive charts (plotly.js inline, once)."""
+    return report_page(document).write(path)

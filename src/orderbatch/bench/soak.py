@@ -25,9 +25,22 @@ from typing import Any
 from order_processing.contract import BATCH_FUNCTIONS, COMPENSATION_FUNCTION
 from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.bench import resources
-from orderbatch.bench.report import figure_png, png_image, write_html_page
 from orderbatch.bench.runner import MACHINE_SECONDS_PER_ORDER, STEP_FUNCTIONS
 from orderbatch.bench.scenarios import SOAK
+from orderbatch.reports import (
+    Cell,
+    Chart,
+    Column,
+    Line,
+    Mark,
+    Notes,
+    Page,
+    Reference,
+    Section,
+    Table,
+    TimePanel,
+    timeline_chart,
+)
 
 # Crash points every task function reaches: the first AWS call of each is the idempotency record's put.
 CRASH_POINTS = ("before_body", "before_call:1", "after_call:1", "before_response", "response_lost")
@@ -375,40 +388,147 @@ def format_summary(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_soak_plot(document: dict[str, Any]) -> bytes:
-    """PNG: memory of the process tree and orders audited, minute by minute."""
-    import matplotlib
+GOAL_COLUMNS = (
+    Column("figure", numeric=False),
+    Column("measured"),
+    Column("target", numeric=False),
+    Column("verdict", numeric=False),
+)
+INTERVAL_COLUMNS = (
+    Column("minute"),
+    Column("batches", explanation="batches finished and audited so far"),
+    Column("orders", explanation="orders audited so far"),
+    Column("lost"),
+    Column("doubled"),
+    Column("violations", explanation="exactly-once audit violations"),
+    Column("cloud RSS MiB", explanation="the local cloud's own process"),
+    Column("vs baseline", explanation="the local cloud's RSS against the baseline minute's"),
+    Column("tree RSS MiB", explanation="summed over the process tree, runtimes included"),
+    Column("tree PSS MiB", explanation="the process tree, shared pages counted once"),
+    Column("procs"),
+    Column("load 1/5/15", numeric=False),
+)
+BATCH_COLUMNS = (
+    Column("batch", numeric=False, long_text=True),
+    Column("source", numeric=False),
+    Column("status", numeric=False),
+    Column("seconds"),
+    Column("orders"),
+    Column("succeeded"),
+    Column("lost"),
+    Column("doubled"),
+    Column("violations", explanation="exactly-once audit violations"),
+    Column("bodies run again", explanation="task bodies that ran more than once (absorbed by idempotency)"),
+)
+GOAL_FIGURES = {
+    "lost": "lost orders",
+    "doubled": "doubled orders",
+    "local_cloud_rss_flat": "local cloud RSS change",
+}
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
 
+def goal_table(document: dict[str, Any]) -> Table:
+    checks = document["soak"]["verdict"]["checks"]
+    rows: list[list[Cell]] = []
+    for key, check in checks.items():
+        actual = check["actual"]
+        if key == "local_cloud_rss_flat" and actual is not None:
+            actual = f"{actual:+.1%}"
+        target = check["target"] if isinstance(check["target"], str) else f"= {check['target']}"
+        rows.append([GOAL_FIGURES.get(key, key), actual, target, Mark(check["met"])])
+    met = document["soak"]["verdict"]["met"]
+    return Table(
+        GOAL_COLUMNS,
+        rows,
+        caption=f"Goal: {'met' if met else 'NOT met'} (0 lost, 0 doubled, the local cloud's RSS flat)",
+        element_id="summary",
+    )
+
+
+def soak_timeline(document: dict[str, Any]) -> Chart:
+    """Memory of the process tree and orders audited, minute by minute."""
     intervals = document["soak"]["intervals"]
     minutes = [i["minute"] for i in intervals]
-    fig, (memory, orders) = pyplot.subplots(2, 1, figsize=(8, 6), sharex=True)
-    try:
-        memory.plot(minutes, [i["tree_rss_mib"] for i in intervals], marker=".", label="tree RSS")
-        memory.plot(minutes, [i["tree_pss_mib"] for i in intervals], marker=".", label="tree PSS")
-        memory.plot(minutes, [i["process_rss_mib"] for i in intervals], marker=".", label="local cloud RSS")
-        memory.axvline(document["settings"]["baseline_minute"], color="grey", linestyle=":")
-        memory.set_ylabel("MiB")
-        memory.legend(loc="lower right", fontsize=8)
-        orders.step(minutes, [i["orders"] for i in intervals], where="post", label="orders audited")
-        orders.step(
-            minutes, [i["lost"] + i["doubled"] for i in intervals], where="post", label="lost + doubled"
-        )
-        orders.set_ylabel("orders")
-        orders.set_xlabel("minutes")
-        orders.legend(loc="upper left", fontsize=8)
-        return figure_png(fig)
-    finally:
-        pyplot.close(fig)
+    baseline_minute = document["settings"]["baseline_minute"]
+    # Marked only once the run got there: a shorter run's axis stays its own length.
+    reached = bool(minutes) and minutes[-1] >= baseline_minute
+    baseline = [Reference(baseline_minute, "baseline minute", vertical=True)] if reached else []
+    return timeline_chart(
+        [
+            TimePanel(
+                "MiB",
+                [
+                    Line("tree RSS", minutes, [i["tree_rss_mib"] for i in intervals], number_format=",.1f"),
+                    Line("tree PSS", minutes, [i["tree_pss_mib"] for i in intervals], number_format=",.1f"),
+                    Line(
+                        "local cloud RSS",
+                        minutes,
+                        [i["process_rss_mib"] for i in intervals],
+                        number_format=",.1f",
+                    ),
+                ],
+                references=baseline,
+            ),
+            TimePanel(
+                "orders",
+                [
+                    Line("orders audited", minutes, [i["orders"] for i in intervals], step=True),
+                    Line("lost + doubled", minutes, [i["lost"] + i["doubled"] for i in intervals], step=True),
+                ],
+            ),
+        ],
+        title="Memory and orders audited, minute by minute",
+        x_title="minutes",
+        element_id="soak-timeline",
+        panel_height_px=240,
+    )
 
 
-def write_soak_html(document: dict[str, Any], path: Path) -> None:
-    intervals = [
-        format_interval(Interval(**{**i, "load_average": tuple(i["load_average"])}))
-        for i in document["soak"]["intervals"]
+def _interval_row(interval: dict[str, Any]) -> list[Cell]:
+    change = interval["rss_change_since_baseline"]
+    return [
+        f"{interval['minute']:.1f}",
+        interval["batches_finished"],
+        interval["orders"],
+        interval["lost"],
+        interval["doubled"],
+        interval["violations"],
+        f"{interval['process_rss_mib']:.1f}",
+        None if change is None else f"{change:+.1%}",
+        f"{interval['tree_rss_mib']:.1f}",
+        f"{interval['tree_pss_mib']:.1f}",
+        interval["processes"],
+        " ".join(f"{value:.2f}" for value in interval["load_average"]),
     ]
-    texts = (format_summary(document), "\n".join([INTERVAL_HEADER, *intervals]))
-    image = png_image(render_soak_plot(document), "memory and orders by minute")
-    write_html_page(path, "orderbatch soak", document, texts, image)
+
+
+def _batch_row(batch: dict[str, Any]) -> list[Cell]:
+    return [
+        batch["batch_id"],
+        batch["source"],
+        batch["status"],
+        f"{batch['seconds']:.1f}",
+        batch["orders"],
+        batch["outcomes"].get("SUCCEEDED", 0),
+        batch["lost"],
+        batch["doubled"],
+        batch["violations"],
+        batch["body_runs_beyond_one"],
+    ]
+
+
+def soak_page(document: dict[str, Any]) -> Page:
+    soak = document["soak"]
+    page = Page("orderbatch soak", subtitle=f"Generated {document['generated_at']} on the local cloud.")
+    page.add(goal_table(document))
+    page.add(Notes(format_summary(document).splitlines(), bullets=False))
+    page.add(Notes([f"{soak['description']}."], bullets=False))
+    page.add(soak_timeline(document))
+    intervals = [_interval_row(interval) for interval in soak["intervals"]]
+    page.add(Section("Minute by minute").add(Table(INTERVAL_COLUMNS, intervals)))
+    page.add(Section("Batches").add(Table(BATCH_COLUMNS, [_batch_row(batch) for batch in soak["batches"]])))
+    return page
+
+
+def write_soak_html(document: dict[str, Any], path: Path) -> Path:
+    return soak_page(document).write(path)

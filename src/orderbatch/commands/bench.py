@@ -112,13 +112,8 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(format_details(document))
     write_json(document, args.json_path)
-    plots = write_html(
-        document,
-        args.html_path,
-        plots_dir=args.html_path.with_suffix("").with_name(args.html_path.stem + "-plots"),
-    )
-    plots_note = f" (plots also in {plots[0].parent})" if plots else ""
-    print(f"\nJSON: {args.json_path}\nHTML: {args.html_path}{plots_note}")
+    write_html(document, args.html_path)
+    print(f"\nJSON: {args.json_path}\nHTML: {args.html_path}")
     return 0
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 from orderbatch.project import PROJECT_ROOT
@@ -43,12 +44,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--jobs", type=int, default=1, help="apps run at once (each is a local cloud)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
+    parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write a self-contained HTML report: every app, the rates, where each ended, the causes",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from orderbatch.compat.manifest import CompatApp, load_manifest
-    from orderbatch.compat.report import render, summary
+    from orderbatch.compat.report import render, summary, write_html
     from orderbatch.compat.runner import AppResult, run_app
 
     apps = []
@@ -72,5 +79,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"summary": summary(results), "apps": [r.as_dict() for r in results]}, indent=2))
     else:
         print(render(results))
+    if args.html:
+        write_html(results, args.html, generated_at=datetime.now(UTC).isoformat(timespec="seconds"))
+        print(f"HTML: {args.html}", file=sys.stderr)
     ran = [r for r in results if r.stage != "source"]
     return 0 if ran and all(r.ended_as_readme for r in ran) else 1

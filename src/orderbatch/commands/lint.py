@@ -38,9 +38,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--standard-rules", action="store_true", help="also run cfn-lint's own rules")
     parser.add_argument(
         "--fail-on",
-        choices=("error", "warning"),
+        "--non-zero-exit-code",
+        dest="fail_on",
+        choices=("error", "warning", "informational", "none"),
         default="error",
-        help="lowest severity that makes the exit code non-zero (default: error)",
+        help=(
+            "lowest severity that makes the exit code non-zero (default: error). As cfn-lint's, the code has "
+            "bit 2 for errors, 4 for warnings and 8 for informational findings at or above it: 6 = both"
+        ),
     )
     parser.set_defaults(func=run)
 
@@ -63,6 +68,12 @@ def run(args: argparse.Namespace) -> int:
                 f"{problem.filename}:{problem.line}:{problem.column}: {problem.rule_id} [{problem.severity}] "
                 f"{problem.message}"
             )
-        errors = sum(problem.severity == "error" for problem in problems)
-        print(f"{len(problems)} problem(s), {errors} error(s) in {len(args.templates)} template(s)")
+        counts = {
+            severity: sum(problem.severity == severity for problem in problems)
+            for severity in ("error", "warning", "informational")
+        }
+        print(
+            f"{len(problems)} problem(s): {counts['error']} error(s), {counts['warning']} warning(s), "
+            f"{counts['informational']} informational in {len(args.templates)} template(s)"
+        )
     return exit_code(problems, args.fail_on)

@@ -1,13 +1,27 @@
-"""The compatibility report: deploy and pass rates, and each failure's cause grouped by kind."""
+"""The compatibility report: deploy and pass rates, each failure's cause grouped by kind; text or HTML."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from orderbatch.compat.runner import AppResult
+from orderbatch.reports import (
+    Bars,
+    BarsPanel,
+    Cell,
+    Chart,
+    Column,
+    Mark,
+    Notes,
+    Page,
+    Section,
+    Table,
+    comparison_chart,
+)
 
 _VARIABLE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f-]{27}|\b\d+(\.\d+)?\b|'[^']*'|\"[^\"]*\"")
 
@@ -52,3 +66,92 @@ def render(results: Sequence[AppResult]) -> str:
         lines += ["", "failures by cause:"]
         lines += [f"  {count:3d}  {cause}" for cause, count in figures["causes"].items()]
     return "\n".join(lines)
+
+
+APP_COLUMNS = (
+    Column("app", numeric=False),
+    Column("deployed", numeric=False),
+    Column("ended as README", numeric=False, explanation="the app's run ended as its README says"),
+    Column("stage", numeric=False, explanation="where the app stopped: source, deploy, setup, run, compare"),
+    Column("seconds"),
+    Column("cause", numeric=False, long_text=True),
+)
+CAUSE_COLUMNS = (
+    Column("apps"),
+    Column("cause, with IDs, numbers and quoted names taken out", numeric=False, long_text=True),
+)
+YES_NO = ("yes", "no")
+STAGES = ("passed", "deploy", "setup", "run", "compare", "source")
+
+
+def _app_row(result: AppResult) -> list[Cell]:
+    if result.stage == "source":
+        return [result.id, Mark(None), Mark(None, "not run"), result.stage, None, result.cause]
+    return [
+        result.id,
+        Mark(result.deployed, words=YES_NO),
+        Mark(result.ended_as_readme, words=YES_NO),
+        result.stage,
+        f"{result.seconds:.1f}",
+        result.cause or None,
+    ]
+
+
+def stage_chart(results: Sequence[AppResult]) -> Chart:
+    """How many apps ended at each stage, each bar naming its apps on hover."""
+    by_stage = {stage: [r.id for r in results if r.stage == stage] for stage in STAGES}
+    stages = [stage for stage in STAGES if by_stage[stage]] or ["passed"]
+    labels = {"passed": "ended as README", "source": "source not available"}
+    return comparison_chart(
+        [labels.get(stage, f"stopped at {stage}") for stage in stages],
+        [
+            BarsPanel(
+                "Apps by where they ended",
+                [
+                    Bars(
+                        "apps",
+                        [len(by_stage.get(stage, [])) for stage in stages],
+                        "{:,.0f}",
+                        [", ".join(by_stage.get(stage, [])[:12]) for stage in stages],
+                    )
+                ],
+                axis_title="apps",
+                whole_numbers=True,
+            )
+        ],
+        title="Apps by where they ended",
+        element_id="stage-chart",
+    )
+
+
+def report_page(results: Sequence[AppResult], generated_at: str) -> Page:
+    """The apps table first (deployed and ended-as-README marked), then the rates, stages and causes."""
+    figures = summary(results)
+    ran = figures["ran"] or 1
+    page = Page("orderbatch compat", subtitle=f"Generated {generated_at}: public SAM apps run with local up.")
+    page.add(
+        Table(
+            APP_COLUMNS,
+            [_app_row(result) for result in results],
+            caption="Apps",
+            element_id="summary",
+            wide=True,
+        )
+    )
+    rates = [
+        f"Deployed: {figures['deployed']} of {figures['ran']} ({100 * figures['deployed'] / ran:.0f}%).",
+        f"Ended as README: {figures['ended_as_readme']} of {figures['ran']} "
+        f"({100 * figures['ended_as_readme'] / ran:.0f}%).",
+    ]
+    if figures["unavailable"]:
+        rates.append(f"Not run (source not available): {figures['unavailable']}.")
+    page.add(Notes(rates, bullets=False))
+    page.add(stage_chart(results))
+    if figures["causes"]:
+        causes: list[list[Cell]] = [[count, cause] for cause, count in figures["causes"].items()]
+        page.add(Section("Failures by cause").add(Table(CAUSE_COLUMNS, causes)))
+    return page
+
+
+def write_html(results: Sequence[AppResult], path: Path, generated_at: str) -> Path:
+    return report_page(results, generated_at).write(path)

@@ -68,11 +68,19 @@ def _problem(match: Any) -> LintProblem:
     )
 
 
+# cfn-lint's exit code: one bit per severity found at or above the threshold, so 6 = errors and warnings.
+SEVERITY_EXIT_BITS = {"error": 2, "warning": 4, "informational": 8}
+FAIL_ON_LEVELS = ("error", "warning", "informational", "none")
+
+
 def exit_code(problems: Sequence[LintProblem], fail_on: str = "error") -> int:
-    """2 when an error was found, 4 when only warnings were and ``fail_on`` is "warning", else 0."""
-    severities = {problem.severity for problem in problems}
-    if "error" in severities:
-        return 2
-    if fail_on == "warning" and "warning" in severities:
-        return 4
-    return 0
+    """cfn-lint's exit code: 2 (errors), 4 (warnings) and 8 (informational) OR-ed together, for every
+    severity at or above ``fail_on`` that was found; 0 when none was, or when ``fail_on`` is "none"."""
+    if fail_on not in FAIL_ON_LEVELS:
+        raise ValueError(f"fail_on must be one of {', '.join(FAIL_ON_LEVELS)}, not {fail_on!r}")
+    counted = FAIL_ON_LEVELS[: FAIL_ON_LEVELS.index(fail_on) + 1] if fail_on != "none" else ()
+    code = 0
+    for problem in problems:
+        if problem.severity in counted:
+            code |= SEVERITY_EXIT_BITS[problem.severity]
+    return code

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
-import base64
-import html
 import itertools
 import json
 from pathlib import Path
 from typing import Any
 
-from orderbatch.bench.report import figure_png
 from orderbatch.plan.results import PlanResult
+from orderbatch.reports import (
+    Bars,
+    BarsPanel,
+    Cell,
+    Chart,
+    Column,
+    Line,
+    Mark,
+    Notes,
+    Page,
+    Reference,
+    Section,
+    Table,
+    TimePanel,
+    comparison_chart,
+    timeline_chart,
+)
 
 TABLE_COLUMNS = (
     ("setting", 26),
@@ -134,73 +148,149 @@ def write_json(doc: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(doc, indent=2))
 
 
-def render_plot(result: PlanResult) -> bytes:
-    """PNG: running calls (and the neighbour) against the quota, 429s per second, orders finished."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    points = result.timeline
-    quota = result.settings.account_concurrency
-    times = [point.time_seconds for point in points]
-    fig, (running, throttled, finished) = pyplot.subplots(3, 1, figsize=(8, 7), sharex=True)
-    try:
-        ours = [point.running_calls for point in points]
-        account = [point.running_calls + point.neighbour_slots for point in points]
-        running.step(times, account, where="post", label="account (with the neighbour)", color="#1f77b4")
-        running.step(times, ours, where="post", label="this plan's calls", color="#2ca02c")
-        running.axhline(quota, color="#d62728", linestyle="--", label=f"quota {quota}")
-        running.set_ylabel("concurrent executions")
-        running.set_ylim(0, max(quota, max(account, default=0)) * 1.25 + 1)
-        running.legend(loc="upper right", fontsize=8)
-        running.set_title(
-            f"{result.label or result.workflow.map_state}: makespan {result.makespan_seconds:,.1f} s, "
-            f"bound {result.bound_seconds:,.1f} s"
-        )
-        rates = [0.0]
-        for before, after in itertools.pairwise(points):
-            span = after.time_seconds - before.time_seconds
-            rates.append((after.throttles - before.throttles) / span if span > 0 else 0.0)
-        throttled.step(times, rates, where="pre", color="#d62728")
-        throttled.set_ylabel("429s per second")
-        finished.plot(times, [point.orders_finished for point in points], color="#9467bd")
-        finished.axhline(result.orders, color="grey", linestyle=":")
-        finished.axvline(result.bound_seconds, color="#d62728", linestyle="--", label="lower bound")
-        finished.set_ylabel("orders finished")
-        finished.set_xlabel("virtual seconds since the batches started")
-        finished.legend(loc="lower right", fontsize=8)
-        return figure_png(fig)
-    finally:
-        pyplot.close(fig)
+SUMMARY_COLUMNS = (
+    Column("setting", numeric=False),
+    Column("makespan s", explanation="virtual seconds from the first order to the last"),
+    Column("bound s", explanation="max(N.k.d / C, k.d): no setting finishes sooner"),
+    Column("ratio", explanation="makespan / bound"),
+    Column("failed", explanation="orders whose tasks ran out of retries (then compensated)"),
+    Column("429 / ord", explanation="throttled calls per order"),
+    Column("retry / ord", explanation="retries per order (429s and timeouts)"),
+    Column("trans / ord", explanation="billed state transitions per order"),
+    Column("GB-s / ord", explanation="Lambda GB-seconds per order"),
+    Column("WRU / ord", explanation="DynamoDB write units per order"),
+    Column("$/M std", explanation="modelled dollars per million orders, Standard workflow"),
+    Column("$/M expr", explanation="modelled dollars per million orders, Express children"),
+    Column("every order succeeded", numeric=False, explanation="target: no order failed after its retries"),
+)
 
 
-def write_html(results: list[PlanResult], path: Path, best: tuple[PlanResult, str] | None = None) -> None:
-    """One self-contained file: the table, each run's summary and its plot inline as base64 PNG."""
-    sections = []
+def _title(result: PlanResult) -> str:
+    return result.label or f"{result.workflow.state_machine} '{result.workflow.map_state}'"
+
+
+def summary_table(results: list[PlanResult], best: tuple[PlanResult, str] | None) -> Table:
+    rows: list[list[Cell]] = []
     for result in results:
-        png = base64.b64encode(render_plot(result)).decode()
-        title = result.label or f"{result.workflow.state_machine} '{result.workflow.map_state}'"
-        sections.append(
-            f"<section><h2>{html.escape(title)}</h2><pre>{html.escape(format_summary(result))}</pre>"
-            f'<img alt="concurrency against the quota, {html.escape(title)}" '
-            f'src="data:image/png;base64,{png}"></section>'
-        )
-    verdict = f"<p><b>Best:</b> {html.escape(best[1])}</p>" if best is not None else ""
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>orderbatch plan</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}}
-pre{{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px;white-space:pre-wrap}}
-img{{max-width:100%}}</style>
-</head><body>
-<h1>orderbatch plan</h1>
-<p>A virtual-time simulation of the template on AWS's quotas (docs/plan.md says what is modelled).</p>
-<pre>{html.escape(format_table(results))}
+        cells: list[Cell] = [None if cell == "-" else cell for cell in _cells(result)]
+        if best is not None and result is best[0]:
+            cells[0] = f"{cells[0]} (best)"
+        failed = result.failed_orders
+        rows.append([*cells, Mark(failed == 0, "" if failed == 0 else f"{failed:,} failed")])
+    first = results[0].settings
+    return Table(
+        SUMMARY_COLUMNS,
+        rows,
+        caption=f"Summary: {first.batches} batch(es) x {first.orders:,} orders, account quota "
+        f"{first.account_concurrency:,}",
+        element_id="summary",
+        wide=True,
+    )
 
-{html.escape(TABLE_LEGEND)}</pre>
-{verdict}
-{"".join(sections)}
-</body></html>
-"""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page)
+
+def comparison(results: list[PlanResult]) -> Chart:
+    """Every setting side by side: makespan against the bound, 429s per order, cost per million orders."""
+    ratios = ["" if r.bound_ratio is None else f"{r.bound_ratio:.2f} x the bound" for r in results]
+    return comparison_chart(
+        [_title(result) for result in results],
+        [
+            BarsPanel(
+                "Makespan against the bound",
+                [
+                    Bars("makespan", [r.makespan_seconds for r in results], "{:,.1f} s", ratios),
+                    Bars("bound", [r.bound_seconds for r in results], "{:,.1f} s"),
+                ],
+                axis_title="virtual seconds",
+            ),
+            BarsPanel(
+                "429s per order",
+                [Bars("429s per order", [r.throttles_per_order for r in results], "{:,.3f}")],
+                axis_title="throttled calls per order",
+            ),
+            BarsPanel(
+                "Cost per million orders",
+                [
+                    Bars(
+                        "cost, Standard",
+                        [r.cost_per_million_orders["total_standard"] for r in results],
+                        "${:,.0f}",
+                    ),
+                    Bars(
+                        "cost, Express children",
+                        [r.cost_per_million_orders["total_express_children"] for r in results],
+                        "${:,.0f}",
+                    ),
+                ],
+                axis_title="dollars (modelled)",
+            ),
+        ],
+        title="Every setting: makespan against the bound, 429s per order, cost per million orders",
+        element_id="setting-comparison",
+    )
+
+
+def timeline(result: PlanResult, element_id: str) -> Chart:
+    """Running calls (and the neighbour) against the quota, 429s per second, orders finished."""
+    points = result.timeline
+    times = [point.time_seconds for point in points]
+    rates = [0.0]
+    for before, after in itertools.pairwise(points):
+        span = after.time_seconds - before.time_seconds
+        rates.append((after.throttles - before.throttles) / span if span > 0 else 0.0)
+    quota = result.settings.account_concurrency
+    return timeline_chart(
+        [
+            TimePanel(
+                "concurrent executions",
+                [
+                    Line(
+                        "account (with the neighbour)",
+                        times,
+                        [point.running_calls + point.neighbour_slots for point in points],
+                        step=True,
+                    ),
+                    Line("this plan's calls", times, [point.running_calls for point in points], step=True),
+                ],
+                references=[Reference(quota, f"quota {quota:,}")],
+            ),
+            TimePanel("429s per second", [Line("429s per second", times, rates, number_format=",.1f")]),
+            TimePanel(
+                "orders finished",
+                [Line("orders finished", times, [point.orders_finished for point in points])],
+                references=[
+                    Reference(result.orders, "orders in the plan"),
+                    Reference(result.bound_seconds, "lower bound", vertical=True),
+                ],
+            ),
+        ],
+        title=f"{_title(result)}: makespan {result.makespan_seconds:,.1f} s, "
+        f"bound {result.bound_seconds:,.1f} s",
+        x_title="virtual seconds since the batches started",
+        element_id=element_id,
+    )
+
+
+def report_page(results: list[PlanResult], best: tuple[PlanResult, str] | None = None) -> Page:
+    """The summary table first, every setting compared when there are several, then each run."""
+    page = Page(
+        "orderbatch plan",
+        subtitle="A virtual-time simulation of the template on AWS's quotas "
+        "(docs/plan.md says what is modelled).",
+    )
+    page.add(summary_table(results, best))
+    if best is not None:
+        page.add(Notes([f"Best: {best[1]}"], bullets=False))
+    if len(results) > 1:
+        page.add(comparison(results))
+    page.add(Notes([TABLE_LEGEND], bullets=False))
+    for index, result in enumerate(results):
+        section = Section(_title(result), element_id=f"run-{index}")
+        section.add(Notes(format_summary(result).splitlines()))
+        section.add(timeline(result, f"timeline-{index}"))
+        page.add(section)
+    return page
+
+
+def write_html(results: list[PlanResult], path: Path, best: tuple[PlanResult, str] | None = None) -> Path:
+    """One self-contained file: tables, notes and interactive charts (plotly.js inline, once)."""
+    return report_page(results, best).write(path)

@@ -131,14 +131,14 @@ def resolve(path: str) -> Any:
     raise LookupError(f"no module {parts[0]}")
 
 
-def recorded() -> tuple[str, dict[str, Fingerprint]]:
-    data = json.loads(RECORD_PATH.read_text())
+def recorded(record_path: Path = RECORD_PATH) -> tuple[str, dict[str, Fingerprint]]:
+    data = json.loads(record_path.read_text())
     return data["moto"], {path: Fingerprint(**entry) for path, entry in data["targets"].items()}
 
 
-def check() -> list[Change]:
+def check(record_path: Path = RECORD_PATH) -> list[Change]:
     """What differs between the recorded fingerprints and the installed moto, one change per target."""
-    _, expected = recorded()
+    _, expected = recorded(record_path)
     changes: list[Change] = []
     for path, was in expected.items():
         try:

@@ -22,7 +22,9 @@ class EngineRecords(Generic[RecordT]):
     def __init__(self, new_record: Callable[[], RecordT]) -> None:
         self._new_record = new_record
         self._records: dict[int, tuple[weakref.ref[Any], RecordT]] = {}
-        self._lock = threading.Lock()
+        # Reentrant: a garbage collection started by an allocation made under the lock runs the weakref
+        # callbacks of objects it frees, which take the lock again in the same thread.
+        self._lock = threading.RLock()
 
     def of(self, moto_object: object) -> RecordT:
         """The object's record, made on first use."""

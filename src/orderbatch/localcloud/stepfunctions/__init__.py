@@ -51,7 +51,7 @@ from orderbatch.localcloud.stepfunctions import (
     sync_tracking,
     task_clients,
     task_tokens,
-    test_state,
+    teststate,
     wait_state,
     worker_threads,
 )
@@ -121,7 +121,7 @@ _CONCERN_MODULES: tuple[Any, ...] = (
     redrive,
     express,
     mock_config,
-    test_state,
+    teststate,
     context_object,
     wait_state,
     service_tasks,

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from orderbatch.localcloud.moto_seam import hooks
 
-def patch() -> None:
-    from moto.stepfunctions.parser.asl.component.common.assign.assign_template_value_terminal import (
-        AssignTemplateValueTerminalLit,
-    )
-    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import AssignTemplateValueTerminalLit, Preprocessor
 
     def visit_string_literal(self: Any, ctx: Any) -> Any:
         source = ctx.string_literal().getText()
@@ -25,4 +24,9 @@ def patch() -> None:
             value = self._inner_string_of(ctx.string_literal())
         return AssignTemplateValueTerminalLit(value=value)
 
-    Preprocessor.visitAssign_template_value_terminal_string_literal = visit_string_literal  # type: ignore[method-assign]
+    hooks.replace(
+        Preprocessor,
+        "visitAssign_template_value_terminal_string_literal",
+        visit_string_literal,
+        concern="assign_literals",
+    )

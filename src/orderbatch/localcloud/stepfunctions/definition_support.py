@@ -32,11 +32,12 @@ The rules, each general (by construct, never by application):
 from __future__ import annotations
 
 import json
-import threading
-import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from orderbatch.localcloud.moto_seam import hooks
+from orderbatch.localcloud.moto_seam.records import EngineRecords
 
 KEYWORD_LOOKALIKES = frozenset({"JSONata", "JSONPath", "ErrorPath", "CausePath"})
 AWS_ERROR_NAMES_MISSING_FROM_GRAMMAR = frozenset({"States.Http.Socket"})
@@ -435,36 +436,39 @@ def _json(value: Any) -> str:
 
 # --- Binding what was kept to moto's components ----------------------------------------------------------
 
-_support_of_map: weakref.WeakKeyDictionary[Any, MapSupport] = weakref.WeakKeyDictionary()
-_support_lock = threading.Lock()
+
+@dataclass
+class _BoundSupport:
+    support: MapSupport | None = None
+
+
+_bound_support: EngineRecords[_BoundSupport] = EngineRecords(_BoundSupport)
 
 
 def support_of(component: Any) -> MapSupport | None:
     """What was taken out of the definition of the Map state this component belongs to (the state itself,
     its ItemReader or its iteration component); None for a component of no Map."""
-    with _support_lock:
-        return _support_of_map.get(component)
+    bound = _bound_support.get(component)
+    return bound.support if bound is not None else None
 
 
 def _bind(program: Any, prepared: PreparedDefinition) -> None:
     if not prepared.maps:
         return
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.state_map import StateMap
+    from orderbatch.localcloud.moto_seam.stepfunctions import StateMap
 
     by_name = prepared.support_by_state_name()
     for component in _components(program):
         if isinstance(component, StateMap) and component.name in by_name:
             support = by_name[component.name]
-            parts = (component, component.item_reader, component.iteration_component)
-            with _support_lock:
-                for part in parts:
-                    if part is not None:
-                        _support_of_map[part] = support
+            for part in (component, component.item_reader, component.iteration_component):
+                if part is not None:
+                    _bound_support.of(part).support = support
 
 
 def _components(root: Any) -> Iterator[Any]:
     """Every moto component reachable from ``root`` (its attributes, lists and dicts), each once."""
-    from moto.stepfunctions.parser.asl.component.component import Component
+    from orderbatch.localcloud.moto_seam.stepfunctions import Component
 
     seen: set[int] = set()
     pending = [root]
@@ -482,50 +486,46 @@ def _components(root: Any) -> Iterator[Any]:
             pending.extend(item.values())
 
 
-# --- Patches into moto ---------------------------------------------------------------------------------
+# --- Hooks into moto -----------------------------------------------------------------------------------
 
 
-def patch() -> None:
+def register_hooks() -> None:
     _prepare_before_parsing()
     _decode_escapes_in_literal_strings()
     _accept_aws_error_names()
 
 
 def _prepare_before_parsing() -> None:
-    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
+    from orderbatch.localcloud.moto_seam.stepfunctions import AmazonStateLanguageParser, ASLParserException
 
-    original_parse = AmazonStateLanguageParser.parse
-
-    def parse(definition: str) -> tuple[Any, Any]:
+    # Every caller (CreateStateMachine's validation, the execution worker, the static analyser) calls
+    # this static method through the class.
+    @hooks.around(AmazonStateLanguageParser, "parse", concern="definition_support")
+    def parse(proceed: Callable[[str], tuple[Any, Any]], definition: str) -> tuple[Any, Any]:
         try:
             prepared = prepare_definition(definition)
         except DefinitionRefusedError as refused:
             raise ASLParserException(errors=[str(refused)]) from refused
-        program, tree = original_parse(prepared.text)
+        program, tree = proceed(prepared.text)
         _bind(program, prepared)
         return program, tree
-
-    # Every caller (CreateStateMachine's validation, the execution worker, the static analyser) calls
-    # the class attribute.
-    AmazonStateLanguageParser.parse = staticmethod(parse)  # type: ignore[method-assign]
 
 
 def _decode_escapes_in_literal_strings() -> None:
     """moto reads some strings (state names, Next, Assign literals, Comment, Label) without decoding their
     JSON escapes, which AWS decodes. Paths (JSONPath, context and variable paths) stay as moto reads them:
     AWS-recorded executions show their escapes reaching the path evaluation."""
-    from moto.stepfunctions.parser.asl.antlr.runtime.ASLParser import ASLParser
-    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+    from orderbatch.localcloud.moto_seam.stepfunctions import ASLParser, Preprocessor
 
     paths = (
         ASLParser.String_jsonpathContext,
         ASLParser.String_context_pathContext,
         ASLParser.String_variable_sampleContext,
     )
-    original = Preprocessor._inner_string_of
 
-    def inner_string_of(parser_rule_context: Any) -> str | None:
-        text = original(parser_rule_context)
+    @hooks.around(Preprocessor, "_inner_string_of", concern="definition_support")
+    def inner_string_of(proceed: Callable[[Any], str | None], parser_rule_context: Any) -> str | None:
+        text = proceed(parser_rule_context)
         if text is None or "\\" not in text or isinstance(parser_rule_context, paths):
             return text
         try:
@@ -534,19 +534,13 @@ def _decode_escapes_in_literal_strings() -> None:
             return text
         return decoded if isinstance(decoded, str) else text
 
-    Preprocessor._inner_string_of = staticmethod(inner_string_of)  # type: ignore[method-assign]
-
 
 def _accept_aws_error_names() -> None:
-    from moto.stepfunctions.parser.asl.component.common.error_name import custom_error_name
-    from moto.stepfunctions.parser.asl.component.common.error_name.error_name import ErrorName
+    from orderbatch.localcloud.moto_seam.stepfunctions import CustomErrorName, ErrorName
 
-    original_init = custom_error_name.CustomErrorName.__init__
-
-    def init(self: Any, error_name: str | None) -> None:
+    @hooks.around(CustomErrorName, "__init__", concern="definition_support")
+    def init(proceed: Callable[[Any, str | None], None], self: Any, error_name: str | None) -> None:
         if error_name in AWS_ERROR_NAMES_MISSING_FROM_GRAMMAR:
             ErrorName.__init__(self, error_name=error_name)
             return
-        original_init(self, error_name)
-
-    custom_error_name.CustomErrorName.__init__ = init  # type: ignore[method-assign]
+        proceed(self, error_name)

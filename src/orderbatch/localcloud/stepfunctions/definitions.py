@@ -11,32 +11,42 @@ moto has no ValidateStateMachineDefinition to patch.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
-from moto.core.exceptions import AWSError
-
+from orderbatch.localcloud.moto_seam import hooks
 from orderbatch.state_names import duplicate_state_names, invalid_definition_message
 
 
-class InvalidDefinitionError(AWSError):
-    """Step Functions' InvalidDefinition answer."""
+@functools.cache
+def _invalid_definition_error() -> type[Exception]:
+    """Step Functions' InvalidDefinition answer, a class made on first use (importing imports no moto)."""
+    from orderbatch.localcloud.moto_seam.stepfunctions import AWSError
 
-    TYPE = "InvalidDefinition"
-    STATUS = 400
+    class InvalidDefinitionError(AWSError):
+        TYPE = "InvalidDefinition"
+        STATUS = 400
+
+    return InvalidDefinitionError
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.api import InvalidDefinition as MotoInvalidDefinition
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+def invalid_definition(message: str) -> Exception:
+    return _invalid_definition_error()(message)
 
-    original = StepFunctionsParserBackend._validate_definition
 
-    def validate_definition(definition: str) -> None:
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import InvalidDefinition as MotoInvalidDefinition
+    from orderbatch.localcloud.moto_seam.stepfunctions import StepFunctionsParserBackend
+
+    # Both CreateStateMachine and UpdateStateMachine call this static method.
+    @hooks.around(StepFunctionsParserBackend, "_validate_definition", concern="definitions")
+    def validate_definition(proceed: Callable[..., None], definition: str) -> None:
         try:
-            original(definition=definition)
+            proceed(definition=definition)
         except MotoInvalidDefinition as refused:
-            raise InvalidDefinitionError(str(refused.message)) from refused
+            raise invalid_definition(str(refused.message)) from refused
         try:
             parsed: Any = json.loads(definition)
         except ValueError:
@@ -44,7 +54,4 @@ def patch() -> None:
         if isinstance(parsed, dict):
             duplicates = duplicate_state_names(parsed)
             if duplicates:
-                raise InvalidDefinitionError(invalid_definition_message(duplicates))
-
-    # Both CreateStateMachine and UpdateStateMachine call this static method.
-    StepFunctionsParserBackend._validate_definition = staticmethod(validate_definition)  # type: ignore[method-assign]
+                raise invalid_definition(invalid_definition_message(duplicates))

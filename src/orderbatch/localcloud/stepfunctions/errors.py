@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import inspect
 
+from orderbatch.localcloud.moto_seam import hooks
 
-def patch() -> None:
-    from moto.core.exceptions import AWSError
-    from moto.stepfunctions.parser import api
+
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import AWSError, api
 
     for _, error_class in inspect.getmembers(api, inspect.isclass):
         code = error_class.__dict__.get("code")
         if issubclass(error_class, AWSError) and error_class.TYPE is None and isinstance(code, str):
-            error_class.TYPE = code
+            hooks.replace(error_class, "TYPE", code, concern="errors")

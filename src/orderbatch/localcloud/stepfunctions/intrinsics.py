@@ -26,8 +26,11 @@ import copy
 import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from orderbatch.localcloud.moto_seam import hooks
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _FUNCTION_NAME = re.compile(r"States\.([A-Za-z0-9]+)")
@@ -72,15 +75,11 @@ class _Reader:
 
 
 def _read_function(reader: _Reader) -> Any:
-    from moto.stepfunctions.parser.asl.component.intrinsic.argument.argument import ArgumentList
-    from moto.stepfunctions.parser.asl.component.intrinsic.function.statesfunction.factory import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        ArgumentList,
         StatesFunctionFactory,
-    )
-    from moto.stepfunctions.parser.asl.component.intrinsic.functionname.state_function_name_types import (
-        StatesFunctionNameType,
-    )
-    from moto.stepfunctions.parser.asl.component.intrinsic.functionname.states_function_name import (
         StatesFunctionName,
+        StatesFunctionNameType,
     )
 
     reader.skip_spaces()
@@ -110,7 +109,7 @@ def _read_function(reader: _Reader) -> Any:
 
 
 def _read_argument(reader: _Reader) -> Any:
-    from moto.stepfunctions.parser.asl.component.intrinsic.argument.argument import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
         ArgumentContextPath,
         ArgumentFunction,
         ArgumentJsonPath,
@@ -220,13 +219,12 @@ class _MotoClasses:
 @functools.cache
 def _moto_classes() -> _MotoClasses:
     """moto's argument components extended for this module (built on first use: importing imports no moto)."""
-    from moto.stepfunctions.parser.asl.component.intrinsic.argument.argument import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
         ArgumentJsonPath,
         ArgumentList,
         ArgumentLiteral,
+        NoSuchVariable,
     )
-    from moto.stepfunctions.parser.asl.eval.variable_store import NoSuchVariable
-
     from orderbatch.localcloud.stepfunctions.jsonpath import extract_json
 
     class TemplateLiteral(ArgumentLiteral):
@@ -364,7 +362,7 @@ def json_identity(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def patch() -> None:
+def register_hooks() -> None:
     _read_invocations_with_this_module()
     _format_with_templates()
     _compare_array_items_as_json()
@@ -372,10 +370,7 @@ def patch() -> None:
 
 
 def _read_invocations_with_this_module() -> None:
-    from moto.stepfunctions.parser.asl.component.common.string.string_expression import (
-        StringIntrinsicFunction,
-    )
-    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+    from orderbatch.localcloud.moto_seam.stepfunctions import Preprocessor, StringIntrinsicFunction
 
     def visit_intrinsic_function(self: Any, ctx: Any) -> Any:
         derivation = ctx.STRINGINTRINSICFUNC().getText()[1:-1]
@@ -383,15 +378,13 @@ def _read_invocations_with_this_module() -> None:
             intrinsic_function_derivation=derivation, function=parse_invocation(derivation)
         )
 
-    Preprocessor.visitString_intrinsic_function = visit_intrinsic_function  # type: ignore[method-assign]
+    hooks.replace(
+        Preprocessor, "visitString_intrinsic_function", visit_intrinsic_function, concern="intrinsics"
+    )
 
 
 def _format_with_templates() -> None:
-    from moto.stepfunctions.parser.asl.component.intrinsic.function.statesfunction.generic import (
-        string_format,
-    )
-
-    format_function = string_format.StringFormat
+    from orderbatch.localcloud.moto_seam.stepfunctions import StringFormat
 
     def evaluate_format(self: Any, env: Any) -> None:
         self.argument_list.eval(env=env)
@@ -405,17 +398,14 @@ def _format_with_templates() -> None:
                     f"The template of States.Format must be a string, but was {_kind(values[0])}"
                 )
             template = FormatTemplate(tuple(values[0].split("{}")))
-        env.stack.append(_format(template, values[1:], format_function._to_str_repr))
+        env.stack.append(_format(template, values[1:], StringFormat._to_str_repr))
 
-    format_function._eval_body = evaluate_format  # type: ignore[method-assign]
+    hooks.replace(StringFormat, "_eval_body", evaluate_format, concern="intrinsics")
 
 
 def _compare_array_items_as_json() -> None:
     """ArrayUnique and ArrayContains compare JSON values; moto's Python equality took true for 1."""
-    from moto.stepfunctions.parser.asl.component.intrinsic.function.statesfunction.array import (
-        array_contains,
-        array_unique,
-    )
+    from orderbatch.localcloud.moto_seam.stepfunctions import ArrayContains, ArrayUnique
 
     def unique(self: Any, env: Any) -> None:
         self.argument_list.eval(env=env)
@@ -431,32 +421,25 @@ def _compare_array_items_as_json() -> None:
         wanted = json_identity(value)
         env.stack.append(any(json_identity(item) == wanted for item in array))
 
-    array_unique.ArrayUnique._eval_body = unique  # type: ignore[method-assign]
-    array_contains.ArrayContains._eval_body = contains  # type: ignore[method-assign]
+    hooks.replace(ArrayUnique, "_eval_body", unique, concern="intrinsics")
+    hooks.replace(ArrayContains, "_eval_body", contains, concern="intrinsics")
 
 
 def _fail_intrinsics_as_states_runtime() -> None:
-    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
         FailureEvent,
         FailureEventException,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        HistoryEventType,
         StatesErrorName,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
         StatesErrorNameType,
-    )
-    from moto.stepfunctions.parser.asl.component.common.string.string_expression import (
         StringIntrinsicFunction,
+        TaskFailedEventDetails,
     )
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
-    original = StringIntrinsicFunction._eval_body
-
-    def evaluate(self: Any, env: Any) -> None:
+    @hooks.around(StringIntrinsicFunction, "_eval_body", concern="intrinsics")
+    def evaluate(proceed: Callable[[Any, Any], None], self: Any, env: Any) -> None:
         try:
-            original(self, env)
+            proceed(self, env)
         except (IntrinsicFunctionError, ValueError, TypeError, ArithmeticError) as failure:
             # moto's own checks raise Python errors; AWS reports every intrinsic error as States.Runtime.
             runtime = StatesErrorNameType.StatesRuntime
@@ -466,10 +449,11 @@ def _fail_intrinsics_as_states_runtime() -> None:
                     env=env,
                     error_name=StatesErrorName(typ=runtime),
                     event_type=HistoryEventType.TaskFailed,
-                    event_details=EventDetails(  # type: ignore[typeddict-item]
-                        taskFailedEventDetails=TaskFailedEventDetails(error=runtime.to_name(), cause=cause)
-                    ),
+                    event_details=_task_failed(TaskFailedEventDetails(error=runtime.to_name(), cause=cause)),
                 )
             ) from failure
 
-    StringIntrinsicFunction._eval_body = evaluate  # type: ignore[method-assign]
+
+def _task_failed(details: Any) -> Any:
+    """moto's EventDetails for a TaskFailed event (a TypedDict mypy would want complete)."""
+    return {"taskFailedEventDetails": details}

@@ -30,11 +30,15 @@ import random
 import threading
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from jsonata import Jsonata
 from jsonata.jexception import JException
 from jsonata.utils import Utils
+
+from orderbatch.localcloud.moto_seam import hooks
+from orderbatch.localcloud.moto_seam.records import EngineRecords
 
 # The largest integer a JSONata (IEEE double) number holds exactly; past it a whole float stays a float.
 _LARGEST_EXACT_INTEGER = 2**53
@@ -222,7 +226,7 @@ def to_json_value(value: Any) -> Any:
 
 def evaluate_composed_expression(expression: str) -> Any:
     """moto's entry point for expressions it builds as text (variable references in JSONPath states)."""
-    from moto.stepfunctions.parser.asl.jsonata.jsonata import JSONataException
+    from orderbatch.localcloud.moto_seam.stepfunctions import JSONataException
 
     try:
         return to_json_value(evaluate(expression))
@@ -256,17 +260,15 @@ def current_field() -> str:
 
 def _enter_field(component_class: Any, field_of: Callable[[Any], str]) -> None:
     """Evaluating a ``component_class`` component adds its field name to the current path for its span."""
-    evaluate_component = component_class.eval
 
-    def eval_in_field(self: Any, env: Any) -> None:
+    @hooks.around(component_class, "eval", concern="jsonata")
+    def eval_in_field(proceed: Callable[[Any, Any], None], self: Any, env: Any) -> None:
         path = _field_path()
         path.append(field_of(self))
         try:
-            evaluate_component(self, env)
+            proceed(self, env)
         finally:
             path.pop()
-
-    component_class.eval = eval_in_field
 
 
 def _always(name: str) -> Callable[[Any], str]:
@@ -274,33 +276,25 @@ def _always(name: str) -> Callable[[Any], str]:
 
 
 def _track_fields() -> None:
-    from moto.stepfunctions.parser.asl.component.common.assign.assign_decl import AssignDecl
-    from moto.stepfunctions.parser.asl.component.common.assign.assign_template_binding import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        Arguments,
+        AssignDecl,
         AssignTemplateBinding,
-    )
-    from moto.stepfunctions.parser.asl.component.common.jsonata.jsonata_template_binding import (
-        JSONataTemplateBinding,
-    )
-    from moto.stepfunctions.parser.asl.component.common.outputdecl import Output
-    from moto.stepfunctions.parser.asl.component.common.parargs import Arguments
-    from moto.stepfunctions.parser.asl.component.common.timeouts.heartbeat import HeartbeatSecondsJSONata
-    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSecondsJSONata
-    from moto.stepfunctions.parser.asl.component.state.choice.comparison.comparison import (
+        Cause,
         ConditionStringJSONata,
-    )
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_selector import ItemSelector
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.items.items import Items
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.max_concurrency import (
+        Error,
+        HeartbeatSecondsJSONata,
+        Items,
+        ItemSelector,
+        JSONataTemplateBinding,
         MaxConcurrencyJSONata,
-    )
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.tolerated_failure import (
+        Output,
+        SecondsJSONata,
+        TimeoutSecondsJSONata,
+        Timestamp,
         ToleratedFailureCountStringJSONata,
         ToleratedFailurePercentageStringJSONata,
     )
-    from moto.stepfunctions.parser.asl.component.state.fail.cause_decl import Cause
-    from moto.stepfunctions.parser.asl.component.state.fail.error_decl import Error
-    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.seconds import SecondsJSONata
-    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import Timestamp
 
     fixed_names: dict[Any, str] = {
         Output: "Output",
@@ -347,13 +341,12 @@ def fail_query_evaluation(env: Any, message: str, field: str) -> NoReturn:
     failure event with the details as raised (its Map and the execution's failure add the same prefix,
     which ``_decorated_once`` keeps from doubling).
     """
-    from moto.stepfunctions.parser.api import EvaluationFailedEventDetails, HistoryEventType
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        EvaluationFailedEventDetails,
         FailureEvent,
         FailureEventException,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        HistoryEventType,
+        StatesErrorName,
         StatesErrorNameType,
     )
 
@@ -403,11 +396,18 @@ def _error_text(error: JException) -> str:
 
 
 # ----------------------------------------------------------------------------------------- variables
+@dataclass
+class _PendingAssignments:
+    """A state's Assign, evaluated but not yet set: it is set as the state exits."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+_pending: EngineRecords[_PendingAssignments] = EngineRecords(_PendingAssignments)
+
+
 def _pending_assignments(store: Any) -> dict[str, Any]:
-    pending: dict[str, Any] | None = store.__dict__.get("_assigned_on_exit")
-    if pending is None:
-        pending = store.__dict__["_assigned_on_exit"] = {}
-    return pending
+    return _pending.of(store).values
 
 
 def _assign_on_exit(self: Any, env: Any) -> None:
@@ -425,12 +425,13 @@ def _assign_on_exit(self: Any, env: Any) -> None:
 
 def _assigned_variables(self: Any) -> dict[str, str]:
     """Called as the state exits: set its assignments, then list them for the history as JSON text."""
-    from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
+    from orderbatch.localcloud.moto_seam.stepfunctions import to_json_str
 
-    pending = _pending_assignments(self)
-    for identifier, value in pending.items():
-        self.set(variable_identifier=identifier, variable_value=value)
-    pending.clear()
+    pending = _pending.get(self)
+    if pending is not None:
+        for identifier, value in pending.values.items():
+            self.set(variable_identifier=identifier, variable_value=value)
+        _pending.forget(self)
     # Strings too are JSON text (moto quoted them without escaping).
     return {
         identifier: to_json_str(self.get(identifier), separators=(",", ":"))
@@ -444,43 +445,35 @@ def _event_details(evaluation_failed: Any) -> Any:
     return {"evaluationFailedEventDetails": evaluation_failed}
 
 
-def _decorated_once(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def _details_decorated_once(proceed: Callable[[Any], Any], self: Any) -> Any:
     """A FailureEventException details method that leaves an already decorated cause as it is."""
-
-    def details_decorated_once(self: Any) -> Any:
-        details = method(self)
-        raised = next(iter((self.failure_event.event_details or {}).values()), None)
-        raised_cause = raised.get("cause") if isinstance(raised, dict) else None
-        if details and isinstance(raised_cause, str) and raised_cause.startswith(_CAUSE_PREFIX):
-            details["cause"] = raised_cause
-        return details
-
-    return details_decorated_once
+    details = proceed(self)
+    raised = next(iter((self.failure_event.event_details or {}).values()), None)
+    raised_cause = raised.get("cause") if isinstance(raised, dict) else None
+    if details and isinstance(raised_cause, str) and raised_cause.startswith(_CAUSE_PREFIX):
+        details["cause"] = raised_cause
+    return details
 
 
-def _recording_evaluation_failures(method: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+def _recording_evaluation_failures(proceed: Callable[[Any, Any], None], self: Any, env: Any) -> None:
     """A state method that records an EvaluationFailed event for the failure it raises, as AWS does.
 
     For the fields moto evaluates where nobody records the failure: every field of Pass, Choice, Wait,
     Succeed and Fail, and the Output of Task, Map and Parallel (their other fields are recorded by their
     own error handling).
     """
-    from moto.stepfunctions.parser.api import HistoryEventType
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEventException
+    from orderbatch.localcloud.moto_seam.stepfunctions import FailureEventException, HistoryEventType
 
-    def recording(self: Any, env: Any) -> None:
-        try:
-            method(self, env)
-        except FailureEventException as failure:
-            if failure.failure_event.event_type == HistoryEventType.EvaluationFailed:
-                env.event_manager.add_event(
-                    context=env.event_history_context,
-                    event_type=HistoryEventType.EvaluationFailed,
-                    event_details=_event_details(failure.get_evaluation_failed_event_details()),
-                )
-            raise
-
-    return recording
+    try:
+        proceed(self, env)
+    except FailureEventException as failure:
+        if failure.failure_event.event_type == HistoryEventType.EvaluationFailed:
+            env.event_manager.add_event(
+                context=env.event_history_context,
+                event_type=HistoryEventType.EvaluationFailed,
+                event_details=_event_details(failure.get_evaluation_failed_event_details()),
+            )
+        raise
 
 
 def _iteration_error_name(error_name: str) -> Any:
@@ -490,8 +483,7 @@ def _iteration_error_name(error_name: str) -> Any:
     a States.QueryEvaluationError (or any States.* error) inside an iteration became a States.Runtime about
     error names.
     """
-    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+    from orderbatch.localcloud.moto_seam.stepfunctions import CustomErrorName, StatesErrorName
 
     if error_name.startswith("States."):
         try:
@@ -502,39 +494,44 @@ def _iteration_error_name(error_name: str) -> Any:
 
 
 def _record_failures_in_history() -> None:
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEventException
-    from moto.stepfunctions.parser.asl.component.state.choice.state_choice import StateChoice
-    from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker
-    from moto.stepfunctions.parser.asl.component.state.fail.state_fail import StateFail
-    from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
-    from moto.stepfunctions.parser.asl.component.state.state_pass.state_pass import StatePass
-    from moto.stepfunctions.parser.asl.component.state.state_succeed.state_succeed import StateSucceed
-    from moto.stepfunctions.parser.asl.component.state.wait.state_wait import StateWait
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        ExecutionState,
+        FailureEventException,
+        StateChoice,
+        StateFail,
+        StatePass,
+        StateSucceed,
+        StateWait,
+        iteration_worker,
+    )
 
     for name in ("get_evaluation_failed_event_details", "get_execution_failed_event_details"):
-        setattr(FailureEventException, name, _decorated_once(getattr(FailureEventException, name)))
-    unrecorded: list[tuple[type, str, Callable[[Any, Any], None]]] = [
-        (state_class, "_eval_body", CommonStateField._eval_body)
-        for state_class in (StatePass, StateChoice, StateWait, StateSucceed, StateFail)
-    ]
-    unrecorded.append((ExecutionState, "_eval_state_output", ExecutionState._eval_state_output))
-    for owner, method_name, method in unrecorded:
-        setattr(owner, method_name, _recording_evaluation_failures(method))
-    setattr(iteration_worker, "CustomErrorName", _iteration_error_name)  # noqa: B010 - a class, replaced by a function
+        hooks.around(FailureEventException, name, concern="jsonata")(_details_decorated_once)
+    # moto's own CommonStateField._eval_body, listened to for these states only.
+    for state_class in (StatePass, StateChoice, StateWait, StateSucceed, StateFail):
+        hooks.around(state_class, "_eval_body", concern="jsonata")(_recording_evaluation_failures)
+    hooks.around(ExecutionState, "_eval_state_output", concern="jsonata")(_recording_evaluation_failures)
+    # A class there, replaced by a function that picks the class.
+    hooks.replace(iteration_worker, "CustomErrorName", _iteration_error_name, concern="jsonata")
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.asl.component.common.assign import assign_decl
-    from moto.stepfunctions.parser.asl.component.common.string import string_expression
-    from moto.stepfunctions.parser.asl.eval import states, variable_store
-    from moto.stepfunctions.parser.asl.jsonata import jsonata as moto_jsonata
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        AssignDecl,
+        StringJSONata,
+        VariableStore,
+        jsonata,
+        states,
+        variable_store,
+    )
 
-    moto_jsonata._eval_jsonata = evaluate_composed_expression
-    for module in (moto_jsonata, states, variable_store):
-        module.encode_jsonata_variable_declarations = encode_variable_declarations  # type: ignore[attr-defined]
-    string_expression.StringJSONata._eval_body = evaluate_in_state  # type: ignore[method-assign]
-    variable_store.VariableStore.get_assigned_variables = _assigned_variables  # type: ignore[method-assign]
-    assign_decl.AssignDecl._eval_body = _assign_on_exit  # type: ignore[method-assign]
+    hooks.replace(jsonata, "_eval_jsonata", evaluate_composed_expression, concern="jsonata")
+    for module in (jsonata, states, variable_store):
+        hooks.replace(
+            module, "encode_jsonata_variable_declarations", encode_variable_declarations, concern="jsonata"
+        )
+    hooks.replace(StringJSONata, "_eval_body", evaluate_in_state, concern="jsonata")
+    hooks.replace(VariableStore, "get_assigned_variables", _assigned_variables, concern="jsonata")
+    hooks.replace(AssignDecl, "_eval_body", _assign_on_exit, concern="jsonata")
     _track_fields()
     _record_failures_in_history()

@@ -9,16 +9,16 @@ cases running at once on a loaded machine).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from orderbatch.localcloud.moto_seam import hooks
 
-def patch() -> None:
-    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 
-    original_init = Preprocessor.__init__
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import Preprocessor
 
-    def init_with_own_scopes(self: Any, *args: Any, **kwargs: Any) -> None:
-        original_init(self, *args, **kwargs)
+    @hooks.around(Preprocessor, "__init__", concern="preprocessor_scopes")
+    def init_with_own_scopes(proceed: Callable[..., None], self: Any, *args: Any, **kwargs: Any) -> None:
+        proceed(self, *args, **kwargs)
         self._query_language_per_scope = []
-
-    Preprocessor.__init__ = init_with_own_scopes  # type: ignore[method-assign]

@@ -9,30 +9,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from orderbatch.localcloud.moto_seam import hooks
 
 LONGEST_DELAY_SECONDS = 2**31 - 1
 DELAY_TOO_LONG = "Wait state delay is too long."
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        ExecutionFailedEventDetails,
         FailureEvent,
         FailureEventException,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        HistoryEventType,
         StatesErrorName,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
         StatesErrorNameType,
+        WaitFunction,
     )
-    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
-    original_wait = WaitFunction._wait_interval
-
-    def wait_within_aws_limit(self: Any, env: Any, wait_seconds: int) -> None:
+    @hooks.around(WaitFunction, "_wait_interval", concern="wait_state")
+    def wait_within_aws_limit(proceed: Callable[..., None], self: Any, env: Any, wait_seconds: int) -> None:
         if wait_seconds > LONGEST_DELAY_SECONDS:
             runtime_error = StatesErrorNameType.StatesRuntime
             raise FailureEventException(
@@ -40,28 +38,27 @@ def patch() -> None:
                     env=env,
                     error_name=StatesErrorName(typ=runtime_error),
                     event_type=HistoryEventType.ExecutionFailed,
-                    event_details=EventDetails(  # type: ignore[typeddict-item]
-                        executionFailedEventDetails=ExecutionFailedEventDetails(
-                            error=runtime_error.to_name(), cause=DELAY_TOO_LONG
-                        )
+                    event_details=_execution_failed(
+                        ExecutionFailedEventDetails(error=runtime_error.to_name(), cause=DELAY_TOO_LONG)
                     ),
                 )
             )
-        original_wait(self, env, wait_seconds)
+        proceed(self, env, wait_seconds)
 
-    WaitFunction._wait_interval = wait_within_aws_limit  # type: ignore[method-assign]
     _jsonata_timestamps_fail_as_query_errors()
 
 
-def _jsonata_timestamps_fail_as_query_errors() -> None:
-    from moto.stepfunctions.parser.asl.component.common.string.string_expression import StringJSONata
-    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import Timestamp
+def _execution_failed(details: Any) -> Any:
+    """moto's EventDetails for an ExecutionFailed event (a TypedDict mypy would want complete)."""
+    return {"executionFailedEventDetails": details}
 
+
+def _jsonata_timestamps_fail_as_query_errors() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import StringJSONata, Timestamp
     from orderbatch.localcloud.stepfunctions.jsonata import fail_query_evaluation
 
-    original = Timestamp._create_failure_event
-
-    def create_failure_event(self: Any, env: Any, timestamp_str: str) -> Any:
+    @hooks.around(Timestamp, "_create_failure_event", concern="wait_state")
+    def create_failure_event(proceed: Callable[..., Any], self: Any, env: Any, timestamp_str: str) -> Any:
         if isinstance(self.string, StringJSONata):
             fail_query_evaluation(
                 env,
@@ -69,6 +66,4 @@ def _jsonata_timestamps_fail_as_query_errors() -> None:
                 f"string: {timestamp_str}",
                 "Timestamp",
             )
-        return original(self, env, timestamp_str)
-
-    Timestamp._create_failure_event = create_failure_event  # type: ignore[method-assign]
+        return proceed(self, env, timestamp_str)
