@@ -117,6 +117,22 @@ class TestLambdaSqsIntegrationSample:
             "hybridPathExecution",
         }
 
+    def test_the_test_case_is_kept_beside_the_execution_not_on_it(self, executions: dict[str, Any]) -> None:
+        from orderbatch.localcloud.moto_seam.stepfunctions import stepfunctions_parser_backends
+        from orderbatch.localcloud.stepfunctions.mock_config import test_case_of
+
+        arn, _ = executions["happyPathExecution"]
+        execution = stepfunctions_parser_backends["123456789012"]["us-east-1"].describe_execution(arn)
+        run = test_case_of(execution)
+
+        assert [name for name in vars(execution) if name.startswith("orderbatch")] == []
+        assert run is not None
+        assert (run.test_case_name, run.invocations("LambdaState"), run.invocations("SQSState")) == (
+            "HappyPath",
+            1,
+            1,
+        )
+
     def test_happy_path(self, executions: dict[str, Any]) -> None:
         _, events = executions["happyPathExecution"]
         assert exited(events, "TaskStateExited", "LambdaState")

@@ -108,6 +108,35 @@ def test_an_inline_map_reruns_only_the_iterations_that_failed(cloud: LocalCloud,
     )
 
 
+def moto_execution(cloud: LocalCloud, arn: str) -> Any:
+    from orderbatch.localcloud.moto_seam.stepfunctions import stepfunctions_parser_backends
+
+    backend = stepfunctions_parser_backends[cloud.stack.account_id][cloud.stack.region]
+    return backend.describe_execution(arn)
+
+
+def engine_attributes(moto_object: Any) -> list[str]:
+    return [name for name in vars(moto_object) if name.startswith("orderbatch")]
+
+
+def test_redrive_keeps_its_records_beside_moto_objects_not_on_them(cloud: LocalCloud, sfn: Any) -> None:
+    from orderbatch.localcloud.stepfunctions import redrive
+
+    arn = start(sfn, cloud, "inline-map", "records-1", {"items": [{"fail": False}, {"fail": True}]})
+    assert wait_for_execution(sfn, arn, timeout=60, poll_seconds=0.2) == "FAILED"
+    sfn.redrive_execution(executionArn=arn)
+    assert wait_for_execution(sfn, arn, timeout=60, poll_seconds=0.2) == "SUCCEEDED"
+
+    execution = moto_execution(cloud, arn)
+    environment = execution.exec_worker.env
+    assert engine_attributes(execution) == []
+    assert engine_attributes(environment) == []
+    assert redrive.redrive_record(execution).count == 1
+    assert sfn.describe_execution(executionArn=arn)["redriveCount"] == 1
+    output = json.loads(sfn.describe_execution(executionArn=arn)["output"])
+    assert output == [{"index": 0, "attempt": 0}, {"index": 1, "attempt": 1}]
+
+
 def test_a_failed_state_after_the_map_reruns_alone(cloud: LocalCloud, sfn: Any) -> None:
     arn = start(sfn, cloud, "fails-after-map", "after-map-1", {"items": [1, 2, 3]})
     assert wait_for_execution(sfn, arn, timeout=60, poll_seconds=0.2) == "FAILED"
@@ -147,6 +176,8 @@ def test_a_stopped_distributed_map_redrives_its_map_run_for_the_unfinished_child
     assert [event["mapRunRedrivenEventDetails"] for event in redriven] == [
         {"mapRunArn": map_run_arn, "redriveCount": 1}
     ]
+    map_runs = moto_execution(cloud, arn).exec_worker.env.map_run_record_pool_manager.get_all()
+    assert [engine_attributes(record) for record in map_runs] == [[]]
 
 
 def test_redrive_refuses_what_aws_refuses_with_its_reasons(cloud: LocalCloud, sfn: Any) -> None:

@@ -67,11 +67,6 @@ def package_cycles(graph: dict[str, set[str]]) -> list[str]:
     return found
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="localcloud/iam.py, localcloud/stepfunctions/test_state.py and "
-    "localcloud/stepfunctions/jsonpath.py are over 700 lines; other changes split them",
-)
 def test_no_module_under_src_is_longer_than_the_limit() -> None:
     assert long_modules(SOURCE_ROOT, MAX_MODULE_LINES) == []
 

@@ -9,7 +9,65 @@ from __future__ import annotations
 
 # -- Executions, their lifecycle and their histories (redrive, histories, executions, express,
 #    mock_config, context_object, sync_tracking, task_tokens).
-
+# isort: split
+from moto.core.responses import EmptyResult as EmptyResult
+from moto.logs.exceptions import ResourceAlreadyExistsException as ResourceAlreadyExistsException
+from moto.logs.exceptions import ResourceNotFoundException as ResourceNotFoundException
+from moto.stepfunctions.exceptions import InvalidName as InvalidName
+from moto.stepfunctions.parser import utils as utils
+from moto.stepfunctions.parser.api import ExecutionStatus as ExecutionStatus
+from moto.stepfunctions.parser.api import MapRunStatus as MapRunStatus
+from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import (
+    ErrorEqualsDecl as ErrorEqualsDecl,
+)
+from moto.stepfunctions.parser.asl.component.common.flow.start_at import StartAt as StartAt
+from moto.stepfunctions.parser.asl.component.program import program as program
+from moto.stepfunctions.parser.asl.component.program.program import Program as Program
+from moto.stepfunctions.parser.asl.component.state.exec import execute_state as execute_state
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
+    distributed_iteration_component as distributed_iteration_component,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
+    inline_iteration_component as inline_iteration_component,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import job as job
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor import (
+    distributed_item_processor_worker as distributed_item_processor_worker,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor import (
+    map_run_record as map_run_record,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iterator import (
+    distributed_iterator_worker as distributed_iterator_worker,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branch_worker as branch_worker
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import mock_eval_utils as mock_eval_utils
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+    state_task_service_callback as state_task_service_callback,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
+    StateTaskServiceSfn as StateTaskServiceSfn,
+)
+from moto.stepfunctions.parser.asl.component.test_state.program import (
+    test_state_program as test_state_program,
+)
+from moto.stepfunctions.parser.asl.eval.evaluation_details import EvaluationDetails as EvaluationDetails
+from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager as EventManager
+from moto.stepfunctions.parser.asl.eval.event.logging import (
+    CloudWatchLoggingConfiguration as CloudWatchLoggingConfiguration,
+)
+from moto.stepfunctions.parser.asl.eval.event.logging import (
+    CloudWatchLoggingSession as CloudWatchLoggingSession,
+)
+from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped as ProgramStopped
+from moto.stepfunctions.parser.backend import execution as execution
+from moto.stepfunctions.parser.backend import execution_worker as execution_worker
+from moto.stepfunctions.parser.backend.execution import (
+    BaseExecutionWorkerCommunication as BaseExecutionWorkerCommunication,
+)
+from moto.stepfunctions.parser.backend.execution import Execution as Execution
+from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker as ExecutionWorker
+from moto.stepfunctions.parser.models import stepfunctions_parser_backends as stepfunctions_parser_backends
 
 # -- Definitions and their languages (jsonpath, jsonata, intrinsics, definition_support, definitions,
 #    assign_literals, preprocessor_scopes, errors, wait_state).

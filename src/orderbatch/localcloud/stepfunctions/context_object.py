@@ -24,19 +24,17 @@ def _aws_state_data(**fields: Any) -> dict[str, Any]:
     return fields
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.asl.component.state import state
-    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.stepfunctions import ExecutionWorker, state
 
-    original_environment = ExecutionWorker._get_evaluation_environment
-
-    def evaluation_environment(self: Any) -> Any:
-        env: Any = original_environment(self)
+    @hooks.around(ExecutionWorker, "_get_evaluation_environment", concern="context_object")
+    def evaluation_environment(proceed: Any, self: Any) -> Any:
+        env: Any = proceed(self)
         execution = env.states.context_object.context_object_data["Execution"]
         if isinstance(execution.get("StartTime"), datetime.datetime):
             execution["StartTime"] = aws_timestamp(execution["StartTime"])
         return env
 
-    ExecutionWorker._get_evaluation_environment = evaluation_environment  # type: ignore[method-assign]
     # State entry builds the State part of the context object through this name, looked up at call time.
-    state.StateData = _aws_state_data  # type: ignore[assignment,misc]
+    hooks.replace(state, "StateData", _aws_state_data, concern="context_object")

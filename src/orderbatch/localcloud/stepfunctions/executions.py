@@ -16,33 +16,23 @@ from typing import Any
 _CLOSED_WITHOUT_STOP_DATE_IN_MOTO = "TIMED_OUT"
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.stepfunctions import StepFunctionResponse, StepFunctionsParserBackend
 
-    original = StepFunctionsParserBackend.start_execution
-
+    @hooks.around(StepFunctionsParserBackend, "start_execution", concern="executions")
     def start_execution(
-        self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any
+        proceed: Any, self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any
     ) -> Any:
-        return original(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+        return proceed(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
 
-    StepFunctionsParserBackend.start_execution = start_execution  # type: ignore[method-assign]
-    _patch_describe_execution()
-
-
-def _patch_describe_execution() -> None:
-    from moto.stepfunctions.responses import StepFunctionResponse
-
-    original = StepFunctionResponse.describe_execution
-
-    def describe_execution(self: Any) -> Any:
-        answer = original(self)
-        response: dict[str, Any] = answer.result  # type: ignore[assignment]
+    @hooks.around(StepFunctionResponse, "describe_execution", concern="executions")
+    def describe_execution(proceed: Any, self: Any) -> Any:
+        answer = proceed(self)
+        response: dict[str, Any] = answer.result
         execution = self.stepfunction_backend.describe_execution(response["executionArn"])
         if "output" in response:
             response["output"] = json.dumps(execution.output, separators=(",", ":"))
         if execution.status == _CLOSED_WITHOUT_STOP_DATE_IN_MOTO and execution.stop_date is not None:
             response["stopDate"] = execution.stop_date
         return answer
-
-    StepFunctionResponse.describe_execution = describe_execution  # type: ignore[method-assign]

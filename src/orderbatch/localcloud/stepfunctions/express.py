@@ -37,6 +37,8 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Final
 
+from orderbatch.localcloud.moto_seam import hooks
+
 EXPRESS: Final = "EXPRESS"
 # AWS's quota for an Express execution's duration.
 EXPRESS_MAX_DURATION_SECONDS: Final = 300.0
@@ -44,12 +46,13 @@ BILLING_INCREMENT_MS: Final = 100
 BILLED_MEMORY_MB: Final = 64
 NOT_SUPPORTED_BY_TYPE: Final = "This operation is not supported by this type of state machine"
 EXPRESS_ARN_NOT_VALID: Final = "Invalid Arn: 'Resource type not valid in this context: express'"
-# The APIs that take an execution ARN and know nothing of top-level Express executions.
+# moto's APIs that take an execution ARN and know nothing of top-level Express executions. RedriveExecution,
+# which moto lacks, asks ``refuse_express_execution_arn`` itself (redrive adds it; there is no moto code of
+# it to listen around).
 _EXECUTION_ARN_APIS: Final = (
     "describe_execution",
     "get_execution_history",
     "stop_execution",
-    "redrive_execution",
     "describe_state_machine_for_execution",
 )
 
@@ -223,12 +226,12 @@ class _KeepsNoEvents(list[Any]):
 
 @cache
 def _worker_class() -> type:
-    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+    from orderbatch.localcloud.moto_seam.stepfunctions import ExecutionWorker
 
     class ExpressWorker(ExecutionWorker):
         def _get_evaluation_environment(self) -> Any:
-            env = super()._get_evaluation_environment()
-            env.event_manager._history_event_list = _KeepsNoEvents()  # type: ignore[misc]
+            env: Any = super()._get_evaluation_environment()
+            env.event_manager._history_event_list = _KeepsNoEvents()
             execution: Any = getattr(self._execution_communication, "execution", None)
             if getattr(execution, "synchronous", False):
                 # AWS-recorded: a synchronous execution's $$.Execution has no RedriveCount (it can never
@@ -250,7 +253,7 @@ def _worker_class() -> type:
 
 @cache
 def _communication_class() -> type:
-    from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
+    from orderbatch.localcloud.moto_seam.stepfunctions import BaseExecutionWorkerCommunication
 
     class ExpressCommunication(BaseExecutionWorkerCommunication):
         """Closes the execution once: at its end, or at the duration limit, whichever comes first."""
@@ -264,8 +267,7 @@ def _communication_class() -> type:
 
 @cache
 def _execution_class() -> type:
-    from moto.stepfunctions.parser.asl.eval.program_state import ProgramTimedOut
-    from moto.stepfunctions.parser.backend.execution import Execution
+    from orderbatch.localcloud.moto_seam.stepfunctions import Execution, ProgramTimedOut
 
     class ExpressExecution(Execution):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -310,8 +312,10 @@ def _execution_class() -> type:
 
 def _record_the_end(execution: Any, broken_by: Exception | None) -> None:
     """The execution's status, stop date, output or error, from how its program ended."""
-    from moto.stepfunctions.parser.api import ExecutionStatus
-    from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        BaseExecutionWorkerCommunication,
+        ExecutionStatus,
+    )
 
     env = execution.exec_worker.env if execution.exec_worker is not None else None
     if broken_by is not None or env is None:
@@ -327,7 +331,7 @@ def _record_the_end(execution: Any, broken_by: Exception | None) -> None:
 
 
 def _evaluation_details(execution: Any) -> Any:
-    from moto.stepfunctions.parser.asl.eval.evaluation_details import EvaluationDetails
+    from orderbatch.localcloud.moto_seam.stepfunctions import EvaluationDetails
 
     return EvaluationDetails(
         aws_execution_details=execution._get_start_aws_execution_details(),
@@ -340,7 +344,7 @@ def _evaluation_details(execution: Any) -> Any:
 
 
 def _logging_session(state_machine: Any, execution_arn: str) -> Any:
-    from moto.stepfunctions.parser.asl.eval.event.logging import CloudWatchLoggingConfiguration
+    from orderbatch.localcloud.moto_seam.stepfunctions import CloudWatchLoggingConfiguration
 
     configuration = dict(state_machine.loggingConfiguration or {})
     configuration.setdefault("includeExecutionData", False)
@@ -355,8 +359,11 @@ def _logging_session(state_machine: Any, execution_arn: str) -> Any:
 
 @cache
 def _log_session_class() -> type:
-    from moto.logs.exceptions import ResourceAlreadyExistsException, ResourceNotFoundException
-    from moto.stepfunctions.parser.asl.eval.event.logging import CloudWatchLoggingSession
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        CloudWatchLoggingSession,
+        ResourceAlreadyExistsException,
+        ResourceNotFoundException,
+    )
 
     class ExecutionLogSession(CloudWatchLoggingSession):
         """One execution's log stream, written as Step Functions writes its log records.
@@ -414,17 +421,17 @@ def _epoch_milliseconds(timestamp: Any) -> int:
 # ---------------------------------------------------------------------------------------------- moto
 
 
-def patch() -> None:
+def register_hooks() -> None:
     _start_express_executions()
     _answer_the_express_apis()
 
 
 def _start_express_executions() -> None:
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+    from orderbatch.localcloud.moto_seam.stepfunctions import StepFunctionsParserBackend
 
-    original = StepFunctionsParserBackend.start_execution
-
+    @hooks.around(StepFunctionsParserBackend, "start_execution", concern="express")
     def start_execution(
+        proceed: Any,
         self: Any,
         state_machine_arn: str,
         name: Any = None,
@@ -436,17 +443,21 @@ def _start_express_executions() -> None:
             # Both types: moto's own refusal names no error code and words the message unlike AWS.
             check_execution_input(execution_input)
             if state_machine.type != EXPRESS:
-                return original(self, state_machine_arn, name, execution_input, trace_header)
+                return proceed(self, state_machine_arn, name, execution_input, trace_header)
             return start_express_execution(self, state_machine, name, execution_input, trace_header)
         except ExpressRequestError as refusal:
             raise _refused_class()(refusal) from None
 
-    StepFunctionsParserBackend.start_execution = start_execution  # type: ignore[method-assign]
+
+def refuse_express_execution_arn(execution_arn: str | None) -> None:
+    """InvalidArn, as AWS answers an API that takes an execution ARN, for a top-level Express execution's."""
+    if is_top_level_express_arn(execution_arn):
+        raise _refused_class()(ExpressRequestError("InvalidArn", EXPRESS_ARN_NOT_VALID))
 
 
 @cache
 def _refused_class() -> type[Exception]:
-    from moto.core.exceptions import ServiceException
+    from orderbatch.localcloud.moto_seam.stepfunctions import ServiceException
 
     class Refused(ServiceException):
         def __init__(self, refusal: ExpressRequestError) -> None:
@@ -456,8 +467,7 @@ def _refused_class() -> type[Exception]:
 
 
 def _answer_the_express_apis() -> None:
-    from moto.core.responses import ActionResult
-    from moto.stepfunctions.responses import StepFunctionResponse
+    from orderbatch.localcloud.moto_seam.stepfunctions import ActionResult, StepFunctionResponse
 
     Refused = _refused_class()  # noqa: N806 - an exception class
 
@@ -469,28 +479,19 @@ def _answer_the_express_apis() -> None:
             raise Refused(refusal) from None
         return ActionResult(answer)
 
-    StepFunctionResponse.start_sync_execution = answer_start_sync_execution  # type: ignore[attr-defined]
+    hooks.add(StepFunctionResponse, "start_sync_execution", answer_start_sync_execution, concern="express")
+
+    def refusing_express_arns(proceed: Any, self: Any) -> Any:
+        refuse_express_execution_arn(self._get_param("executionArn"))
+        return proceed(self)
 
     for api in _EXECUTION_ARN_APIS:
-        original = getattr(StepFunctionResponse, api)
-        setattr(StepFunctionResponse, api, _refusing_express_arns(original, Refused))
+        hooks.around(StepFunctionResponse, api, concern="express")(refusing_express_arns)
 
-    original_list = StepFunctionResponse.list_executions
-
-    def list_executions(self: Any) -> Any:
+    @hooks.around(StepFunctionResponse, "list_executions", concern="express")
+    def list_executions(proceed: Any, self: Any) -> Any:
         if not self._get_param("mapRunArn"):
             machine_arn = self._get_param("stateMachineArn")
             if self.stepfunction_backend.describe_state_machine(machine_arn).type == EXPRESS:
                 raise Refused(ExpressRequestError("StateMachineTypeNotSupported", NOT_SUPPORTED_BY_TYPE))
-        return original_list(self)
-
-    StepFunctionResponse.list_executions = list_executions  # type: ignore[method-assign]
-
-
-def _refusing_express_arns(original: Any, refused: type[Exception]) -> Any:
-    def answer(self: Any) -> Any:
-        if is_top_level_express_arn(self._get_param("executionArn")):
-            raise refused(ExpressRequestError("InvalidArn", EXPRESS_ARN_NOT_VALID))
-        return original(self)
-
-    return answer
+        return proceed(self)

@@ -107,17 +107,32 @@ class _KeepsNoThreads(list[object]):
 
 
 def _forget_finished_threads() -> None:
-    import sys
-
-    from moto.stepfunctions.parser import utils
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        branch_worker,
+        execute_state,
+        execution_worker,
+        inline_iteration_component,
+        program,
+        state_task_service_callback,
+        test_state_program,
+        utils,
+    )
 
     replacement = _KeepsNoThreads()
-    original = utils.TMP_THREADS
-    utils.TMP_THREADS = replacement
-    for name, module in list(sys.modules.items()):
-        if name.startswith("moto.stepfunctions.parser") and getattr(module, "TMP_THREADS", None) is original:
-            setattr(module, "TMP_THREADS", replacement)  # noqa: B010 - a module, not a known type
-    original.clear()
+    # Each of these took moto's list by name at import; utils holds the list itself.
+    for module in (
+        utils,
+        program,
+        test_state_program,
+        inline_iteration_component,
+        state_task_service_callback,
+        branch_worker,
+        execute_state,
+        execution_worker,
+    ):
+        hooks.replace(module, "TMP_THREADS", replacement, concern="histories")
+    utils.TMP_THREADS.clear()
 
 
 # The interpreter writes these, and they take an event ID, but AWS's GetExecutionHistory never lists
@@ -126,30 +141,26 @@ def _forget_finished_threads() -> None:
 _UNLISTED_EVENT_TYPES = frozenset({"ParallelStateSucceeded"})
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.backend import execution
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.stepfunctions import BaseExecutionWorkerCommunication, Execution
 
     _forget_finished_threads()
-    communication = execution.BaseExecutionWorkerCommunication
-    original_terminated = communication.terminated
 
-    def terminated_and_retired(self: Any) -> None:
-        original_terminated(self)
+    @hooks.around(BaseExecutionWorkerCommunication, "terminated", concern="histories")
+    def terminated_and_retired(proceed: Any, self: Any) -> None:
+        proceed(self)
         store = _store
         if store is not None:
             _retire(self.execution, store)
 
-    communication.terminated = terminated_and_retired  # type: ignore[method-assign]
-    original_history = execution.Execution.to_history_output
-
-    def history_output(self: Any) -> Any:
+    @hooks.around(Execution, "to_history_output", concern="histories")
+    def history_output(proceed: Any, self: Any) -> Any:
         store = _store
         events = store.events(self.exec_arn) if store is not None else None
         if events is None:
-            events = original_history(self)["events"]
+            events = proceed(self)["events"]
         return {"events": [event for event in events if event["type"] not in _UNLISTED_EVENT_TYPES]}
-
-    execution.Execution.to_history_output = history_output  # type: ignore[method-assign]
 
 
 def _retire(finished: Any, store: HistoryStore) -> None:

@@ -28,17 +28,20 @@ import os
 import re
 import threading
 from collections import Counter
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, RootModel, StrictStr, ValidationError
 
+from orderbatch.localcloud.moto_seam import hooks
+from orderbatch.localcloud.moto_seam.records import EngineRecords
+
 MOCK_CONFIG_ENV_VAR = "SFN_MOCK_CONFIG"
 TEST_CASE_SEPARATOR = "#"
 # "0" or "1-2": one invocation number, or an inclusive range of them.
 _INVOCATION_KEY = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
-_MOCK_CONFIG_ATTRIBUTE = "orderbatch_mock_test_case"
 
 
 class MockConfigError(ValueError):
@@ -180,7 +183,7 @@ def _describe(error: Any) -> str:
 
 def _answers(where: str, by_key: dict[str, _Response], problems: list[str]) -> tuple[Any, ...] | None:
     """One answer per invocation number, or None (with the problems noted) if the definition is unusable."""
-    from moto.stepfunctions.parser.mocking.mock_config import MockedResponseReturn, MockedResponseThrow
+    from orderbatch.localcloud.moto_seam.stepfunctions import MockedResponseReturn, MockedResponseThrow
 
     ranges = _invocation_ranges(where, by_key, problems)
     if ranges is None:
@@ -278,16 +281,15 @@ class TestCaseRun:
 
 
 def _no_response(env: Any, cause: str) -> Exception:
-    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        EventDetails,
         FailureEvent,
         FailureEventException,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        HistoryEventType,
+        StatesErrorName,
         StatesErrorNameType,
+        TaskFailedEventDetails,
     )
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
     runtime = StatesErrorNameType.StatesRuntime
     return FailureEventException(
@@ -378,10 +380,18 @@ def resolve_test_case(state_machine_arn: str) -> tuple[str, TestCaseRun | None]:
 # ---------------------------------------------------------------------------------------------- moto
 
 
-_starting = threading.local()
+@dataclass
+class _ExecutionTestCase:
+    run: TestCaseRun | None = None
 
 
-def patch() -> None:
+# The test case each execution runs, kept beside moto's Execution.
+_test_cases: EngineRecords[_ExecutionTestCase] = EngineRecords(_ExecutionTestCase)
+# StartExecution builds and starts the execution in the calling thread: the test case goes along in it.
+_starting: ContextVar[TestCaseRun | None] = ContextVar("mock_config_starting", default=None)
+
+
+def register_hooks() -> None:
     _start_test_case_executions()
     _give_executions_their_test_case()
     _count_invocations_per_state()
@@ -389,17 +399,24 @@ def patch() -> None:
     _throw_states_errors_by_name()
 
 
+def test_case_of(execution: Any) -> TestCaseRun | None:
+    """The test case an execution was started with, None for an ordinary execution."""
+    record = _test_cases.get(execution)
+    return record.run if record is not None else None
+
+
 def raise_mocked_error(env: Any, error: str, cause: str) -> None:
     """A mocked Task failure (TaskFailed) with ``error``, a ``States.`` name included (moto refuses those)."""
-    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
-    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.error_name import ErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        CustomErrorName,
+        ErrorName,
+        EventDetails,
         FailureEvent,
         FailureEventException,
+        HistoryEventType,
+        StatesErrorName,
+        TaskFailedEventDetails,
     )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
     error_name: Any
     if not error.startswith("States."):
@@ -423,73 +440,63 @@ def raise_mocked_error(env: Any, error: str, cause: str) -> None:
 
 def _throw_states_errors_by_name() -> None:
     """A mocked Throw of ``States.TaskFailed`` or ``States.Timeout`` is thrown, not refused as custom."""
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task import mock_eval_utils
+    from orderbatch.localcloud.moto_seam.stepfunctions import mock_eval_utils
 
     def throw(env: Any, mocked_response: Any) -> None:
         raise_mocked_error(env, mocked_response.error, mocked_response.cause)
 
-    mock_eval_utils._eval_mocked_response_throw = throw
+    hooks.replace(mock_eval_utils, "_eval_mocked_response_throw", throw, concern="mock_config")
 
 
 def _start_test_case_executions() -> None:
-    from moto.stepfunctions.exceptions import InvalidName
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        Execution,
+        InvalidName,
+        StepFunctionsParserBackend,
+    )
 
-    original = StepFunctionsParserBackend.start_execution
-
-    def start_execution(self: Any, state_machine_arn: str, *args: Any, **kwargs: Any) -> Any:
+    @hooks.around(StepFunctionsParserBackend, "start_execution", concern="mock_config")
+    def start_execution(proceed: Any, self: Any, state_machine_arn: str, *args: Any, **kwargs: Any) -> Any:
         try:
             base_arn, run = resolve_test_case(state_machine_arn)
         except TestCaseNotFoundError as missing:
             raise InvalidName(str(missing)) from None
-        _starting.test_case = run
+        starting = _starting.set(run)
         try:
-            return original(self, base_arn, *args, **kwargs)
+            return proceed(self, base_arn, *args, **kwargs)
         finally:
-            _starting.test_case = None
+            _starting.reset(starting)
 
-    StepFunctionsParserBackend.start_execution = start_execution  # type: ignore[method-assign]
-
-    from moto.stepfunctions.parser.backend.execution import Execution
-
-    original_start = Execution.start
-
-    def start(self: Any) -> None:
-        # StartExecution builds and starts the execution in the calling thread: the test case goes with it.
-        setattr(self, _MOCK_CONFIG_ATTRIBUTE, getattr(_starting, "test_case", None))
-        original_start(self)
-
-    Execution.start = start  # type: ignore[method-assign]
+    @hooks.around(Execution, "start", concern="mock_config")
+    def start(proceed: Any, self: Any) -> None:
+        run = _starting.get()
+        if run is not None:
+            _test_cases.of(self).run = run
+        proceed(self)
 
 
 def _give_executions_their_test_case() -> None:
-    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+    from orderbatch.localcloud.moto_seam.stepfunctions import ExecutionWorker
 
-    original = ExecutionWorker._get_evaluation_environment
-
-    def evaluation_environment(self: Any) -> Any:
-        env = original(self)
+    @hooks.around(ExecutionWorker, "_get_evaluation_environment", concern="mock_config")
+    def evaluation_environment(proceed: Any, self: Any) -> Any:
+        env = proceed(self)
         execution = getattr(self._execution_communication, "execution", None)
-        run = getattr(execution, _MOCK_CONFIG_ATTRIBUTE, None)
+        run = test_case_of(execution) if execution is not None else None
         if run is not None:
             env.mock_test_case = run
         return env
 
-    ExecutionWorker._get_evaluation_environment = evaluation_environment  # type: ignore[method-assign]
-
 
 def _count_invocations_per_state() -> None:
-    from moto.stepfunctions.parser.asl.eval.environment import Environment
+    from orderbatch.localcloud.moto_seam.stepfunctions import Environment
 
-    original = Environment.get_current_mocked_response
-
-    def current_mocked_response(self: Any) -> Any:
+    @hooks.around(Environment, "get_current_mocked_response", concern="mock_config")
+    def current_mocked_response(proceed: Any, self: Any) -> Any:
         run = self.mock_test_case
         if isinstance(run, TestCaseRun):
             return run.next_answer(self)
-        return original(self)
-
-    Environment.get_current_mocked_response = current_mocked_response  # type: ignore[method-assign]
+        return proceed(self)
 
 
 def _runtime_error_ends_a_mocked_execution() -> None:
@@ -499,11 +506,10 @@ def _runtime_error_ends_a_mocked_execution() -> None:
     that a missing mocked response fails the execution as Step Functions Local says it does, even where every
     Task catches States.ALL (a Map iteration's failure reaches the Map as a new error of the same name).
     """
-    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+    from orderbatch.localcloud.moto_seam.stepfunctions import ErrorEqualsDecl
 
-    original = ErrorEqualsDecl._eval_body
-
-    def eval_body(self: Any, env: Any) -> None:
+    @hooks.around(ErrorEqualsDecl, "_eval_body", concern="mock_config")
+    def eval_body(proceed: Any, self: Any, env: Any) -> None:
         run = getattr(env, "mock_test_case", None)
         if isinstance(run, TestCaseRun) and run.exhausted:
             error_name = env.stack[-1]
@@ -511,6 +517,4 @@ def _runtime_error_ends_a_mocked_execution() -> None:
                 env.stack.pop()
                 env.stack.append(False)
                 return
-        original(self, env)
-
-    ErrorEqualsDecl._eval_body = eval_body  # type: ignore[method-assign]
+        proceed(self, env)

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import copy
 import threading
-import weakref
 from collections import OrderedDict
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
+
+from orderbatch.localcloud.moto_seam import hooks
+from orderbatch.localcloud.moto_seam.records import EngineRecords
 
 REDRIVABLE_STATUSES = frozenset({"FAILED", "ABORTED", "TIMED_OUT"})
 REDRIVABLE_PERIOD = timedelta(days=14)
@@ -38,8 +41,6 @@ HISTORY_EVENTS_LIMIT = 24_999
 CLIENT_TOKENS_KEPT = 10
 CLIENT_TOKEN_LIFETIME = timedelta(minutes=15)
 ATTEMPT_END_EVENTS = frozenset({"ExecutionFailed", "ExecutionAborted", "ExecutionTimedOut"})
-# Set on an environment whose program ended at an End state (not cut short by its Map's end).
-REACHED_END = "orderbatch_reached_end"
 
 REASON_RUNNING = "Execution is RUNNING and cannot be redriven"
 REASON_SUCCEEDED = "Execution is SUCCEEDED and cannot be redriven"
@@ -117,15 +118,52 @@ class ExecutionProgress:
             )
 
 
+@dataclass
+class _AttemptProgress:
+    progress: ExecutionProgress | None = None
+
+
+@dataclass
+class _Ending:
+    """Whether an environment's program ended at an End state (not cut short by its Map's end)."""
+
+    reached_end: bool = False
+
+
+@dataclass
+class MapRunRedrives:
+    """What a Distributed Map's run record carries about its redrives."""
+
+    count: int = 0
+    date: datetime | None = None
+
+
 # Keyed by the attempt's EventManager: every frame of an execution (Map iterations included) shares it,
 # while a Distributed Map's children get their own.
-_progress: weakref.WeakKeyDictionary[Any, ExecutionProgress] = weakref.WeakKeyDictionary()
-_map_run = threading.local()
+_progress: EngineRecords[_AttemptProgress] = EngineRecords(_AttemptProgress)
+# Keyed by the environment (the execution's, or an iteration's frame).
+_endings: EngineRecords[_Ending] = EngineRecords(_Ending)
+# Keyed by moto's MapRunRecord.
+_map_run_redrives: EngineRecords[MapRunRedrives] = EngineRecords(MapRunRedrives)
+# The top-level Map run being evaluated in this thread, for the job pool its Map state builds.
+_current_map_run: ContextVar[MapRun | None] = ContextVar("redrive_current_map_run", default=None)
+# A Map Run record being redriven in this thread, until its MapRunRedriven event is logged.
+_redriven_map_run: ContextVar[Any] = ContextVar("redrive_redriven_map_run", default=None)
 _redrive_lock = threading.Lock()
 
 
 def _progress_of(env: Any) -> ExecutionProgress | None:
-    return _progress.get(env.event_manager)
+    attempt = _progress.get(env.event_manager)
+    return attempt.progress if attempt is not None else None
+
+
+def _track_progress(env: Any, progress: ExecutionProgress) -> None:
+    _progress.of(env.event_manager).progress = progress
+
+
+def map_run_redrives(map_run_record: Any) -> MapRunRedrives:
+    """The redrive count and date of a Distributed Map's run (zero and none until it is redriven)."""
+    return _map_run_redrives.get(map_run_record) or MapRunRedrives()
 
 
 @dataclass(frozen=True)
@@ -136,7 +174,7 @@ class _TokenUse:
 
 @dataclass
 class RedriveRecord:
-    """What the execution object carries about its redrives."""
+    """What the engine keeps about an execution's redrives, beside moto's execution."""
 
     count: int = 0
     date: datetime | None = None
@@ -144,12 +182,11 @@ class RedriveRecord:
     tokens: OrderedDict[str, _TokenUse] = field(default_factory=OrderedDict)
 
 
+_redrives: EngineRecords[RedriveRecord] = EngineRecords(RedriveRecord)
+
+
 def redrive_record(execution: Any) -> RedriveRecord:
-    record = getattr(execution, "orderbatch_redrive", None)
-    if record is None:
-        record = RedriveRecord()
-        execution.orderbatch_redrive = record
-    return record
+    return _redrives.of(execution)
 
 
 # ---------------------------------------------------------------------------------------------- eligibility
@@ -204,7 +241,7 @@ def redrive_fields(execution: Any) -> dict[str, Any]:
 
 @cache
 def _not_redrivable_error() -> type[Exception]:
-    from moto.core.exceptions import AWSError
+    from orderbatch.localcloud.moto_seam.stepfunctions import AWSError
 
     class ExecutionNotRedrivable(AWSError):  # noqa: N818 - AWS's error code, which moto answers with
         TYPE = "ExecutionNotRedrivable"
@@ -245,7 +282,7 @@ def redrive_execution(backend: Any, execution_arn: str, client_token: str | None
         if reason is not None:
             raise _not_redrivable(reason)
         old_env = execution.exec_worker.env
-        progress = _progress.get(old_env.event_manager) if old_env is not None else None
+        progress = _progress_of(old_env) if old_env is not None else None
         worker = _redrive_worker(
             execution,
             previous_events=_previous_events(execution),
@@ -254,7 +291,7 @@ def redrive_execution(backend: Any, execution_arn: str, client_token: str | None
             redrive_count=record.count + 1,
             redrive_date=now,
         )
-        from moto.stepfunctions.parser.api import ExecutionStatus
+        from orderbatch.localcloud.moto_seam.stepfunctions import ExecutionStatus
 
         record.count += 1
         record.date = now
@@ -274,7 +311,7 @@ def redrive_execution(backend: Any, execution_arn: str, client_token: str | None
 
 
 def _redrive_worker(execution: Any, **redrive: Any) -> Any:
-    from moto.stepfunctions.parser.asl.eval.evaluation_details import EvaluationDetails
+    from orderbatch.localcloud.moto_seam.stepfunctions import EvaluationDetails
 
     return _worker_class()(
         evaluation_details=EvaluationDetails(
@@ -296,10 +333,12 @@ def _worker_class() -> type:
     """ExecutionWorker continued: the same execution's history, from the state it did not finish."""
     if _worker_classes:
         return _worker_classes[0]
-    from moto.stepfunctions.parser.api import HistoryEventType
-    from moto.stepfunctions.parser.asl.component.common.flow.start_at import StartAt
-    from moto.stepfunctions.parser.asl.component.program.program import Program
-    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        ExecutionWorker,
+        HistoryEventType,
+        Program,
+        StartAt,
+    )
 
     class RedriveWorker(ExecutionWorker):
         def __init__(
@@ -321,7 +360,7 @@ def _worker_class() -> type:
 
         def _get_evaluation_environment(self) -> Any:
             env: Any = super()._get_evaluation_environment()
-            _progress[env.event_manager] = self._progress
+            _track_progress(env, self._progress)
             manager = env.event_manager
             last_id = max((event["id"] for event in self._previous_events), default=0)
             # ExecutionRedriven follows the attempt's end, even if moto logged a cut-short iteration after it.
@@ -374,67 +413,54 @@ def _worker_class() -> type:
 
 
 def _record_progress() -> None:
-    from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
-    from moto.stepfunctions.parser.asl.component.state.state_continue_with import ContinueWithEnd
-    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        CommonStateField,
+        ContinueWithEnd,
+        ExecutionWorker,
+    )
 
-    original_environment = ExecutionWorker._get_evaluation_environment
-
-    def evaluation_environment(self: Any) -> Any:
-        env: Any = original_environment(self)
+    @hooks.around(ExecutionWorker, "_get_evaluation_environment", concern="redrive")
+    def evaluation_environment(proceed: Any, self: Any) -> Any:
+        env: Any = proceed(self)
         # A redriven attempt's worker registers its own (carried) progress over this one.
-        _progress[env.event_manager] = ExecutionProgress()
+        _track_progress(env, ExecutionProgress())
         env.states.context_object.context_object_data["Execution"]["RedriveCount"] = 0
         return env
 
-    ExecutionWorker._get_evaluation_environment = evaluation_environment  # type: ignore[method-assign]
-
-    # ``eval``, not ``_eval_body``: several state classes carry ``_eval_body`` wrappers of their own.
-    original_eval = CommonStateField.eval
-
-    def eval_recorded(self: Any, env: Any) -> None:
+    # ``eval``, not ``_eval_body``: several state classes carry ``_eval_body`` listeners of their own.
+    @hooks.around(CommonStateField, "eval", concern="redrive")
+    def eval_recorded(proceed: Any, self: Any, env: Any) -> None:
         if not env.is_frame() and env.is_running():
             progress = _progress_of(env)
             if progress is not None:
                 progress.entered(self.name, env.states.get_input(), copy.deepcopy(env.variable_store))
-        original_eval(self, env)
+        proceed(self, env)
 
-    CommonStateField.eval = eval_recorded  # type: ignore[method-assign]
-
-    original_set_next = CommonStateField._set_next
-
-    def set_next_marking_the_end(self: Any, env: Any) -> None:
+    @hooks.around(CommonStateField, "_set_next", concern="redrive")
+    def set_next_marking_the_end(proceed: Any, self: Any, env: Any) -> None:
         # moto also ends an iteration's program when its Map fails or times out (the frame is "ended", and
         # the iteration reported succeeded with whatever its state held): only an End state ends it for real.
         ending = isinstance(self.continue_with, ContinueWithEnd) and env.next_state_name == self.name
-        original_set_next(self, env)
+        proceed(self, env)
         if ending:
-            setattr(env, REACHED_END, True)
-
-    CommonStateField._set_next = set_next_marking_the_end  # type: ignore[method-assign]
+            _endings.of(env).reached_end = True
 
 
-def _skip_succeeded_iterations() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
-        distributed_iteration_component,
-        inline_iteration_component,
-        iteration_worker,
-    )
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import job as jobs
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor import (
-        distributed_item_processor_worker,
-    )
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iterator import (
-        distributed_iterator_worker,
-    )
-    from moto.stepfunctions.parser.asl.eval.program_state import ProgramEnded
+def _reached_end(env: Any) -> bool:
+    ending = _endings.get(env)
+    return ending is not None and ending.reached_end
 
-    class RedrivableJobPool(jobs.JobPool):
+
+@cache
+def _redrivable_job_pool() -> type:
+    from orderbatch.localcloud.moto_seam.stepfunctions import job
+
+    class RedrivableJobPool(job.JobPool):
         """A Map's job pool whose already-successful iterations start closed, with their outputs."""
 
         def __init__(self, job_program: Any, job_inputs: list[Any]) -> None:
             super().__init__(job_program=job_program, job_inputs=job_inputs)
-            run: MapRun | None = getattr(_map_run, "current", None)
+            run = _current_map_run.get()
             self.successes: dict[int, Any] | None = run.successes if run is not None else None
             if run is None or not run.carried:
                 return
@@ -443,48 +469,51 @@ def _skip_succeeded_iterations() -> None:
                 open_job for open_job in self._open_jobs if open_job.job_index not in carried
             ]
             for index, output in carried.items():
-                self._closed_jobs.add(jobs.JobClosed(job_index=index, job_output=output))
+                self._closed_jobs.add(job.JobClosed(job_index=index, job_output=output))
             self._notify_on_termination()
 
-    inline_iteration_component.JobPool = RedrivableJobPool  # type: ignore[misc]
-    distributed_iteration_component.JobPool = RedrivableJobPool  # type: ignore[misc]
+    return RedrivableJobPool
+
+
+def _skip_succeeded_iterations() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        ProgramEnded,
+        distributed_item_processor_worker,
+        distributed_iteration_component,
+        distributed_iterator_worker,
+        inline_iteration_component,
+        iteration_worker,
+    )
+
+    for component_module in (inline_iteration_component, distributed_iteration_component):
+        hooks.replace(component_module, "JobPool", _redrivable_job_pool(), concern="redrive")
+
+    def eval_job_recorded(proceed: Any, self: Any, env: Any, job: Any) -> None:
+        proceed(self, env, job)
+        successes = getattr(self._job_pool, "successes", None)
+        if successes is not None and _reached_end(env) and isinstance(env.program_state(), ProgramEnded):
+            successes[job.job_index] = job.job_output
 
     for worker_class in (
         iteration_worker.IterationWorker,
         distributed_item_processor_worker.DistributedItemProcessorWorker,
         distributed_iterator_worker.DistributedIteratorWorker,
     ):
-        original_eval_job = worker_class._eval_job
+        hooks.around(worker_class, "_eval_job", concern="redrive")(eval_job_recorded)
 
-        def eval_job_recorded(self: Any, env: Any, job: Any, __original: Any = original_eval_job) -> None:
-            __original(self, env, job)
-            successes = getattr(self._job_pool, "successes", None)
-            if (
-                successes is not None
-                and getattr(env, REACHED_END, False)
-                and isinstance(env.program_state(), ProgramEnded)
-            ):
-                successes[job.job_index] = job.job_output
-
-        worker_class._eval_job = eval_job_recorded  # type: ignore[method-assign]
-
-    inline = inline_iteration_component.InlineIterationComponent
-    original_inline = inline._eval_body
-
-    def inline_eval_body(self: Any, env: Any) -> None:
+    @hooks.around(inline_iteration_component.InlineIterationComponent, "_eval_body", concern="redrive")
+    def inline_eval_body(proceed: Any, self: Any, env: Any) -> None:
         progress = _progress_of(env)
-        _map_run.current = progress.start_map(env.stack[-1].state_name) if progress else None
+        current = _current_map_run.set(progress.start_map(env.stack[-1].state_name) if progress else None)
         try:
-            original_inline(self, env)
+            proceed(self, env)
         finally:
-            _map_run.current = None
+            _current_map_run.reset(current)
 
-    inline._eval_body = inline_eval_body  # type: ignore[method-assign]
-
-    distributed = distributed_iteration_component.DistributedIterationComponent
-    original_distributed = distributed._eval_body
-
-    def distributed_eval_body(self: Any, env: Any) -> None:
+    @hooks.around(
+        distributed_iteration_component.DistributedIterationComponent, "_eval_body", concern="redrive"
+    )
+    def distributed_eval_body(proceed: Any, self: Any, env: Any) -> None:
         progress = _progress_of(env)
         eval_input = env.stack[-1]
         run = progress.start_map(eval_input.state_name) if progress else None
@@ -493,19 +522,17 @@ def _skip_succeeded_iterations() -> None:
             if previous is not None and run.resumed:
                 _redrive_map_run(env, eval_input, previous)
             progress.map_run_record = eval_input.map_run_record
-        _map_run.current = run
+        current = _current_map_run.set(run)
         try:
-            original_distributed(self, env)
+            proceed(self, env)
         finally:
-            _map_run.current = None
-            _map_run.redriven = None
-
-    distributed._eval_body = distributed_eval_body  # type: ignore[method-assign]
+            _current_map_run.reset(current)
+            _redriven_map_run.set(None)
 
 
 def _redrive_map_run(env: Any, eval_input: Any, previous: Any) -> None:
     """The Map Run keeps its ARN: unsuccessful items go back to pending, the run is RUNNING again."""
-    from moto.stepfunctions.parser.api import MapRunStatus
+    from orderbatch.localcloud.moto_seam.stepfunctions import MapRunStatus
 
     fresh = eval_input.map_run_record
     env.map_run_record_pool_manager._pool.pop(fresh.map_run_arn, None)
@@ -518,24 +545,21 @@ def _redrive_map_run(env: Any, eval_input: Any, previous: Any) -> None:
     previous.status = MapRunStatus.RUNNING
     previous.stop_date = None
     previous.max_concurrency = fresh.max_concurrency
-    previous.orderbatch_redrive_count = getattr(previous, "orderbatch_redrive_count", 0) + 1
-    previous.orderbatch_redrive_date = datetime.now(UTC)
+    redrives = _map_run_redrives.of(previous)
+    redrives.count += 1
+    redrives.date = datetime.now(UTC)
     env.map_run_record_pool_manager.add(previous)
     eval_input.map_run_record = previous
-    _map_run.redriven = previous
+    _redriven_map_run.set(previous)
 
 
 def _name_redriven_map_runs() -> None:
     """A redriven Map Run logs MapRunRedriven where a new one logs MapRunStarted."""
-    from moto.stepfunctions.parser.api import HistoryEventType
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor import (
-        map_run_record,
-    )
-    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+    from orderbatch.localcloud.moto_seam.stepfunctions import EventManager, HistoryEventType, map_run_record
 
-    original_add_event = EventManager.add_event
-
+    @hooks.around(EventManager, "add_event", concern="redrive")
     def add_event(
+        proceed: Any,
         self: Any,
         context: Any,
         event_type: Any,
@@ -544,35 +568,27 @@ def _name_redriven_map_runs() -> None:
         update_source_event_id: bool = True,
     ) -> int:
         if event_type == HistoryEventType.MapRunStarted:
-            redriven = getattr(_map_run, "redriven", None)
+            redriven = _redriven_map_run.get()
             if redriven is not None:
-                _map_run.redriven = None
+                _redriven_map_run.set(None)
                 event_type = HistoryEventType.MapRunRedriven
                 event_details = {
                     "mapRunRedrivenEventDetails": {
                         "mapRunArn": redriven.map_run_arn,
-                        "redriveCount": redriven.orderbatch_redrive_count,
+                        "redriveCount": map_run_redrives(redriven).count,
                     }
                 }
-        result: int = original_add_event(
-            self, context, event_type, event_details, timestamp, update_source_event_id
-        )
+        result: int = proceed(self, context, event_type, event_details, timestamp, update_source_event_id)
         return result
 
-    EventManager.add_event = add_event  # type: ignore[method-assign]
-
-    record_class = map_run_record.MapRunRecord
-    original_describe = record_class.describe
-
-    def describe(self: Any) -> Any:
-        described = original_describe(self)
-        described["redriveCount"] = getattr(self, "orderbatch_redrive_count", 0)
-        redrive_date = getattr(self, "orderbatch_redrive_date", None)
-        if redrive_date is not None:
-            described["redriveDate"] = redrive_date.isoformat()
+    @hooks.around(map_run_record.MapRunRecord, "describe", concern="redrive")
+    def describe(proceed: Any, self: Any) -> Any:
+        described = proceed(self)
+        redrives = map_run_redrives(self)
+        described["redriveCount"] = redrives.count
+        if redrives.date is not None:
+            described["redriveDate"] = redrives.date.isoformat()
         return described
-
-    record_class.describe = describe  # type: ignore[method-assign]
 
 
 def _stopped_stays_stopped() -> None:
@@ -582,56 +598,51 @@ def _stopped_stays_stopped() -> None:
     Map (on the way its error output trips over the stop's details, an AttributeError), and the execution
     ended FAILED, with a States.Runtime error, instead of ABORTED.
     """
-    from moto.stepfunctions.parser.asl.eval.environment import Environment
-    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped, ProgramTimedOut
+    from orderbatch.localcloud.moto_seam.stepfunctions import Environment, ProgramStopped, ProgramTimedOut
 
-    original_set_error = Environment.set_error
-
-    def set_error(self: Any, error: Any) -> None:
+    @hooks.around(Environment, "set_error", concern="redrive")
+    def set_error(proceed: Any, self: Any, error: Any) -> None:
         if isinstance(self._program_state, ProgramStopped | ProgramTimedOut):
             return
-        original_set_error(self, error)
-
-    Environment.set_error = set_error  # type: ignore[method-assign]
+        proceed(self, error)
 
 
 def _finish_attempts() -> None:
-    from moto.stepfunctions.parser.backend import execution as execution_module
+    from orderbatch.localcloud.moto_seam.stepfunctions import BaseExecutionWorkerCommunication
 
-    communication = execution_module.BaseExecutionWorkerCommunication
-    original_terminated = communication.terminated
-
-    def terminated(self: Any) -> None:
+    @hooks.around(BaseExecutionWorkerCommunication, "terminated", concern="redrive")
+    def terminated(proceed: Any, self: Any) -> None:
         env = self.execution.exec_worker.env
         if env is not None:
-            # Counted before the history may be moved out of the environment (histories.py).
+            # Counted before histories (after redrive in hooks.CONCERNS) moves the history out of the
+            # environment.
             redrive_record(self.execution).history_events = len(env.event_manager._history_event_list)
-        original_terminated(self)
+        proceed(self)
         if env is not None and self.execution.status == "SUCCEEDED":
-            _progress.pop(env.event_manager, None)
-
-    communication.terminated = terminated  # type: ignore[method-assign]
+            _progress.forget(env.event_manager)
 
 
 # ---------------------------------------------------------------------------------------------- the API
 
 
 def _answer_redrive_and_its_fields() -> None:
-    from moto.core.responses import ActionResult
-    from moto.stepfunctions.responses import StepFunctionResponse
+    from orderbatch.localcloud.moto_seam.stepfunctions import ActionResult, StepFunctionResponse
 
     def redrive(self: Any) -> Any:
+        from orderbatch.localcloud.stepfunctions.express import refuse_express_execution_arn
+
+        execution_arn = self._get_param("executionArn")
+        refuse_express_execution_arn(execution_arn)
         redrive_date = redrive_execution(
-            self.stepfunction_backend, self._get_param("executionArn"), self._get_param("clientToken")
+            self.stepfunction_backend, execution_arn, self._get_param("clientToken")
         )
         return ActionResult({"redriveDate": redrive_date})
 
-    StepFunctionResponse.redrive_execution = redrive  # type: ignore[attr-defined]
+    hooks.add(StepFunctionResponse, "redrive_execution", redrive, concern="redrive")
 
-    original_describe = StepFunctionResponse.describe_execution
-
-    def describe_execution(self: Any) -> Any:
-        answer = original_describe(self)
+    @hooks.around(StepFunctionResponse, "describe_execution", concern="redrive")
+    def describe_execution(proceed: Any, self: Any) -> Any:
+        answer = proceed(self)
         execution = self.stepfunction_backend.describe_execution(self._get_param("executionArn"))
         described: Any = answer.result
         described.update(redrive_fields(execution))
@@ -640,12 +651,9 @@ def _answer_redrive_and_its_fields() -> None:
             described["stopDate"] = execution.stop_date
         return answer
 
-    StepFunctionResponse.describe_execution = describe_execution  # type: ignore[method-assign]
-
-    original_list = StepFunctionResponse.list_executions
-
-    def list_executions(self: Any) -> Any:
-        answer = original_list(self)
+    @hooks.around(StepFunctionResponse, "list_executions", concern="redrive")
+    def list_executions(proceed: Any, self: Any) -> Any:
+        answer = proceed(self)
         redrive_filter = self._get_param("redriveFilter")
         listed: Any = answer.result
         kept = []
@@ -665,10 +673,8 @@ def _answer_redrive_and_its_fields() -> None:
         listed["executions"] = kept
         return answer
 
-    StepFunctionResponse.list_executions = list_executions  # type: ignore[method-assign]
 
-
-def patch() -> None:
+def register_hooks() -> None:
     _stopped_stays_stopped()
     _record_progress()
     _skip_succeeded_iterations()

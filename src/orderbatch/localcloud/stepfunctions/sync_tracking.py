@@ -23,26 +23,23 @@ def track_sync_with(check: Callable[[str], bool] | None) -> None:
     _tracked_by_events = check
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
-        StateTaskServiceSfn,
-    )
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.stepfunctions import StateTaskServiceSfn
 
     for name in ("_build_sync_resolver", "_build_sync2_resolver"):
-        setattr(StateTaskServiceSfn, name, _tracking_as_the_managed_rule(getattr(StateTaskServiceSfn, name)))
+        hooks.around(StateTaskServiceSfn, name, concern="sync_tracking")(_tracking_as_the_managed_rule)
 
 
-def _tracking_as_the_managed_rule(original: Callable[..., Any]) -> Callable[..., Any]:
-    def build_resolver(
-        self: Any,
-        env: Any,
-        resource_runtime_part: Any,
-        normalised_parameters: dict[str, Any],
-        state_credentials: Any,
-    ) -> Any:
-        role_arn = getattr(state_credentials, "role_arn", None)
-        if role_arn and _tracked_by_events is not None and _tracked_by_events(role_arn):
-            state_credentials = None  # the interpreter's own rights, as the managed rule's
-        return original(self, env, resource_runtime_part, normalised_parameters, state_credentials)
-
-    return build_resolver
+def _tracking_as_the_managed_rule(
+    proceed: Callable[..., Any],
+    self: Any,
+    env: Any,
+    resource_runtime_part: Any,
+    normalised_parameters: dict[str, Any],
+    state_credentials: Any,
+) -> Any:
+    role_arn = getattr(state_credentials, "role_arn", None)
+    if role_arn and _tracked_by_events is not None and _tracked_by_events(role_arn):
+        state_credentials = None  # the interpreter's own rights, as the managed rule's
+    return proceed(self, env, resource_runtime_part, normalised_parameters, state_credentials)

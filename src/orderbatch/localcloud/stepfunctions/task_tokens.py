@@ -10,14 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 
-def patch() -> None:
-    from moto.core.responses import EmptyResult
-    from moto.stepfunctions.responses import StepFunctionResponse
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.stepfunctions import StepFunctionResponse
 
-    def send_task_failure(self: Any) -> Any:
-        self.stepfunction_backend.send_task_failure(
-            self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
-        )
-        return EmptyResult()
+    hooks.replace(StepFunctionResponse, "send_task_failure", _send_task_failure, concern="task_tokens")
 
-    StepFunctionResponse.send_task_failure = send_task_failure  # type: ignore[method-assign]
+
+def _send_task_failure(self: Any) -> Any:
+    from orderbatch.localcloud.moto_seam.stepfunctions import EmptyResult
+
+    self.stepfunction_backend.send_task_failure(
+        self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+    )
+    return EmptyResult()
