@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from import_graph import PACKAGE_DIR, cycles, import_graph
 
 SOURCE_ROOT = PACKAGE_DIR.parent
