@@ -66,7 +66,7 @@ DIRECT_WORKERS = 3
 def reset_moto() -> None:
     """moto's backends are process-wide: a local cloud started earlier in this process left its
     tables and state machines there, and creating them again would fail."""
-    from moto.moto_api._internal.models import moto_api_backend
+    from orderbatch.localcloud.moto_seam.testing import moto_api_backend
 
     moto_api_backend.reset()
 

@@ -99,7 +99,7 @@ def start_cloud(configuration: Configuration, template: Path = TEMPLATE) -> Loca
 
 def _reset_moto() -> None:
     """moto's backends are process-wide: a local cloud started before in this process left its stack there."""
-    from moto.moto_api._internal.models import moto_api_backend
+    from orderbatch.localcloud.moto_seam.services import moto_api_backend
 
     moto_api_backend.reset()
 
