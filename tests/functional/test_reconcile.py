@@ -273,7 +273,8 @@ def test_a_reconcile_cut_short_by_its_time_limit_says_where_to_continue(
 def test_the_survey_names_the_orders_left_open_and_counts_the_reconciled(
     task_env: Any, lambda_context: Any, stopped_batch: Any
 ) -> None:
-    orders = [an_order(f"o-{n}", ("SKU-001", 1, "2.00")) for n in range(3)]
+    orders: list[Any] = [an_order(f"o-{n}", ("SKU-001", 1, "2.00")) for n in range(3)]
+    orders += [orders[0], {"customer_id": "c-1"}]
     take(orders[0], 0, lambda_context, reserve_inventory, charge_payment, confirm_order)
     take(orders[1], 1, lambda_context, reserve_inventory)
     stopped_batch.start(orders)
@@ -284,7 +285,17 @@ def test_the_survey_names_the_orders_left_open_and_counts_the_reconciled(
     after = survey_orders(batch, stores().orders, stopped_batch.s3)
 
     assert before.to_dict() == {"count": 2, "order_ids": ["o-1", "o-2"], "reconciled": 0}
+    assert before.outcomes_dict() == {
+        "counts": {"DUPLICATE": 1, "REJECTED": 1, "SUCCEEDED": 1},
+        "sources": {"order record": 2, "validation": 1},
+        "open": 2,
+    }
     assert after.to_dict() == {"count": 0, "order_ids": [], "reconciled": 2}
+    assert after.outcomes_dict() == {
+        "counts": {"DUPLICATE": 1, "FAILED": 2, "REJECTED": 1, "SUCCEEDED": 1},
+        "sources": {"order record": 2, "reconcile": 2, "validation": 1},
+        "open": 0,
+    }
 
 
 def test_batch_items_are_indexed_as_the_map_indexes_them(task_env: Any, stopped_batch: Any) -> None:
