@@ -67,11 +67,9 @@ def run(args: argparse.Namespace) -> int:
             f"batch {report.batch_id} ({report.execution_status or 'no execution'}): "
             f"{report.orders_in_input} orders in the input, outcomes {report.outcomes}"
         )
-        sources = ", ".join(
-            f"{orders} from the {source}" for source, orders in report.outcome_sources.items()
-        )
+        sources = ", ".join(f"{source} {orders}" for source, orders in report.outcome_sources.items())
         if sources:
-            print(f"  outcomes read: {sources}")
+            print(f"  outcomes read from: {sources}")
         print(
             f"  lost {len(report.lost)}, doubled {len(report.doubled)}, "
             f"body runs beyond one {report.body_runs_beyond_one}"
