@@ -24,7 +24,7 @@ import io
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -356,12 +356,23 @@ def reconcile_batch(
 # ---------------------------------------------------------------- what is still open
 
 
+class OutcomeSource(StrEnum):
+    """Where an ended batch's order outcome is read when the execution has no output."""
+
+    ORDER_RECORD = "order record"
+    RECONCILE = "reconcile"
+    VALIDATION = "validation"
+
+
 @dataclass(frozen=True)
 class OrderSurvey:
-    """Orders of an ended batch by standing, read from the order records alone (one BatchGetItem per 100)."""
+    """Orders of an ended batch by standing, read from the order records alone (one BatchGetItem per 100):
+    the ones still open, and the outcome of every other one with where it was read."""
 
     open_order_ids: list[str]
     reconciled: int
+    outcomes: Counter[str] = field(default_factory=Counter)
+    sources: Counter[str] = field(default_factory=Counter)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -370,33 +381,53 @@ class OrderSurvey:
             "reconciled": self.reconciled,
         }
 
-
-def _keyed(items: list[BatchItem]) -> Iterator[tuple[str, BatchItem]]:
-    for item in items:
-        check = check_order(item.order, item.source_format, item.item_index)
-        if check.order_id is not None:
-            yield check.order_id, item
+    def outcomes_dict(self) -> dict[str, Any]:
+        return {
+            "counts": dict(sorted(self.outcomes.items())),
+            "sources": dict(sorted(self.sources.items())),
+            "open": len(self.open_order_ids),
+        }
 
 
 def survey_orders(batch: EndedBatch, orders: OrderRecordStore, s3: S3Client) -> OrderSurvey:
-    """Which orders have no final status yet (missing or RECEIVED for this item), and how many reconcile
-    finished."""
-    keyed = list(_keyed(batch_items(json.loads(batch.execution["input"]), s3)))
-    records = orders.get_many(order_id for order_id, _ in keyed)
-    open_ids: list[str] = []
-    reconciled = 0
-    for order_id, item in keyed:
-        record = records.get(order_id)
-        if record is None:
-            open_ids.append(order_id)
+    """Which orders have no final status yet (missing or RECEIVED for this item), how many reconcile
+    finished, and how every other order ended: its record's final status, a duplicate or conflict of an
+    order another item holds, or rejected by validation without a record (no usable order ID)."""
+    checked = [
+        (item, check_order(item.order, item.source_format, item.item_index))
+        for item in batch_items(json.loads(batch.execution["input"]), s3)
+    ]
+    records = orders.get_many(check.order_id for _, check in checked if check.order_id is not None)
+    survey = OrderSurvey([], 0)
+    for item, check in checked:
+        if check.order_id is None:
+            # Validation rejects an item without a usable order ID and writes nothing.
+            survey.outcomes[OrderStatus.REJECTED.value] += 1
+            survey.sources[OutcomeSource.VALIDATION.value] += 1
             continue
-        if (record.holder.batch_id, record.holder.item_index) != (batch.batch_id, item.item_index):
+        record = records.get(check.order_id)
+        holder_is_this_item = record is not None and _claimant(batch.batch_id, item, check).same_item(
+            record.holder
+        )
+        if record is None or (holder_is_this_item and record.status not in FINAL_ORDER_STATUSES):
+            survey.open_order_ids.append(check.order_id)
             continue
-        if record.status not in FINAL_ORDER_STATUSES:
-            open_ids.append(order_id)
-        elif record.code == Code.RECONCILED:
-            reconciled += 1
-    return OrderSurvey(open_ids, reconciled)
+        source = OutcomeSource.ORDER_RECORD
+        if not holder_is_this_item:
+            duplicate = record.holder.content_hash == check.content_hash
+            outcome = (Outcome.DUPLICATE if duplicate else Outcome.REJECTED).value
+        else:
+            outcome = record.status.value
+            if record.code == Code.RECONCILED:
+                source = OutcomeSource.RECONCILE
+        survey.outcomes[outcome] += 1
+        survey.sources[source.value] += 1
+    return OrderSurvey(
+        survey.open_order_ids,
+        survey.sources[OutcomeSource.RECONCILE.value],
+        survey.outcomes,
+        survey.sources,
+    )
 
 
 def seconds_left(deadline: float) -> Callable[[], float]:
@@ -428,7 +459,10 @@ def batch_state(batch_id: str, batches: BatchExecutions) -> dict[str, Any]:
     execution = batches.describe(batch_id)
     state = batch_status(batch_id, execution)
     if execution["status"] in UNSUCCESSFUL_STATUSES:
-        state["open_orders"] = batches.survey(batch_id, execution).to_dict()
+        survey = batches.survey(batch_id, execution)
+        state["open_orders"] = survey.to_dict()
+        # No output to summarise: the orders' outcomes as their records say, and where each was read.
+        state["outcomes"] = survey.outcomes_dict()
     return state
 
 

@@ -2,7 +2,12 @@
 
 `audit_batch` audits a state machine run; `audit_orders` runs the same per-order checks on any list of
 orders with the outcomes their caller saw (for example orders a test invoked directly, step by step).
-Per order of the batch's input it checks: the batch output has an outcome for it (else it is lost);
+Each order's outcome comes from where it really is, and the report names that source per order: the batch
+output of a succeeded execution (redriven or not); for an execution that ended otherwise (stopped, failed,
+timed out, failed at its summary) the order records, which reconcile and the steps write and which are the
+durable truth (``reconcile`` when reconcile finished the order); ``validation`` for an item without an order
+ID, which is rejected without a record. Per order of the batch's input it checks: it has an outcome (else
+it is lost);
 the order has exactly one final status; a succeeded order has exactly one charge, no refund and one
 active stock reservation per line; a failed or rejected order has nothing left standing (no active
 reservation, every charge refunded). It also counts how many times each step's body ran per order,
@@ -17,6 +22,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +34,11 @@ from order_processing.contract import (
     OrderStatus,
     Outcome,
 )
+from order_processing.validation import check_order
 
 FINAL_STATUSES = {str(status) for status in FINAL_ORDER_STATUSES}
+# Executions that may still finish orders: their outcomes are not in yet.
+ACTIVE_EXECUTION_STATUSES = frozenset({"RUNNING", "PENDING_REDRIVE"})
 # An order ID that can key records (the app's own rule); an order without one is only checked for an outcome.
 USABLE_ORDER_ID = ORDER_ID_PATTERN
 BODY_RAN_MESSAGE = TASK_BODY_RAN
@@ -61,6 +70,27 @@ class OrderFacts:
     body_runs: dict[str, int] = field(default_factory=dict)
 
 
+class OutcomeSource(StrEnum):
+    """Where the audit read an order's outcome."""
+
+    BATCH_OUTPUT = "batch output"
+    ORDER_RECORD = "order record"
+    RECONCILE = "reconcile"
+    VALIDATION = "validation"
+    GIVEN = "given"
+
+
+@dataclass(frozen=True)
+class AuditedOutcome:
+    """One order's outcome as the report lists it, and where it came from (None: lost)."""
+
+    item_index: int
+    order_id: str | None
+    outcome: str | None
+    source: str | None
+    reason: str | None = None
+
+
 @dataclass
 class AuditReport:
     batch_id: str
@@ -72,6 +102,10 @@ class AuditReport:
     orders_with_repeated_body_runs: list[str]
     violations: list[Violation]
     body_runs_by_step: dict[str, dict[str, int]] = field(default_factory=dict)
+    execution_status: str | None = None
+    # How many orders' outcomes came from each source, and every order's own.
+    outcome_sources: dict[str, int] = field(default_factory=dict)
+    orders: list[AuditedOutcome] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -108,11 +142,14 @@ class BatchLocations:
 @dataclass(frozen=True)
 class AuditedOrder:
     """One order of a batch as its caller saw it: ``outcome`` is the final order state it got back
-    (None when it got nothing: the order is lost). ``order`` is the order as submitted."""
+    (None when it got nothing: the order is lost, for ``missing`` as the reason). ``order`` is the order
+    as submitted; ``source`` says where the outcome was read."""
 
     item_index: int
     order: Any
     outcome: Mapping[str, Any] | None
+    source: str = OutcomeSource.GIVEN
+    missing: str = "has no outcome in the batch output"
 
     @property
     def order_id(self) -> str | None:
@@ -136,17 +173,88 @@ def audit_batch(
         violation = Violation(None, None, "execution", f"batch {batch_id} has no execution")
         return AuditReport(batch_id, 0, {}, [], [], 0, [], [violation])
     batch_input = json.loads(execution["input"])
-    outcomes_by_index = _outcomes_by_index(execution, s3)
-    orders = [
-        AuditedOrder(index, order, outcomes_by_index.get(index))
-        for index, order in enumerate(_input_orders(batch_input, s3))
-    ]
+    status = str(execution["status"])
+    items = list(_input_items(batch_input, s3))
     problems: list[Violation] = []
-    if execution["status"] != "SUCCEEDED":
-        problems.append(Violation(None, None, "execution", f"execution is {execution['status']}"))
-    return audit_orders(
+    if status in ACTIVE_EXECUTION_STATUSES:
+        detail = f"execution is {status}: its orders may still change; audit the batch once it has ended"
+        problems.append(Violation(None, None, "execution", detail))
+    if status == "SUCCEEDED":
+        outcomes_by_index = _outcomes_by_index(execution, s3)
+        orders = [
+            AuditedOrder(index, order, outcomes_by_index.get(index), OutcomeSource.BATCH_OUTPUT)
+            for index, order, _ in items
+        ]
+    else:
+        # No output: the order records say how each order ended (the steps' writes and reconcile's).
+        orders = _outcomes_from_records(batch_id, status, items, _order_records(locations, dynamodb))
+    report = audit_orders(
         batch_id, orders, locations, dynamodb=dynamodb, body_runs=body_runs, violations=problems
     )
+    report.execution_status = status
+    return report
+
+
+def _outcomes_from_records(
+    batch_id: str,
+    status: str,
+    items: Sequence[tuple[int, Any, str]],
+    records: Mapping[str, Mapping[str, Any]],
+) -> list[AuditedOrder]:
+    orders: list[AuditedOrder] = []
+    for index, order, source_format in items:
+        check = check_order(order, source_format, index)  # type: ignore[arg-type]
+        if check.order_id is None:
+            # Validation rejects an item without a usable ID and writes nothing; reconcile says the same.
+            outcome = {
+                "outcome": Outcome.REJECTED.value,
+                "code": Code.INVALID_ORDER.value,
+                "reason": check.reason,
+            }
+            orders.append(AuditedOrder(index, order, outcome, OutcomeSource.VALIDATION))
+            continue
+        record = records.get(check.order_id)
+        if record is None:
+            missing = f"has no order record, and the batch ended {status} without an output"
+            orders.append(AuditedOrder(index, order, None, missing=missing))
+            continue
+        holder = (_string(record, "batch_id"), _number(record, "item_index"))
+        if holder != (batch_id, index):
+            # Another item holds the ID: the batch output would report this one a duplicate or a conflict.
+            same_content = _string(record, "content_hash") == check.content_hash
+            outcome = {
+                "outcome": (Outcome.DUPLICATE if same_content else Outcome.REJECTED).value,
+                "code": (Code.DUPLICATE_ORDER if same_content else Code.CONFLICTING_ORDER).value,
+                "reason": f"order {check.order_id} is held by batch {holder[0]} item {holder[1]}",
+            }
+            orders.append(AuditedOrder(index, order, outcome, OutcomeSource.ORDER_RECORD))
+            continue
+        record_status = _string(record, "status")
+        if record_status not in FINAL_STATUSES:
+            missing = (
+                f"has no final status (its record is {record_status}) after the batch ended {status}: "
+                "reconcile or redrive the batch"
+            )
+            orders.append(AuditedOrder(index, order, None, missing=missing))
+            continue
+        code = _string(record, "code")
+        source = OutcomeSource.RECONCILE if code == Code.RECONCILED else OutcomeSource.ORDER_RECORD
+        orders.append(AuditedOrder(index, order, {"outcome": record_status, "code": code}, source))
+    return orders
+
+
+def _string(item: Mapping[str, Any], name: str) -> str | None:
+    value = item.get(name, {}).get("S")
+    return str(value) if value is not None else None
+
+
+def _number(item: Mapping[str, Any], name: str) -> int | None:
+    value = item.get(name, {}).get("N")
+    return int(value) if value is not None else None
+
+
+def _order_records(locations: BatchLocations, dynamodb: Any) -> dict[str, dict[str, Any]]:
+    return {item["order_id"]["S"]: item for item in _scan(dynamodb, locations.orders_table)}
 
 
 def audit_orders(
@@ -163,20 +271,30 @@ def audit_orders(
     facts: dict[str, OrderFacts] = {}
     lost: list[str] = []
     outcome_counts: Counter[str] = Counter()
+    source_counts: Counter[str] = Counter()
+    listed: list[AuditedOutcome] = []
     for audited in orders:
         order_id, index = audited.order_id, audited.item_index
         if audited.outcome is None:
             raw_id = audited.order.get("order_id") if isinstance(audited.order, Mapping) else None
             label = f"order {raw_id}" if raw_id else f"item {index}"
             lost.append(str(raw_id) if raw_id else label)
-            found_violations.append(
-                Violation(
-                    order_id, index, "lost", f"{label} (item {index}) has no outcome in the batch output"
-                )
-            )
+            detail = f"{label} (item {index}) {audited.missing}"
+            found_violations.append(Violation(order_id, index, "lost", detail))
+            listed.append(AuditedOutcome(index, order_id, None, None, audited.missing))
             continue
         outcome = audited.outcome
         outcome_counts[str(outcome.get("outcome", "UNKNOWN"))] += 1
+        source_counts[str(audited.source)] += 1
+        listed.append(
+            AuditedOutcome(
+                index,
+                order_id,
+                str(outcome.get("outcome", "UNKNOWN")),
+                str(audited.source),
+                outcome.get("reason"),
+            )
+        )
         if order_id is None:
             continue
         entry = facts.setdefault(order_id, OrderFacts(order_id=order_id, lines=_line_count(audited.order)))
@@ -219,6 +337,8 @@ def audit_orders(
         orders_with_repeated_body_runs=repeated,
         violations=found_violations,
         body_runs_by_step=_body_run_histogram(facts.values()),
+        outcome_sources=dict(source_counts),
+        orders=listed,
     )
 
 
@@ -291,16 +411,20 @@ def _line_count(order: Mapping[str, Any]) -> int:
     return 0
 
 
-def _input_orders(batch_input: Mapping[str, Any], s3: Any) -> Iterator[Any]:
+def _input_items(batch_input: Mapping[str, Any], s3: Any) -> Iterator[tuple[int, Any, str]]:
+    """(item index, order, source format) for every order of the batch, indexed as the Map indexes them."""
     if "orders" in batch_input:
-        yield from batch_input["orders"]
+        for index, order in enumerate(batch_input["orders"]):
+            yield index, order, "inline"
         return
     source = batch_input["source"]
     body = s3.get_object(Bucket=source["bucket"], Key=source["key"])["Body"].read().decode()
     if source.get("format", "").lower() == "csv" or source["key"].lower().endswith(".csv"):
-        yield from csv.DictReader(io.StringIO(body))
+        for index, row in enumerate(csv.DictReader(io.StringIO(body))):
+            yield index, row, "csv"
     else:
-        yield from json.loads(body)
+        for index, order in enumerate(json.loads(body)):
+            yield index, order, "json"
 
 
 def _outcomes_by_index(execution: Mapping[str, Any], s3: Any) -> dict[int, dict[str, Any]]:

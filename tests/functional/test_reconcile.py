@@ -34,7 +34,7 @@ from order_processing.reconcile import (
     reconcile_batch,
     survey_orders,
 )
-from orderbatch.audit import AuditedOrder, BatchLocations, audit_orders
+from orderbatch.audit import AuditReport, BatchLocations, audit_batch
 from orderbatch.localcloud.moto_seam.testing import default_user_config
 
 BATCH = "b-1"
@@ -153,18 +153,64 @@ def test_every_order_a_stopped_batch_left_half_done_ends_final_exactly_once(
     assert task_env.stock("SKU-003") == stock_before["SKU-003"]
     assert task_env.stock("SKU-004") == stock_before["SKU-004"]
 
-    audited = [
-        AuditedOrder(o.item_index, orders[o.item_index], {"outcome": o.status})
-        if o.action is not ReconcileAction.HELD_ELSEWHERE
-        else AuditedOrder(o.item_index, orders[o.item_index], {"outcome": "DUPLICATE"})
-        for o in report.orders
-    ]
     names = task_env.names
     locations = BatchLocations(stopped_batch.arn, names.orders, names.reservations, names.payments)
-    audit = audit_orders(BATCH, audited, locations, dynamodb=task_env.client)
+    audit = audit_stopped(stopped_batch, task_env, locations)
     assert audit.ok, audit.violations
-    assert audit.doubled == []
-    assert audit.lost == []
+    assert (audit.execution_status, audit.doubled, audit.lost) == ("ABORTED", [], [])
+    assert [(o.item_index, o.outcome, o.source) for o in audit.orders] == [
+        (0, "SUCCEEDED", "order record"),
+        (1, "SUCCEEDED", "order record"),
+        (2, "FAILED", "reconcile"),
+        (3, "FAILED", "reconcile"),
+        (4, "FAILED", "reconcile"),
+        (5, "REJECTED", "order record"),
+        (6, "REJECTED", "validation"),
+        # Failed by the workflow's own Cancel order; reconcile only released the late reservation.
+        (7, "FAILED", "order record"),
+        (8, "DUPLICATE", "order record"),
+    ]
+    assert audit.outcome_sources == {"order record": 5, "reconcile": 3, "validation": 1}
+
+
+def audit_stopped(stopped_batch: Any, task_env: Any, locations: BatchLocations) -> AuditReport:
+    return audit_batch(
+        BATCH, locations, stepfunctions=stopped_batch.sfn, dynamodb=task_env.client, s3=stopped_batch.s3
+    )
+
+
+def test_the_audit_of_a_stopped_batch_reports_orders_left_open_and_a_deleted_record_as_lost(
+    task_env: Any, lambda_context: Any, stopped_batch: Any
+) -> None:
+    done = an_order("o-done", ("SKU-001", 1, "9.99"))
+    reserved = an_order("o-reserved", ("SKU-003", 1, "2.00"))
+    gone = an_order("o-gone", ("SKU-002", 1, "4.00"))
+    take(done, 0, lambda_context, reserve_inventory, charge_payment, confirm_order)
+    take(reserved, 1, lambda_context, reserve_inventory)
+    take(gone, 2, lambda_context, reserve_inventory, charge_payment, confirm_order)
+    stopped_batch.start([done, reserved, gone])
+    names = task_env.names
+    locations = BatchLocations(stopped_batch.arn, names.orders, names.reservations, names.payments)
+
+    before = audit_stopped(stopped_batch, task_env, locations)
+    reconcile_batch(settled(stopped_batch), stores(), stopped_batch.s3)
+    task_env.client.delete_item(TableName=names.orders, Key={"order_id": {"S": "o-gone"}})
+    after = audit_stopped(stopped_batch, task_env, locations)
+
+    assert before.lost == ["o-reserved"]
+    assert [v.detail for v in before.violations if v.check == "lost"] == [
+        "order o-reserved (item 1) has no final status (its record is RECEIVED) after the batch ended "
+        "ABORTED: reconcile or redrive the batch"
+    ]
+    assert after.lost == ["o-gone"]
+    assert [v.detail for v in after.violations] == [
+        "order o-gone (item 2) has no order record, and the batch ended ABORTED without an output"
+    ]
+    assert [(o.order_id, o.outcome, o.source) for o in after.orders] == [
+        ("o-done", "SUCCEEDED", "order record"),
+        ("o-reserved", "FAILED", "reconcile"),
+        ("o-gone", None, None),
+    ]
 
 
 def test_a_second_reconcile_reports_nothing_to_do_and_changes_no_row(
@@ -227,7 +273,8 @@ def test_a_reconcile_cut_short_by_its_time_limit_says_where_to_continue(
 def test_the_survey_names_the_orders_left_open_and_counts_the_reconciled(
     task_env: Any, lambda_context: Any, stopped_batch: Any
 ) -> None:
-    orders = [an_order(f"o-{n}", ("SKU-001", 1, "2.00")) for n in range(3)]
+    orders: list[Any] = [an_order(f"o-{n}", ("SKU-001", 1, "2.00")) for n in range(3)]
+    orders += [orders[0], {"customer_id": "c-1"}]
     take(orders[0], 0, lambda_context, reserve_inventory, charge_payment, confirm_order)
     take(orders[1], 1, lambda_context, reserve_inventory)
     stopped_batch.start(orders)
@@ -238,7 +285,17 @@ def test_the_survey_names_the_orders_left_open_and_counts_the_reconciled(
     after = survey_orders(batch, stores().orders, stopped_batch.s3)
 
     assert before.to_dict() == {"count": 2, "order_ids": ["o-1", "o-2"], "reconciled": 0}
+    assert before.outcomes_dict() == {
+        "counts": {"DUPLICATE": 1, "REJECTED": 1, "SUCCEEDED": 1},
+        "sources": {"order record": 2, "validation": 1},
+        "open": 2,
+    }
     assert after.to_dict() == {"count": 0, "order_ids": [], "reconciled": 2}
+    assert after.outcomes_dict() == {
+        "counts": {"DUPLICATE": 1, "FAILED": 2, "REJECTED": 1, "SUCCEEDED": 1},
+        "sources": {"order record": 2, "reconcile": 2, "validation": 1},
+        "open": 0,
+    }
 
 
 def test_batch_items_are_indexed_as_the_map_indexes_them(task_env: Any, stopped_batch: Any) -> None:

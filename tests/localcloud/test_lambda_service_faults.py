@@ -71,6 +71,17 @@ def test_error_before_body_fails_without_running_the_body(serve_lambda: Serve, p
     assert served.runs() == []
 
 
+def test_a_killed_runtime_is_reported_as_lambda_words_it(serve_lambda: Serve, probe_function: Probe) -> None:
+    served = serve_lambda([probe_function("Reserve")])
+    served.service.set_fault_plan({"functions": {"Reserve": [{"kind": "crash", "point": "before_response"}]}})
+
+    outcome = invoke(served.client(), "Reserve", order("o-1"))
+
+    assert (outcome["function_error"], outcome["payload"]["errorType"]) == ("Unhandled", "Runtime.ExitError")
+    assert outcome["payload"]["errorMessage"].endswith("Error: Runtime exited with error: signal: killed")
+    assert [run["event"]["order"]["order_id"] for run in served.runs("Reserve")] == ["o-1"]
+
+
 def test_timeout_after_body_kills_the_environment_after_the_effect(
     serve_lambda: Serve, probe_function: Probe
 ) -> None:

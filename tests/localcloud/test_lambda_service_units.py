@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import stat
@@ -16,6 +17,11 @@ from orderbatch.localcloud import runtime_shim
 from orderbatch.localcloud.lambda_service.accounting import Accounting
 from orderbatch.localcloud.lambda_service.backends import is_function_error_payload
 from orderbatch.localcloud.lambda_service.errors import InvalidParameterValueError, TooManyRequestsError
+from orderbatch.localcloud.lambda_service.exit_status import (
+    process_state_text,
+    runtime_exit_text,
+    with_lambda_exit_wording,
+)
 from orderbatch.localcloud.lambda_service.faults import ErrorBeforeBody, FaultInjector, FaultPlan
 from orderbatch.localcloud.lambda_service.functions import FunctionRegistry, FunctionSpec
 from orderbatch.localcloud.lambda_service.layers import LayerCache, LayerError, LayerSpec, python_layer_dirs
@@ -338,3 +344,45 @@ def test_frames_under_the_task_root_and_a_layer_folder_are_named_as_on_aws(
     assert runtime_shim.as_on_aws("/usr/lib/python3.12/json/__init__.py", folders) == (
         "/usr/lib/python3.12/json/__init__.py"
     )
+
+
+@pytest.mark.parametrize(
+    ("returncode", "text"),
+    [
+        (-9, "signal: killed"),
+        (-11, "signal: segmentation fault"),
+        (-6, "signal: aborted"),
+        (1, "exit status 1"),
+        (0, "exit status 0"),
+        (-64, "signal: signal 64"),
+    ],
+)
+def test_a_process_end_is_worded_as_go_words_it(returncode: int, text: str) -> None:
+    assert process_state_text(returncode) == text
+
+
+def test_a_stub_exit_status_above_128_is_the_signal_the_runtime_died_of() -> None:
+    assert [runtime_exit_text(status) for status in (137, 139, 143, 2, 200)] == [
+        "signal: killed",
+        "signal: segmentation fault",
+        "signal: terminated",
+        "exit status 2",
+        "exit status 200",
+    ]
+
+
+def test_only_a_runtime_exit_document_is_reworded() -> None:
+    emulator = {
+        "errorType": "Runtime.ExitError",
+        "errorMessage": "RequestId: r-1 Error: Runtime exited with error: exit status 137",
+    }
+    handler_error = {"errorType": "ValueError", "errorMessage": "Runtime exited with error: exit status 137"}
+
+    reworded = json.loads(with_lambda_exit_wording(json.dumps(emulator).encode()))
+
+    assert reworded == {
+        "errorType": "Runtime.ExitError",
+        "errorMessage": "RequestId: r-1 Error: Runtime exited with error: signal: killed",
+    }
+    assert with_lambda_exit_wording(json.dumps(handler_error).encode()) == json.dumps(handler_error).encode()
+    assert with_lambda_exit_wording(b"not json Runtime.ExitError") == b"not json Runtime.ExitError"

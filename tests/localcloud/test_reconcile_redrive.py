@@ -20,7 +20,7 @@ import pytest
 
 from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
-from orderbatch.audit import AuditedOrder, BatchLocations, audit_orders, body_runs_from_logs
+from orderbatch.audit import BatchLocations
 from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud
@@ -178,20 +178,30 @@ def test_a_stopped_throttled_batch_is_reconciled_exactly_once_and_a_second_recon
     assert {order["reason"] for order in compensated} <= {
         f"order {order['order_id']} was reconciled after batch ABORTED" for order in compensated
     }
-    audited = [
-        AuditedOrder(order["item_index"], orders[order["item_index"]], {"outcome": order["status"]})
-        for order in report["orders"]
-    ]
-    audit = audit_orders(
-        batch_id,
-        audited,
-        locations(cloud),
-        dynamodb=cloud.client("dynamodb"),
-        body_runs=body_runs_from_logs(cloud.log_dir),
+    audit_code, audit = run_command(capsys, cloud, "audit", batch_id, "--logs", str(cloud.log_dir))
+    assert audit_code == 0, audit["violations"]
+    assert (audit["ok"], audit["execution_status"], audit["lost"], audit["doubled"]) == (
+        True,
+        "ABORTED",
+        [],
+        [],
     )
-    assert audit.ok, audit.violations
-    assert (audit.lost, audit.doubled) == ([], [])
-    assert sum(audit.outcomes.values()) == ORDERS
+    assert sum(audit["outcomes"].values()) == ORDERS
+    reported = {order["item_index"]: order for order in report["orders"]}
+    assert [(o["item_index"], o["outcome"]) for o in audit["orders"]] == [
+        (index, reported[index]["status"]) for index in range(ORDERS)
+    ]
+    # Orders reconcile failed are read as its; the rest (succeeded before the stop, confirmed by reconcile,
+    # or failed by the workflow itself) from the records the steps wrote.
+    failed_by_reconcile = sum(
+        1
+        for order in compensated
+        if order["reason"] == f"order {order['order_id']} was reconciled after batch ABORTED"
+    )
+    expected_sources = {"order record": ORDERS - failed_by_reconcile, "reconcile": failed_by_reconcile}
+    assert audit["outcome_sources"] == {source: count for source, count in expected_sources.items() if count}
+    assert reconciled["outcomes"]["open"] == 0
+    assert reconciled["outcomes"]["sources"] == audit["outcome_sources"]
     assert reconciled["open_orders"] == {"count": 0, "order_ids": [], "reconciled": counts["compensated"]}
     assert refused.status == 409
     assert "was reconciled" in refused.body["message"]
@@ -199,6 +209,63 @@ def test_a_stopped_throttled_batch_is_reconciled_exactly_once_and_a_second_recon
     assert code_again == 0
     assert again["counts"] == {"completed": 0, "compensated": 0, "already_final": ORDERS, "held_elsewhere": 0}
     assert table_rows(cloud) == rows
+    code_after, audit_after = run_command(capsys, cloud, "audit", batch_id, "--logs", str(cloud.log_dir))
+    assert (code_after, audit_after["orders"]) == (0, audit["orders"])
+
+
+def test_an_order_whose_record_is_gone_after_reconcile_is_audited_as_lost(
+    cloud: LocalCloud, api: BatchesApiClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cloud.lambda_service.set_latency({"ChargePaymentFunction": 0.5})  # type: ignore[union-attr]
+    batch_id = "stopped-reconciled-then-lost"
+    execution_arn, orders = submit(cloud, api, batch_id, ORDERS)
+    stop_mid_way(cloud, execution_arn, orders)
+    code, _report = run_command(capsys, cloud, "reconcile", batch_id)
+    assert code == 0
+    lost_id = orders[ORDERS - 1]["order_id"]
+    cloud.client("dynamodb").delete_item(
+        TableName=cloud.stack.outputs["OrdersTableName"], Key={"order_id": {"S": lost_id}}
+    )
+
+    audit_code, audit = run_command(capsys, cloud, "audit", batch_id, "--no-logs")
+
+    assert audit_code == 1
+    assert (audit["ok"], audit["lost"], audit["doubled"]) == (False, [lost_id], [])
+    assert [violation["detail"] for violation in audit["violations"]] == [
+        f"order {lost_id} (item {ORDERS - 1}) has no order record, "
+        "and the batch ended ABORTED without an output"
+    ]
+    assert [o["item_index"] for o in audit["orders"] if o["source"] is None] == [ORDERS - 1]
+    assert sum(audit["outcome_sources"].values()) == ORDERS - 1
+
+
+def test_a_batch_failed_at_its_summary_is_finished_by_reconcile_and_audited_from_its_records(
+    cloud: LocalCloud, api: BatchesApiClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = cloud.lambda_service
+    assert service is not None
+    service.set_fault_plan(
+        {
+            "functions": {
+                "SummarizeBatchFunction": [{"kind": "error_before_body", "error_type": "Summary.Down"}]
+            }
+        }
+    )
+    batch_id = "failed-at-summary-reconciled"
+    execution_arn, _orders = submit(cloud, api, batch_id, 12)
+    assert wait_for_execution(cloud.client("stepfunctions"), execution_arn, timeout=300) == "FAILED"
+    service.set_fault_plan(None)
+
+    audit_code, audit = run_command(capsys, cloud, "audit", batch_id, "--logs", str(cloud.log_dir))
+    code, report = run_command(capsys, cloud, "reconcile", batch_id)
+    status = api.status(batch_id).body
+
+    assert audit_code == 0, audit["violations"]
+    assert (audit["execution_status"], audit["outcomes"], audit["lost"]) == ("FAILED", {"SUCCEEDED": 12}, [])
+    assert audit["outcome_sources"] == {"order record": 12}
+    assert code == 0
+    assert report["counts"] == {"completed": 0, "compensated": 0, "already_final": 12, "held_elsewhere": 0}
+    assert status["outcomes"] == {"counts": {"SUCCEEDED": 12}, "sources": {"order record": 12}, "open": 0}
 
 
 def test_a_stopped_throttled_batch_redriven_reruns_only_the_unfinished_orders_exactly_once(

@@ -1,4 +1,8 @@
-"""`orderbatch audit BATCH_ID`: the exactly-once audit of one batch (exit 0 only when every check holds)."""
+"""`orderbatch audit BATCH_ID`: the exactly-once audit of one batch (exit 0 only when every check holds).
+
+Each order's outcome is read where it is: the batch output of a succeeded execution, else the order records
+(which reconcile writes); ``--json`` lists every order's outcome and its source.
+"""
 
 from __future__ import annotations
 
@@ -60,9 +64,12 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(
-            f"batch {report.batch_id}: {report.orders_in_input} orders in the input, "
-            f"outcomes {report.outcomes}"
+            f"batch {report.batch_id} ({report.execution_status or 'no execution'}): "
+            f"{report.orders_in_input} orders in the input, outcomes {report.outcomes}"
         )
+        sources = ", ".join(f"{source} {orders}" for source, orders in report.outcome_sources.items())
+        if sources:
+            print(f"  outcomes read from: {sources}")
         print(
             f"  lost {len(report.lost)}, doubled {len(report.doubled)}, "
             f"body runs beyond one {report.body_runs_beyond_one}"

@@ -121,6 +121,7 @@ def test_a_batch_stopped_moments_ago_is_reconciled_once_its_tasks_can_have_ended
         "ABORTED",
         {"count": 0, "order_ids": [], "reconciled": 2},
     )
+    assert state["outcomes"] == {"counts": {"FAILED": 2}, "sources": {"reconcile": 2}, "open": 0}
 
 
 def test_a_stopped_batch_reports_its_open_orders(
@@ -133,6 +134,7 @@ def test_a_stopped_batch_reports_its_open_orders(
     assert status == 200
     assert state["status"] == "ABORTED"
     assert state["open_orders"] == {"count": 2, "order_ids": ["o-1", "o-2"], "reconciled": 0}
+    assert state["outcomes"] == {"counts": {}, "sources": {}, "open": 2}
 
 
 @pytest.mark.parametrize("body", [{"start_index": -1}, {"start_index": "2"}, [1]])

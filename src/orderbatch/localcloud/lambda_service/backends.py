@@ -22,6 +22,7 @@ from orderbatch.localcloud.lambda_service.environments import (
     LaunchSettings,
 )
 from orderbatch.localcloud.lambda_service.errors import ServiceError
+from orderbatch.localcloud.lambda_service.exit_status import with_lambda_exit_wording
 from orderbatch.localcloud.lambda_service.forkserver import RuntimeForkServer, read_only_supported
 from orderbatch.localcloud.lambda_service.functions import FunctionSpec
 from orderbatch.localcloud.lambda_service.layers import LayerCache, LayerSpec
@@ -197,6 +198,7 @@ class RieBackend:
             keep = False
             status, body = 502, _runtime_exit_payload(f"execution environment lost: {error!r}")
         timed_out = status == 200 and body.startswith(TIMED_OUT_PREFIX)
+        body = with_lambda_exit_wording(body)
         function_error = status != 200 or timed_out or is_function_error_payload(body)
         # After a timeout or a crash the emulator has killed the runtime: start afresh, as Lambda does.
         keep = keep and status == 200 and not timed_out

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from orderbatch.localcloud.lambda_service.exit_status import process_state_text
 from orderbatch.localcloud.lambda_service.forkserver import (
     SOCKET_VARIABLE,
     TOKEN_VARIABLE,
@@ -445,9 +446,9 @@ class EnvironmentPool:
                 pass
             connection.close()
             if process.poll() is not None or time.monotonic() > deadline:
+                ended = "timed out" if process.returncode is None else process_state_text(process.returncode)
                 Environment(env_id, process, connection, log_path, (port, runtime_api_port)).kill()
                 raise EnvironmentStartError(
-                    f"environment {env_id} of {self.spec.name} did not start (exit code "
-                    f"{process.returncode}); see {log_path}"
+                    f"environment {env_id} of {self.spec.name} did not start ({ended}); see {log_path}"
                 )
             time.sleep(_POLL_INTERVAL_SECONDS)
