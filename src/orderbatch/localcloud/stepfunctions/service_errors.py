@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from orderbatch.localcloud.moto_seam import hooks
 
@@ -137,7 +137,7 @@ def task_failed_event(env: Any, error: str, cause: str, *, task: Any = None) -> 
         env=env,
         error_name=name,
         event_type=HistoryEventType.TaskFailed,
-        event_details=EventDetails(taskFailedEventDetails=details),  # type: ignore[typeddict-item]
+        event_details=cast(EventDetails, {"taskFailedEventDetails": details}),
     )
 
 
@@ -195,7 +195,7 @@ def _tolerate_errors_without_request_id() -> None:
     @hooks.around(StateTaskServiceAwsSdk, "_from_error", concern=_CONCERN)
     def from_error(proceed: Any, self: Any, env: Any, ex: Exception) -> Any:
         if isinstance(ex, ClientError):
-            response: dict[str, Any] = ex.response  # type: ignore[assignment]
+            response = cast(dict[str, Any], ex.response)
             metadata = response.setdefault("ResponseMetadata", {})
             metadata.setdefault("RequestId", "")
             metadata.setdefault("HTTPStatusCode", 500)
