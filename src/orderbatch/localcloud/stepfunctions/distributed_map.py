@@ -500,7 +500,7 @@ def _execution_entry(outcome: ChildOutcome, map_run_arn: str) -> dict[str, Any]:
 def _write_results_as_documented() -> None:
     from orderbatch.localcloud.moto_seam.stepfunctions import result_writer_resource_eval_s3
 
-    resource_eval_s3 = result_writer_resource_eval_s3.ResourceEvalS3
+    writer_resource = result_writer_resource_eval_s3.ResourceEvalS3
 
     def handle_put_object(env: Any, resource_runtime_part: Any, state_credentials: Any) -> None:
         parameters = env.stack.pop()
@@ -517,7 +517,7 @@ def _write_results_as_documented() -> None:
         )
         writer = run.support.writer_config if run is not None and run.support is not None else None
         try:
-            s3 = resource_eval_s3._get_s3_client(
+            s3 = writer_resource._get_s3_client(
                 resource_runtime_part=resource_runtime_part, state_credentials=state_credentials
             )
             manifest = write_results(s3, parameters, record.map_run_arn, outcomes, writer)
@@ -530,7 +530,7 @@ def _write_results_as_documented() -> None:
             }
         )
 
-    hooks.replace(resource_eval_s3, "_handle_put_object", staticmethod(handle_put_object), concern=_CONCERN)
+    hooks.replace(writer_resource, "_handle_put_object", staticmethod(handle_put_object), concern=_CONCERN)
 
 
 def write_results(

@@ -71,8 +71,9 @@ class _TaskLambdaClient:
         return getattr(self._endpoint_client, operation)
 
 
-# moto's modules that import ``boto_client_for`` by name (each holds its own reference), beside the one
-# that defines it; a module moto adds is noticed by the test that no module keeps moto's own.
+# moto's modules (by the names the seam hands them on under) that import ``boto_client_for`` by name, each
+# holding its own reference, and the one that defines it. A module a later moto adds fails the test that
+# no interpreter module keeps moto's own.
 _MODULES_CALLING_BOTO_CLIENT_FOR = (
     "boto_client",
     "item_reader_resource_eval_s3",
