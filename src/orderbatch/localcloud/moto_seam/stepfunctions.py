@@ -177,31 +177,11 @@ from moto.stepfunctions.parser.models import StepFunctionsParserBackend as StepF
 
 # -- Tasks and the Map state (service_errors, service_tasks, api_gateway_tasks, lambda_tasks,
 #    task_clients, map_state, distributed_map, shared_inputs, worker_threads, the server app).
-
 # isort: split
 from moto.core.config import default_user_config as default_user_config
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication as DomainDispatcherApplication
 from moto.moto_server.werkzeug_app import create_backend_app as create_backend_app
-from moto.stepfunctions.parser.api import ExecutionFailedEventDetails as ExecutionFailedEventDetails
-from moto.stepfunctions.parser.api import HistoryEventType as HistoryEventType
 from moto.stepfunctions.parser.api import MapRunFailedEventDetails as MapRunFailedEventDetails
-from moto.stepfunctions.parser.api import TaskFailedEventDetails as TaskFailedEventDetails
-from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
-    CustomErrorName as CustomErrorName,
-)
-from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-    FailureEvent as FailureEvent,
-)
-from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-    FailureEventException as FailureEventException,
-)
-from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
-    StatesErrorName as StatesErrorName,
-)
-from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
-    StatesErrorNameType as StatesErrorNameType,
-)
-from moto.stepfunctions.parser.asl.component.common.path.items_path import ItemsPath as ItemsPath
 from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent as EvalComponent
 from moto.stepfunctions.parser.asl.component.program.program import Program as Program
 from moto.stepfunctions.parser.asl.component.state.exec import execute_state as execute_state
@@ -211,15 +191,8 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.ev
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.item_reader_decl import (
     ItemReader as ItemReader,
 )
-from moto.stepfunctions.parser.asl.component.state.exec.state_map.items.items import Items as Items
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
     distributed_iteration_component as distributed_iteration_component,
-)
-from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.distributed_iteration_component import (  # noqa: E501
-    DistributedIterationComponent as DistributedIterationComponent,
-)
-from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.inline_iteration_component import (  # noqa: E501
-    InlineIterationComponent as InlineIterationComponent,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor.distributed_item_processor_worker import (  # noqa: E501
     DistributedItemProcessorWorker as DistributedItemProcessorWorker,
@@ -239,7 +212,6 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_map.max_concurrenc
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval import (
     resource_eval_s3 as result_writer_resource_eval_s3,  # noqa: F401 - two modules of one name
 )
-from moto.stepfunctions.parser.asl.component.state.exec.state_map.state_map import StateMap as StateMap
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
     lambda_eval_utils as lambda_eval_utils,
 )
@@ -279,12 +251,6 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service impor
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
     state_task_service_unsupported as state_task_service_unsupported,
 )
-from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service import (
-    StateTaskService as StateTaskService,
-)
-from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_api_gateway import (  # noqa: E501
-    StateTaskServiceApiGateway as StateTaskServiceApiGateway,
-)
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_aws_sdk import (
     StateTaskServiceAwsSdk as StateTaskServiceAwsSdk,
 )
@@ -315,20 +281,12 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sqs import (
     StateTaskServiceSqs as StateTaskServiceSqs,
 )
-from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import (
-    StateTaskLambda as StateTaskLambda,
-)
-from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails as EventDetails
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager as EventManager
-from moto.stepfunctions.parser.asl.eval.program_state import ProgramEnded as ProgramEnded
-from moto.stepfunctions.parser.asl.eval.program_state import ProgramError as ProgramError
 from moto.stepfunctions.parser.asl.eval.states import ItemData as ItemData
 from moto.stepfunctions.parser.asl.eval.states import MapData as MapData
 from moto.stepfunctions.parser.asl.utils import boto_client as boto_client
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for as boto_client_for
-from moto.stepfunctions.parser.asl.utils.encoding import to_json_str as to_json_str
 from moto.stepfunctions.parser.asl.utils.json_path import extract_json as extract_json
-# isort: split
 
 # -- TestState (test_state).
 # isort: split
