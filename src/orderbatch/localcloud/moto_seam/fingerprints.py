@@ -29,6 +29,7 @@ RECORD_PATH = Path(__file__).with_name("fingerprints.json")
 EXPORT_MODULES = (
     "orderbatch.localcloud.moto_seam.stepfunctions",
     "orderbatch.localcloud.moto_seam.services",
+    "orderbatch.localcloud.moto_seam.testing",
 )
 # Each installs one group of hooks (idempotent); ``--write`` and the tests call them all.
 ENGINE_INSTALLERS = ("orderbatch.localcloud.moto_seam.installers:install_everything",)
@@ -92,8 +93,7 @@ def used_by_engine() -> dict[str, Fingerprint]:
             used[target.path] = fingerprint(target.original)
     for module_name in EXPORT_MODULES:
         module = importlib.import_module(module_name)
-        for name in getattr(module, "__all__", ()):
-            value = getattr(module, name)
+        for value in list(vars(module).values()):
             path = moto_path(value)
             if path is not None:
                 used.setdefault(path, fingerprint(value))

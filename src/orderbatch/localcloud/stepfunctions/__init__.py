@@ -84,8 +84,11 @@ _patched = False
 
 def create_moto_app() -> Any:
     """The WSGI application moto's own server runs (`moto_server`), with state machine execution on."""
-    from moto.core.config import default_user_config
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        DomainDispatcherApplication,
+        create_backend_app,
+        default_user_config,
+    )
 
     default_user_config["stepfunctions"] = {"execute_state_machine": True}
     apply_interpreter_patches()

@@ -23,6 +23,10 @@ import threading
 from typing import Any
 from urllib.parse import urlencode
 
+from orderbatch.localcloud.moto_seam import hooks
+
+_CONCERN = "api_gateway_tasks"
+
 REQUEST_TIMEOUT_SECONDS = 60.0
 # The integration's parameters (Step Functions' API Gateway page); moto keeps only the first two and
 # silently dropped Path, RequestBody and the rest.
@@ -94,24 +98,22 @@ def _sign(request: Any, credentials: tuple[str, str], region: str) -> None:
     request.headers.update(dict(aws_request.headers.items()))
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
         FailureEventException,
+        StateTaskServiceApiGateway,
+        state_task_service_api_gateway,
     )
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-        state_task_service_api_gateway as module,
-    )
-
     from orderbatch.localcloud.stepfunctions import task_clients
     from orderbatch.localcloud.stepfunctions.service_errors import task_failed_event
 
-    task = module.StateTaskServiceApiGateway
-    module.requests = _BoundedRequests()  # type: ignore[assignment]
-    task._get_supported_parameters = lambda self: _PARAMETERS  # type: ignore[method-assign]
-    task._invoke_url_of = staticmethod(_local_url)  # type: ignore[method-assign,assignment]
-    original_eval = task._eval_service_task
+    task = StateTaskServiceApiGateway
+    hooks.replace(state_task_service_api_gateway, "requests", _BoundedRequests(), concern=_CONCERN)
+    hooks.replace(task, "_get_supported_parameters", lambda self: _PARAMETERS, concern=_CONCERN)
+    hooks.replace(task, "_invoke_url_of", staticmethod(_local_url), concern=_CONCERN)
 
-    def eval_service_task(self: Any, env: Any, **arguments: Any) -> None:
+    @hooks.around(task, "_eval_service_task", concern=_CONCERN)
+    def eval_service_task(proceed: Any, self: Any, env: Any, **arguments: Any) -> None:
         parameters = arguments["normalised_parameters"]
         role_arn = getattr(arguments.get("state_credentials"), "role_arn", None)
         signed = parameters.get("AuthType") == "IAM_ROLE"
@@ -122,7 +124,7 @@ def patch() -> None:
         try:
             # Positionally: moto's method names its last parameter task_credentials, while the
             # interpreter passes state_credentials=, so moto's integration never got this far.
-            original_eval(
+            proceed(
                 self,
                 env,
                 arguments["resource_runtime_part"],
@@ -135,11 +137,10 @@ def patch() -> None:
     def from_error(self: Any, env: Any, ex: Exception) -> Any:
         if isinstance(ex, FailureEventException):
             return ex.failure_event
-        if isinstance(ex, module.SfnGatewayException):
+        if isinstance(ex, state_task_service_api_gateway.SfnGatewayException):
             error, cause = f"ApiGateway.{ex.response.status_code}", ex.response.text
         else:
             error, cause = f"ApiGateway.{type(ex).__name__}", str(ex)
         return task_failed_event(env, error, cause, task=self)
 
-    task._eval_service_task = eval_service_task  # type: ignore[method-assign,assignment]
-    task._from_error = from_error  # type: ignore[method-assign]
+    hooks.replace(task, "_from_error", from_error, concern=_CONCERN)

@@ -27,12 +27,13 @@ import gzip
 import io
 import json
 import threading
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn, cast
 
+from orderbatch.localcloud.moto_seam import hooks
+from orderbatch.localcloud.moto_seam.records import EngineRecords
 from orderbatch.localcloud.stepfunctions.definition_support import (
     CSV_DELIMITERS,
     ItemBatcher,
@@ -48,9 +49,10 @@ RESULTS_PER_FILE = 1000
 EXPRESS_CHILD_TIME_LIMIT_SECONDS = 300.0
 EXCEEDED_CAUSE = "The specified tolerated failure threshold was exceeded"
 EXPRESS_TIMEOUT_CAUSE = "The Express child execution ran past its five-minute limit."
+_CONCERN = "distributed_map"
 
 
-def patch() -> None:
+def register_hooks() -> None:
     _read_items_as_documented()
     _run_children_with_batches_and_tolerance()
     _keep_each_child_outcome()
@@ -75,18 +77,13 @@ class ChildOutcome:
 class MapRun:
     """One Map Run as this module sees it: its support and each child's outcome, by item (or batch) index."""
 
-    support: MapSupport | None
+    support: MapSupport | None = None
     outcomes: dict[int, ChildOutcome] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-_runs: weakref.WeakKeyDictionary[Any, MapRun] = weakref.WeakKeyDictionary()
-_runs_lock = threading.Lock()
-
-
-def _run_of(map_run_record: Any) -> MapRun | None:
-    with _runs_lock:
-        return _runs.get(map_run_record)
+# By moto's Map Run record (``map_run_record``), which every child's worker holds.
+_runs: EngineRecords[MapRun] = EngineRecords(MapRun)
 
 
 # --- ItemReader ----------------------------------------------------------------------------------------
@@ -97,16 +94,13 @@ class ItemReaderFailedError(Exception):
 
 
 def _read_items_as_documented() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.item_reader_decl import (
-        ItemReader,
-    )
+    from orderbatch.localcloud.moto_seam.stepfunctions import ItemReader, StateCredentials
 
-    original = ItemReader._eval_body
-
-    def eval_body(self: Any, env: Any) -> None:
+    @hooks.around(ItemReader, "_eval_body", concern=_CONCERN)
+    def eval_body(proceed: Any, self: Any, env: Any) -> None:
         support = support_of(self)
         if support is None or support.reader_config is None or self.reader_config is None:
-            original(self, env)
+            proceed(self, env)
             return
         # moto's reader configuration carries MaxItems(Path), evaluated (and checked) as moto does.
         self.reader_config.eval(env=env)
@@ -118,10 +112,6 @@ def _read_items_as_documented() -> None:
         parameters = env.stack.pop()
         self.resource.eval(env=env)
         resource_runtime_part = env.stack.pop()
-        from moto.stepfunctions.parser.asl.component.state.exec.state_task.credentials import (
-            StateCredentials,
-        )
-
         s3 = self.resource_eval._get_s3_client(
             resource_runtime_part=resource_runtime_part,
             state_credentials=StateCredentials(role_arn=env.aws_execution_details.role_arn),
@@ -131,8 +121,6 @@ def _read_items_as_documented() -> None:
         except ItemReaderFailedError as failed:
             _raise_failure(env, "StatesItemReaderFailed", str(failed))
         env.stack.append(items)
-
-    ItemReader._eval_body = eval_body  # type: ignore[method-assign]
 
 
 def read_items(
@@ -247,18 +235,14 @@ def _inventory_items(s3: Any, manifest_text: str, parameters: dict[str, Any]) ->
 
 
 def _run_children_with_batches_and_tolerance() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
-        distributed_iteration_component,
-    )
+    from orderbatch.localcloud.moto_seam.stepfunctions import DistributedIterationComponent
 
-    component = distributed_iteration_component.DistributedIterationComponent
-    original_map_run = component._map_run
-
-    def map_run(self: Any, env: Any, eval_input: Any) -> None:
+    @hooks.around(DistributedIterationComponent, "_map_run", concern=_CONCERN)
+    def map_run(proceed: Any, self: Any, env: Any, eval_input: Any) -> None:
         support = support_of(self)
-        run = MapRun(support=support)
-        with _runs_lock:
-            _runs[eval_input.map_run_record] = run
+        _runs.forget(eval_input.map_run_record)
+        run = _runs.of(eval_input.map_run_record)
+        run.support = support
         if support is not None and support.item_batcher is not None:
             items = env.stack.pop()
             selected = _selected_items(env, eval_input, items)
@@ -268,7 +252,7 @@ def _run_children_with_batches_and_tolerance() -> None:
             eval_input.item_selector = None
             eval_input.parameters = None
         child_inputs = env.stack[-1]
-        original_map_run(self, env, eval_input)
+        proceed(self, env, eval_input)
         # moto's outputs, one per closed job: a failed child's is None, indistinguishable from a null
         # output, so a child that ran is judged by its outcome. A job closed without running (a redriven
         # Map Run keeps its succeeded children) succeeded with the output it had.
@@ -290,15 +274,13 @@ def _run_children_with_batches_and_tolerance() -> None:
             _raise_failure(env, "StatesExceedToleratedFailureThreshold", EXCEEDED_CAUSE)
         env.stack.append(_state_result(support, outcomes, eval_input.map_run_record.map_run_arn))
 
-    component._map_run = map_run  # type: ignore[method-assign]
-
 
 def _selected_items(env: Any, eval_input: Any, items: list[Any]) -> list[Any]:
     """Each item through ``ItemSelector`` (or ``Parameters``) as a child would apply it, before batching."""
     selector = eval_input.item_selector or eval_input.parameters
     if selector is None:
         return items
-    from moto.stepfunctions.parser.asl.eval.states import ItemData, MapData
+    from orderbatch.localcloud.moto_seam.stepfunctions import ItemData, MapData
 
     map_state_input = env.stack[-1]
     frame = env.open_inner_frame()
@@ -377,7 +359,7 @@ def _resolved_template(template: Any, env: Any) -> Any:
 
 
 def _value_at(path: str, env: Any) -> Any:
-    from moto.stepfunctions.parser.asl.utils.json_path import extract_json
+    from orderbatch.localcloud.moto_seam.stepfunctions import extract_json
 
     try:
         if path.startswith("$$"):
@@ -418,60 +400,52 @@ def _count_items_not_batches(record: Any, outcomes: list[ChildOutcome], ran: set
 
 
 def _keep_each_child_outcome() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor import (
-        distributed_item_processor_worker,
-    )
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iterator import (
-        distributed_iterator_worker,
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        DistributedItemProcessorWorker,
+        DistributedIteratorWorker,
     )
 
-    for worker in (
-        distributed_item_processor_worker.DistributedItemProcessorWorker,
-        distributed_iterator_worker.DistributedIteratorWorker,
-    ):
-        worker._eval_job = _eval_job_keeping_outcome(worker._eval_job)  # type: ignore[method-assign]
+    for worker in (DistributedItemProcessorWorker, DistributedIteratorWorker):
+        hooks.around(worker, "_eval_job", concern=_CONCERN)(_eval_job_keeping_outcome)
 
 
-def _eval_job_keeping_outcome(original: Any) -> Any:
-    def eval_job(self: Any, env: Any, job: Any) -> None:
-        from moto.stepfunctions.parser.asl.eval.program_state import ProgramEnded, ProgramError
+def _eval_job_keeping_outcome(proceed: Any, self: Any, env: Any, job: Any) -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import ProgramEnded, ProgramError
 
-        run = _run_of(self._map_run_record)
-        started = _now()
-        timer = None
-        if run is not None and run.support is not None and run.support.express_children:
-            timer = threading.Timer(EXPRESS_CHILD_TIME_LIMIT_SECONDS, _time_out, args=(env,))
-            timer.daemon = True
-            timer.start()
-        try:
-            original(self, env, job)
-        finally:
-            if timer is not None:
-                timer.cancel()
-        if run is None:
-            return
-        state = env.program_state()
-        outcome = ChildOutcome(index=job.job_index, input=job.job_input, succeeded=False, started=started)
-        if isinstance(state, ProgramEnded):
-            outcome.succeeded = True
-            outcome.output = job.job_output
+    run = _runs.get(self._map_run_record)
+    started = _now()
+    timer = None
+    if run is not None and run.support is not None and run.support.express_children:
+        timer = threading.Timer(EXPRESS_CHILD_TIME_LIMIT_SECONDS, _time_out, args=(env,))
+        timer.daemon = True
+        timer.start()
+    try:
+        proceed(self, env, job)
+    finally:
+        if timer is not None:
+            timer.cancel()
+    if run is None:
+        return
+    state = env.program_state()
+    outcome = ChildOutcome(index=job.job_index, input=job.job_input, succeeded=False, started=started)
+    if isinstance(state, ProgramEnded):
+        outcome.succeeded = True
+        outcome.output = job.job_output
+    else:
+        if isinstance(state, ProgramError) and state.error:
+            outcome.error = state.error.get("error")
+            outcome.cause = state.error.get("cause")
         else:
-            if isinstance(state, ProgramError) and state.error:
-                outcome.error = state.error.get("error")
-                outcome.cause = state.error.get("cause")
-            else:
-                outcome.error = "States.Runtime"
-            # moto stops counting a child as running only when it succeeds.
-            self._map_run_record.execution_counter.running.offset(-1)
-        outcome.stopped = _now()
-        with run.lock:
-            run.outcomes[job.job_index] = outcome
-
-    return eval_job
+            outcome.error = "States.Runtime"
+        # moto stops counting a child as running only when it succeeds.
+        self._map_run_record.execution_counter.running.offset(-1)
+    outcome.stopped = _now()
+    with run.lock:
+        run.outcomes[job.job_index] = outcome
 
 
 def _time_out(env: Any) -> None:
-    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails
+    from orderbatch.localcloud.moto_seam.stepfunctions import ExecutionFailedEventDetails
 
     if env.is_running():
         env.set_error(ExecutionFailedEventDetails(error="States.Timeout", cause=EXPRESS_TIMEOUT_CAUSE))
@@ -524,15 +498,15 @@ def _execution_entry(outcome: ChildOutcome, map_run_arn: str) -> dict[str, Any]:
 
 
 def _write_results_as_documented() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval import (
-        resource_eval_s3,
-    )
+    from orderbatch.localcloud.moto_seam.stepfunctions import result_writer_resource_eval_s3
+
+    writer_resource = result_writer_resource_eval_s3.ResourceEvalS3
 
     def handle_put_object(env: Any, resource_runtime_part: Any, state_credentials: Any) -> None:
         parameters = env.stack.pop()
         results = env.stack.pop()
         record = env.map_run_record_pool_manager.get_all().pop()
-        run = _run_of(record)
+        run = _runs.get(record)
         outcomes = (
             [run.outcomes[index] for index in sorted(run.outcomes)]
             if run is not None
@@ -543,7 +517,7 @@ def _write_results_as_documented() -> None:
         )
         writer = run.support.writer_config if run is not None and run.support is not None else None
         try:
-            s3 = resource_eval_s3.ResourceEvalS3._get_s3_client(
+            s3 = writer_resource._get_s3_client(
                 resource_runtime_part=resource_runtime_part, state_credentials=state_credentials
             )
             manifest = write_results(s3, parameters, record.map_run_arn, outcomes, writer)
@@ -556,7 +530,7 @@ def _write_results_as_documented() -> None:
             }
         )
 
-    resource_eval_s3.ResourceEvalS3._handle_put_object = staticmethod(handle_put_object)  # type: ignore[method-assign]
+    hooks.replace(writer_resource, "_handle_put_object", staticmethod(handle_put_object), concern=_CONCERN)
 
 
 def write_results(
@@ -599,16 +573,15 @@ def write_results(
 
 
 def _raise_failure(env: Any, error_type: str, cause: str) -> NoReturn:
-    from moto.stepfunctions.parser.api import HistoryEventType, MapRunFailedEventDetails
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        EventDetails,
         FailureEvent,
         FailureEventException,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        HistoryEventType,
+        MapRunFailedEventDetails,
+        StatesErrorName,
         StatesErrorNameType,
     )
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
     error_name = StatesErrorName(typ=getattr(StatesErrorNameType, error_type))
     raise FailureEventException(

@@ -17,6 +17,9 @@ from email.utils import formatdate
 from typing import Any
 
 from orderbatch.localcloud.lambda_service.functions import LATEST
+from orderbatch.localcloud.moto_seam import hooks
+
+_CONCERN = "lambda_tasks"
 
 
 class _RawPayloadError(Exception):
@@ -55,24 +58,20 @@ def _payload_value(text: str) -> Any:
         return text
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
-        lambda_eval_utils,
-        state_task_lambda,
-    )
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import StateTaskLambda, lambda_eval_utils
 
-    original_integration = lambda_eval_utils.execute_lambda_function_integration
     function_error_class = lambda_eval_utils.LambdaFunctionErrorException
     raw_error_class = type("LambdaFunctionRawErrorException", (function_error_class, _RawPayloadError), {})
 
+    @hooks.around(lambda_eval_utils, "execute_lambda_function_integration", concern=_CONCERN)
     def execute_lambda_function_integration(
-        env: Any, parameters: dict[str, Any], region: str, state_credentials: Any
+        proceed: Any, env: Any, parameters: dict[str, Any], region: str, state_credentials: Any
     ) -> None:
         if env.is_mocked_mode():
-            original_integration(
-                env=env, parameters=parameters, region=region, state_credentials=state_credentials
-            )
+            proceed(env=env, parameters=parameters, region=region, state_credentials=state_credentials)
             return
+        # Read at call time: task_clients puts its own in the module's place.
         client: Any = lambda_eval_utils.boto_client_for(
             service="lambda", region=region, state_credentials=state_credentials
         )
@@ -98,14 +97,8 @@ def patch() -> None:
             }
         )
 
-    lambda_eval_utils.execute_lambda_function_integration = execute_lambda_function_integration
-
-    bare_arn_task = state_task_lambda.StateTaskLambda
-    original_from_error = bare_arn_task._from_error
-
-    def from_error_keeping_runtime_text(self: Any, env: Any, ex: Exception) -> Any:
+    @hooks.around(StateTaskLambda, "_from_error", concern=_CONCERN)
+    def from_error_keeping_runtime_text(proceed: Any, self: Any, env: Any, ex: Exception) -> Any:
         if isinstance(ex, _RawPayloadError) and isinstance(ex, function_error_class):
             ex = function_error_class(ex.function_error, ex.raw_payload)
-        return original_from_error(self, env, ex)
-
-    bare_arn_task._from_error = from_error_keeping_runtime_text  # type: ignore[method-assign]
+        return proceed(self, env, ex)

@@ -15,13 +15,17 @@ Adjustments to moto's interpreter, each for a reason a user would meet:
 from __future__ import annotations
 
 import json
-import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from orderbatch.aws_limits import INLINE_MAP_CONCURRENCY_LIMIT
+from orderbatch.localcloud.moto_seam import hooks
+from orderbatch.localcloud.moto_seam.records import EngineRecords
+
+_CONCERN = "map_state"
 
 
-def patch() -> None:
+def register_hooks() -> None:
     _cap_inline_map_concurrency()
     _loop_map_workers()
     _count_child_events_without_keeping_them()
@@ -29,41 +33,36 @@ def patch() -> None:
 
 
 def _cap_inline_map_concurrency() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
-        inline_iteration_component,
-    )
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.max_concurrency import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
         DEFAULT_MAX_CONCURRENCY_VALUE,
+        InlineIterationComponent,
     )
 
-    component = inline_iteration_component.InlineIterationComponent
-    original_eval_body = component._eval_body
-
-    def eval_body_within_aws_limit(self: Any, env: Any) -> None:
+    @hooks.around(InlineIterationComponent, "_eval_body", concern=_CONCERN)
+    def eval_body_within_aws_limit(proceed: Any, self: Any, env: Any) -> None:
         eval_input = env.stack[-1]
         requested = eval_input.max_concurrency
         if requested == DEFAULT_MAX_CONCURRENCY_VALUE or requested > INLINE_MAP_CONCURRENCY_LIMIT:
             eval_input.max_concurrency = INLINE_MAP_CONCURRENCY_LIMIT
-        original_eval_body(self, env)
-
-    component._eval_body = eval_body_within_aws_limit  # type: ignore[method-assign]
+        proceed(self, env)
 
 
 def _loop_map_workers() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor import (
-        distributed_item_processor_worker,
-    )
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iterator import (
-        distributed_iterator_worker,
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        DistributedItemProcessorWorker,
+        DistributedIteratorWorker,
+        IterationWorker,
     )
 
-    iteration_worker.IterationWorker._eval_pool = _inline_eval_pool  # type: ignore[method-assign]
-    distributed_item_processor_worker.DistributedItemProcessorWorker._eval_pool = (  # type: ignore[method-assign]
-        _distributed_eval_pool("open_inner_frame")
+    hooks.replace(IterationWorker, "_eval_pool", _inline_eval_pool, concern=_CONCERN)
+    hooks.replace(
+        DistributedItemProcessorWorker,
+        "_eval_pool",
+        _distributed_eval_pool("open_inner_frame"),
+        concern=_CONCERN,
     )
-    distributed_iterator_worker.DistributedIteratorWorker._eval_pool = (  # type: ignore[method-assign]
-        _distributed_eval_pool("open_frame")
+    hooks.replace(
+        DistributedIteratorWorker, "_eval_pool", _distributed_eval_pool("open_frame"), concern=_CONCERN
     )
 
 
@@ -117,10 +116,7 @@ def _distributed_eval_pool(open_job_frame: str) -> Any:
 
 
 def _count_child_events_without_keeping_them() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
-        distributed_iteration_component,
-    )
-    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+    from orderbatch.localcloud.moto_seam.stepfunctions import EventManager, distributed_iteration_component
 
     class ChildExecutionEvents(EventManager):
         """The events of a Distributed Map's children: numbered and counted, then let go."""
@@ -131,53 +127,58 @@ def _count_child_events_without_keeping_them() -> None:
             self.published += 1
 
     # The module creates the Map run's event manager by this name.
-    distributed_iteration_component.EventManager = ChildExecutionEvents  # type: ignore[misc]
+    hooks.replace(distributed_iteration_component, "EventManager", ChildExecutionEvents, concern=_CONCERN)
 
 
 _NOT_AN_ARRAY = "Map state input must be an array but was: "
-# The items each Map evaluation computed last, by evaluation environment: the check that fails a non-array
-# pops them before it builds its cause.
-_evaluated_items: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class _EvaluatedItems:
+    """The items a Map evaluation computed last: the check that fails a non-array pops them before it
+    builds its cause."""
+
+    value: Any = None
+
+
+# By evaluation environment.
+_evaluated_items: EngineRecords[_EvaluatedItems] = EngineRecords(_EvaluatedItems)
 
 
 def _name_the_value_not_its_type() -> None:
     """AWS's cause for a Map over a non-array quotes the value as JSON (``... but was: true``); moto's names
     the Python type (``<class 'bool'>``)."""
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
         FailureEventException,
+        Items,
+        ItemsPath,
+        StateMap,
     )
-    from moto.stepfunctions.parser.asl.component.common.path.items_path import ItemsPath
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.items.items import Items
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.state_map import StateMap
 
     for component in (ItemsPath, Items):
         _remember_evaluated_items(component)
-    original = StateMap._eval_execution
 
-    def eval_execution(self: Any, env: Any) -> None:
+    @hooks.around(StateMap, "_eval_execution", concern=_CONCERN)
+    def eval_execution(proceed: Any, self: Any, env: Any) -> None:
         # Without Items or ItemsPath (JSONata), the items are the state's input, already on the stack.
-        _evaluated_items.pop(env, None)
+        _evaluated_items.forget(env)
         state_input = env.stack[-1] if env.stack else None
         try:
-            original(self, env)
+            proceed(self, env)
         except FailureEventException as failure:
             details: Any = failure.failure_event.event_details or {}
             evaluation = details.get("evaluationFailedEventDetails") or {}
             cause = evaluation.get("cause")
             if isinstance(cause, str) and cause.startswith(_NOT_AN_ARRAY):
-                items = _evaluated_items.get(env, state_input)
+                evaluated = _evaluated_items.get(env)
+                items = state_input if evaluated is None else evaluated.value
                 evaluation["cause"] = _NOT_AN_ARRAY + json.dumps(items, separators=(",", ":"))
             raise
 
-    StateMap._eval_execution = eval_execution  # type: ignore[method-assign]
-
 
 def _remember_evaluated_items(component: Any) -> None:
-    original_eval = component.eval
-
-    def eval_and_remember(self: Any, env: Any) -> None:
-        original_eval(self, env)
+    @hooks.around(component, "eval", concern=_CONCERN)
+    def eval_and_remember(proceed: Any, self: Any, env: Any) -> None:
+        proceed(self, env)
         if env.stack:
-            _evaluated_items[env] = env.stack[-1]
-
-    component.eval = eval_and_remember
+            _evaluated_items.of(env).value = env.stack[-1]

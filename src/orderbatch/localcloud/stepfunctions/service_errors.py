@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+from orderbatch.localcloud.moto_seam import hooks
 
 
 @dataclass(frozen=True)
@@ -32,30 +34,24 @@ class _JavaService:
     botocore_name: str
 
 
-# Optimised integrations whose errors are named here, by the module moto implements them in.
+# Optimised integrations whose errors are named here, by the name of moto's class for them (the seam
+# hands the class on under that name).
 _SERVICES = {
-    "state_task_service_sqs.StateTaskServiceSqs": _JavaService(
-        "SQS", "AmazonSQSException", "AmazonSQS", "sqs"
-    ),
-    "state_task_service_sns.StateTaskServiceSns": _JavaService(
-        "SNS", "AmazonSNSException", "AmazonSNS", "sns"
-    ),
-    "state_task_service_events.StateTaskServiceEvents": _JavaService(
+    "StateTaskServiceSqs": _JavaService("SQS", "AmazonSQSException", "AmazonSQS", "sqs"),
+    "StateTaskServiceSns": _JavaService("SNS", "AmazonSNSException", "AmazonSNS", "sns"),
+    "StateTaskServiceEvents": _JavaService(
         "EventBridge", "AmazonEventBridgeException", "AmazonEventBridge", "events"
     ),
-    "state_task_service_dynamodb.StateTaskServiceDynamoDB": _JavaService(
+    "StateTaskServiceDynamoDB": _JavaService(
         "DynamoDB", "AmazonDynamoDBException", "AmazonDynamoDBv2", "dynamodb"
     ),
-    "state_task_service_sfn.StateTaskServiceSfn": _JavaService(
+    "StateTaskServiceSfn": _JavaService(
         "StepFunctions", "AWSStepFunctionsException", "AWSStepFunctions", "stepfunctions"
     ),
-    "state_task_service_ecs.StateTaskServiceEcs": _JavaService(
-        "ECS", "AmazonECSException", "AmazonECS", "ecs"
-    ),
-    "state_task_service_glue.StateTaskServiceGlue": _JavaService(
-        "Glue", "AWSGlueException", "AWSGlue", "glue"
-    ),
+    "StateTaskServiceEcs": _JavaService("ECS", "AmazonECSException", "AmazonECS", "ecs"),
+    "StateTaskServiceGlue": _JavaService("Glue", "AWSGlueException", "AWSGlue", "glue"),
 }
+_CONCERN = "service_errors"
 
 
 @functools.cache
@@ -94,33 +90,26 @@ def error_and_cause(service: _JavaService, client_error: Any) -> tuple[str, str]
     return f"{service.error_prefix}.{exception}", f"{message} ({details})"
 
 
-def patch() -> None:
-    import importlib
-
+def register_hooks() -> None:
     from botocore.exceptions import ClientError
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-        FailureEventException,
-    )
 
-    package = "moto.stepfunctions.parser.asl.component.state.exec.state_task.service"
-    for location, service in _SERVICES.items():
-        module_name, _, class_name = location.partition(".")
-        task_class = getattr(importlib.import_module(f"{package}.{module_name}"), class_name)
-        original = task_class._from_error
+    from orderbatch.localcloud.moto_seam import stepfunctions as moto_sfn
+
+    for class_name, service in _SERVICES.items():
 
         def from_error(
-            self: Any, env: Any, ex: Exception, *, _service: _JavaService = service, _original: Any = original
+            proceed: Any, self: Any, env: Any, ex: Exception, *, _service: _JavaService = service
         ) -> Any:
-            if isinstance(ex, FailureEventException):
+            if isinstance(ex, moto_sfn.FailureEventException):
                 # Already named (States.Runtime for parameters that cannot make the request, ...); moto's
                 # DynamoDB integration would rename any exception DynamoDB.AmazonDynamoDBException.
                 return ex.failure_event
             if not isinstance(ex, ClientError):
-                return _original(self, env, ex)
+                return proceed(self, env, ex)
             error, cause = error_and_cause(_service, ex)
             return task_failed_event(env, error, cause, task=self)
 
-        task_class._from_error = from_error
+        hooks.around(getattr(moto_sfn, class_name), "_from_error", concern=_CONCERN)(from_error)
 
     _name_patterns_not_run_locally()
     _tolerate_errors_without_request_id()
@@ -128,18 +117,15 @@ def patch() -> None:
 
 def task_failed_event(env: Any, error: str, cause: str, *, task: Any = None) -> Any:
     """The interpreter's TaskFailed failure event with this error and cause (of ``task``'s resource)."""
-    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
-    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
         CustomErrorName,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        EventDetails,
+        FailureEvent,
+        HistoryEventType,
         StatesErrorName,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
         StatesErrorNameType,
+        TaskFailedEventDetails,
     )
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
     details = TaskFailedEventDetails(error=error, cause=cause)
     if task is not None:
@@ -151,15 +137,13 @@ def task_failed_event(env: Any, error: str, cause: str, *, task: Any = None) -> 
         env=env,
         error_name=name,
         event_type=HistoryEventType.TaskFailed,
-        event_details=EventDetails(taskFailedEventDetails=details),  # type: ignore[typeddict-item]
+        event_details=cast(EventDetails, {"taskFailedEventDetails": details}),
     )
 
 
 def runtime_failure(env: Any, cause: str) -> Exception:
     """A States.Runtime failure of the state, raised where the interpreter expects a failure event."""
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-        FailureEventException,
-    )
+    from orderbatch.localcloud.moto_seam.stepfunctions import FailureEventException
 
     return FailureEventException(failure_event=task_failed_event(env, "States.Runtime", cause))
 
@@ -170,10 +154,7 @@ def _name_patterns_not_run_locally() -> None:
     a Python ``RuntimeError``'s text as its cause and no state named, and one on an integration without
     patterns (``dynamodb:putItem.waitForTaskToken``) ran as a plain call. Both now fail with States.Runtime
     naming the resource and the pattern, decorated like any other States.Runtime of the state."""
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-        state_task_service,
-        state_task_service_callback,
-    )
+    from orderbatch.localcloud.moto_seam.stepfunctions import StateTaskService, StateTaskServiceCallback
 
     def not_run(self: Any, env: Any) -> Exception:
         return runtime_failure(
@@ -185,41 +166,37 @@ def _name_patterns_not_run_locally() -> None:
     def sync_resolver(self: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
         raise not_run(self, env)
 
-    service_task = state_task_service.StateTaskService
-    original_execution = service_task._eval_execution
-
-    def eval_execution(self: Any, env: Any) -> None:
+    @hooks.around(StateTaskService, "_eval_execution", concern=_CONCERN)
+    def eval_execution(proceed: Any, self: Any, env: Any) -> None:
         pattern = getattr(self.resource, "condition", None)
         supported = getattr(self, "_supported_integration_patterns", ())
         if pattern is not None and pattern not in supported and not env.is_mocked_mode():
             raise not_run(self, env)
-        original_execution(self, env)
+        proceed(self, env)
 
-    callback_task = state_task_service_callback.StateTaskServiceCallback
-    callback_task._build_sync_resolver = sync_resolver  # type: ignore[method-assign]
-    callback_task._build_sync2_resolver = sync_resolver  # type: ignore[method-assign]
+    hooks.replace(StateTaskServiceCallback, "_build_sync_resolver", sync_resolver, concern=_CONCERN)
+    hooks.replace(StateTaskServiceCallback, "_build_sync2_resolver", sync_resolver, concern=_CONCERN)
     # Checked in _eval_execution instead, where the failure is the state's own (Retry, Catch, event ID).
-    callback_task._assert_integration_pattern_is_supported = lambda self: None  # type: ignore[method-assign]
-    service_task._eval_execution = eval_execution  # type: ignore[method-assign]
+    hooks.replace(
+        StateTaskServiceCallback,
+        "_assert_integration_pattern_is_supported",
+        lambda self: None,
+        concern=_CONCERN,
+    )
 
 
 def _tolerate_errors_without_request_id() -> None:
     """An error answer without a request ID (moto's for an operation it does not implement) made the
     aws-sdk integration fail with ``KeyError('RequestId')`` instead of the service's error."""
     from botocore.exceptions import ClientError
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-        state_task_service_aws_sdk,
-    )
 
-    aws_sdk_task = state_task_service_aws_sdk.StateTaskServiceAwsSdk
-    original = aws_sdk_task._from_error
+    from orderbatch.localcloud.moto_seam.stepfunctions import StateTaskServiceAwsSdk
 
-    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+    @hooks.around(StateTaskServiceAwsSdk, "_from_error", concern=_CONCERN)
+    def from_error(proceed: Any, self: Any, env: Any, ex: Exception) -> Any:
         if isinstance(ex, ClientError):
-            response: dict[str, Any] = ex.response  # type: ignore[assignment]
+            response = cast(dict[str, Any], ex.response)
             metadata = response.setdefault("ResponseMetadata", {})
             metadata.setdefault("RequestId", "")
             metadata.setdefault("HTTPStatusCode", 500)
-        return original(self, env, ex)
-
-    aws_sdk_task._from_error = from_error  # type: ignore[method-assign]
+        return proceed(self, env, ex)

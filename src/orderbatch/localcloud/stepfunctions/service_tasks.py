@@ -16,8 +16,10 @@ import datetime
 import functools
 from typing import Any
 
+from orderbatch.localcloud.moto_seam import hooks
 from orderbatch.localcloud.stepfunctions.context_object import aws_timestamp
 
+_CONCERN = "service_tasks"
 # How AWS names a service in an aws-sdk integration's errors: the SDK's service class name. The default
 # is the service name with its first letter upper-cased (sqs -> Sqs, lambda -> Lambda, ec2 -> Ec2).
 _SDK_SERVICE_NAMES = {
@@ -61,14 +63,12 @@ def _task_operation(task: Any, boto_service_name: str | None, service_action_nam
     )
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-        state_task_service,
-        state_task_service_aws_sdk,
-        state_task_service_lambda,
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        StateTaskService,
+        StateTaskServiceAwsSdk,
+        StateTaskServiceLambda,
     )
-
-    service_task = state_task_service.StateTaskService
 
     def normalise_parameters(
         self: Any,
@@ -94,10 +94,9 @@ def patch() -> None:
         if isinstance(response, dict):
             response.update(_timestamps_as_text(response))
 
-    original_eval_parameters = service_task._eval_parameters
-
-    def eval_parameters(self: Any, env: Any) -> dict[str, Any]:
-        parameters: dict[str, Any] = original_eval_parameters(self, env)
+    @hooks.around(StateTaskService, "_eval_parameters", concern=_CONCERN)
+    def eval_parameters(proceed: Any, self: Any, env: Any) -> dict[str, Any]:
+        parameters: dict[str, Any] = proceed(self, env)
         operation = _task_operation(self, None, None)
         if operation is not None and operation.input_shape is not None:
             problems = list(dict.fromkeys(_shape_problems(parameters, operation.input_shape, field_name="")))
@@ -105,16 +104,22 @@ def patch() -> None:
                 raise _parameters_unusable(env, parameters, problems)
         return parameters
 
-    service_task._normalise_parameters = normalise_parameters  # type: ignore[method-assign]
-    service_task._eval_parameters = eval_parameters  # type: ignore[method-assign]
-    service_task._normalise_response = normalise_response  # type: ignore[method-assign]
+    hooks.replace(StateTaskService, "_normalise_parameters", normalise_parameters, concern=_CONCERN)
+    hooks.replace(StateTaskService, "_normalise_response", normalise_response, concern=_CONCERN)
 
     # lambda:invoke results are built in AWS's shape already (see lambda_tasks).
-    lambda_task = state_task_service_lambda.StateTaskServiceLambda
-    lambda_task._normalise_response = lambda self, response, *args, **kwargs: None  # type: ignore[method-assign]
-
-    aws_sdk_task = state_task_service_aws_sdk.StateTaskServiceAwsSdk
-    aws_sdk_task._normalise_service_error_name = staticmethod(sdk_service_name)  # type: ignore[method-assign,assignment]
+    hooks.replace(
+        StateTaskServiceLambda,
+        "_normalise_response",
+        lambda self, response, *args, **kwargs: None,
+        concern=_CONCERN,
+    )
+    hooks.replace(
+        StateTaskServiceAwsSdk,
+        "_normalise_service_error_name",
+        staticmethod(sdk_service_name),
+        concern=_CONCERN,
+    )
 
 
 # How Step Functions names the JSON type a field must have.
@@ -153,8 +158,7 @@ def _shape_problems(value: Any, shape: Any, *, field_name: str) -> list[str]:
 
 def _parameters_unusable(env: Any, parameters: dict[str, Any], problems: list[str]) -> Exception:
     """The States.Runtime failure of a Task whose parameters cannot make the API request."""
-    from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
-
+    from orderbatch.localcloud.moto_seam.stepfunctions import to_json_str
     from orderbatch.localcloud.stepfunctions.service_errors import runtime_failure
 
     return runtime_failure(

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from orderbatch.localcloud.moto_seam import hooks
+
 
 def share_map_input(states: Any, map_state_input: Any) -> None:
     """``States.reset`` without its deep copy: ``$states.input`` is the Map's input itself."""
@@ -29,10 +31,8 @@ def share_map_input(states: Any, map_state_input: Any) -> None:
     states._states_data["errorOutput"] = None
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor.inline_item_processor_worker import (  # noqa: E501
-        InlineItemProcessorWorker,
-    )
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import InlineItemProcessorWorker
 
     def eval_input(self: Any, env_frame: Any) -> None:
         selector = self._item_selector or self._parameters
@@ -44,4 +44,4 @@ def patch() -> None:
         selector.eval(env_frame)
         env_frame.states.reset(input_value=env_frame.stack[-1])
 
-    InlineItemProcessorWorker._eval_input = eval_input  # type: ignore[method-assign]
+    hooks.replace(InlineItemProcessorWorker, "_eval_input", eval_input, concern="shared_inputs")

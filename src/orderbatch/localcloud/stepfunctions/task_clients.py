@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -20,8 +19,9 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-_INTERPRETER_PACKAGE = "moto.stepfunctions.parser"
+from orderbatch.localcloud.moto_seam import hooks
 
+_CONCERN = "task_clients"
 # A service call of a Task gets an answer within these or fails with botocore's timeout error: moto's
 # clients wait for ever (99999999 s), so one request that never came back kept an execution RUNNING.
 # Lambda's Invoke, which may run for 15 minutes, is made in-process and not bounded by them.
@@ -71,17 +71,38 @@ class _TaskLambdaClient:
         return getattr(self._endpoint_client, operation)
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.asl.utils import boto_client
+# moto's modules (by the names the seam hands them on under) that import ``boto_client_for`` by name, each
+# holding its own reference, and the one that defines it. A module a later moto adds fails the test that
+# no interpreter module keeps moto's own.
+_MODULES_CALLING_BOTO_CLIENT_FOR = (
+    "boto_client",
+    "item_reader_resource_eval_s3",
+    "result_writer_resource_eval_s3",
+    "lambda_eval_utils",
+    "state_task_service_aws_sdk",
+    "state_task_service_batch",
+    "state_task_service_dynamodb",
+    "state_task_service_ecs",
+    "state_task_service_events",
+    "state_task_service_glue",
+    "state_task_service_sfn",
+    "state_task_service_sns",
+    "state_task_service_sqs",
+    "state_task_service_unsupported",
+)
 
-    original = boto_client.boto_client_for
+
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam import stepfunctions as moto_sfn
+
+    moto_client_for = moto_sfn.boto_client_for
     lock = threading.Lock()
 
     @functools.cache
     def cached(region: str, service: str, port: str | None, credentials: tuple[str, str] | None) -> Any:
         with lock:  # boto3's default session is not safe to build clients from concurrently
             if credentials is None and port is None:
-                return original(region=region, service=service)
+                return moto_client_for(region=region, service=service)
             credentials = credentials or _MOTO_TASK_KEYS
             # moto's client, as its boto_client_for builds it, with the role's keys instead of its own.
             return boto3.client(
@@ -106,12 +127,9 @@ def patch() -> None:
             return _TaskLambdaClient(_lambda_client, client, credentials[0] if credentials else None)
         return client
 
-    # Interpreter modules import the function by name: those imported later get the replacement from
-    # here, those already imported are given it.
-    boto_client.boto_client_for = task_client_for
-    for name, module in list(sys.modules.items()):
-        if name.startswith(_INTERPRETER_PACKAGE) and getattr(module, "boto_client_for", None) is original:
-            setattr(module, "boto_client_for", task_client_for)  # noqa: B010 - a module, not a known type
+    for module_name in _MODULES_CALLING_BOTO_CLIENT_FOR:
+        module = getattr(moto_sfn, module_name)
+        hooks.replace(module, "boto_client_for", task_client_for, concern=_CONCERN)
     _name_unmodelled_lambda_errors_as_aws_does()
 
 
@@ -121,20 +139,17 @@ def _name_unmodelled_lambda_errors_as_aws_does() -> None:
     ``AccessDeniedException`` of a role that may not invoke the function, arrives as
     ``Lambda.AWSLambdaException``, the cause still naming the real code. moto names them all by code."""
     import botocore.session
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-        state_task_service_lambda,
-    )
 
-    task = state_task_service_lambda.StateTaskServiceLambda
-    original = task._error_cause_from_client_error
+    from orderbatch.localcloud.moto_seam.stepfunctions import StateTaskServiceLambda
+
     modelled = {
         shape.name for shape in botocore.session.get_session().get_service_model("lambda").error_shapes
     }
 
-    def error_cause(client_error: Any) -> tuple[str, str]:
-        error, cause = original(client_error)
+    # A static method: the listener gets no instance.
+    @hooks.around(StateTaskServiceLambda, "_error_cause_from_client_error", concern=_CONCERN)
+    def error_cause(proceed: Any, client_error: Any) -> tuple[str, str]:
+        error, cause = proceed(client_error)
         if client_error.response["Error"]["Code"] not in modelled:
             error = "Lambda.AWSLambdaException"
         return error, cause
-
-    task._error_cause_from_client_error = staticmethod(error_cause)  # type: ignore[method-assign]

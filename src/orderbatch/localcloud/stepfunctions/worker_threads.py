@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from orderbatch.localcloud.moto_seam import hooks
+
 IDLE_SECONDS = 30.0
 _LOG = logging.getLogger(__name__)
 
@@ -114,12 +116,10 @@ class PooledThread:
         return self._started and not self._done.is_set()
 
 
-def patch() -> None:
-    from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
-    from moto.stepfunctions.parser.asl.component.program.program import Program
-    from moto.stepfunctions.parser.asl.component.state.exec import execute_state
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import EvalComponent, Program, execute_state
 
-    execute_state.Thread = PooledThread  # type: ignore[assignment,misc]
+    hooks.replace(execute_state, "Thread", PooledThread, concern="worker_threads")
 
     def eval_program(self: Any, env: Any) -> None:
         timeout = self.timeout_seconds.timeout_seconds if self.timeout_seconds else None
@@ -130,4 +130,4 @@ def patch() -> None:
         if worker.is_alive():
             env.set_timed_out()
 
-    Program.eval = eval_program  # type: ignore[method-assign]
+    hooks.replace(Program, "eval", eval_program, concern="worker_threads")
