@@ -126,3 +126,26 @@ def test_records_live_beside_the_object_and_go_with_it() -> None:
     del execution
     gc.collect()
     assert len(records) == 0
+
+
+def test_a_hook_on_an_inherited_method_wraps_the_base_as_hooked_and_keeps_motos_original() -> None:
+    base = _owner()
+
+    class LambdaBackend(base):  # type: ignore[misc,valid-type]
+        pass
+
+    original = base.__dict__["start_execution"]
+    registry = hooks.HookRegistry()
+    # The subclass's hook registers first; the base's is installed first all the same.
+    registry.around(LambdaBackend, "start_execution", concern="lambda_tasks")(
+        lambda proceed, self, name: ["lambda_tasks", *proceed(self, name)]
+    )
+    registry.around(base, "start_execution", concern="service_tasks")(
+        lambda proceed, self, name: ["service_tasks", *proceed(self, name)]
+    )
+    installed = {target.owner: target for target in registry.install()}
+
+    assert LambdaBackend().start_execution("run") == ["lambda_tasks", "service_tasks", "moto:run"]
+    assert base().start_execution("run") == ["service_tasks", "moto:run"]
+    assert installed[LambdaBackend].original is original
+    assert installed[base].original is original

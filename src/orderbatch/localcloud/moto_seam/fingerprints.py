@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orderbatch.localcloud.moto_seam import hooks
+
 RECORD_PATH = Path(__file__).with_name("fingerprints.json")
 # The modules that hand moto's names to the rest of the engine; everything they export is recorded.
 EXPORT_MODULES = (
@@ -59,21 +61,50 @@ def fingerprint(value: Any) -> Fingerprint:
         value = value.__func__
     if isinstance(value, types.ModuleType):
         return Fingerprint("module", "", "")
-    if inspect.isclass(value) or inspect.isfunction(value) or inspect.ismethod(value):
-        kind = "class" if inspect.isclass(value) else "function"
-        try:
-            signature = str(inspect.signature(value))
-        except (TypeError, ValueError):
-            signature = ""
-        try:
-            source = inspect.getsource(value)
-        except (OSError, TypeError):
-            source = ""
-        return Fingerprint(kind, signature, hashlib.sha256(source.encode()).hexdigest()[:16])
+    if inspect.isclass(value):
+        # A class's call signature is its __init__'s, which a hook may replace: the source says it all.
+        return Fingerprint("class", "", _source_hash(value))
+    if inspect.isfunction(value) or inspect.ismethod(value):
+        return Fingerprint("function", _signature(value), _source_hash(value))
     if isinstance(value, property):
         getter = fingerprint(value.fget) if value.fget is not None else Fingerprint("", "", "")
         return Fingerprint("property", getter.signature, getter.source_sha256)
     return Fingerprint(f"value:{type(value).__name__}", "", "")
+
+
+def _source_hash(value: Any) -> str:
+    try:
+        source = inspect.getsource(value)
+    except (OSError, TypeError):
+        source = ""
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+_PLAIN_DEFAULTS = (type(None), bool, int, float, str, bytes)
+
+
+def _signature(function: Any) -> str:
+    """The parameters as written: names, kinds, annotations and plain defaults. A default that is an
+    object (``sys.stdout``) is shown by its type, since its repr differs between processes."""
+    try:
+        signature = inspect.signature(function, follow_wrapped=False)
+    except (TypeError, ValueError):
+        return ""
+    parameters = []
+    for parameter in signature.parameters.values():
+        default = parameter.default
+        if default is not inspect.Parameter.empty and not isinstance(default, _PLAIN_DEFAULTS):
+            parameter = parameter.replace(default=_Placeholder(type(default).__name__))
+        parameters.append(parameter)
+    return str(signature.replace(parameters=parameters))
+
+
+class _Placeholder:
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"
 
 
 def moto_version() -> str:
@@ -82,8 +113,6 @@ def moto_version() -> str:
 
 def used_by_engine() -> dict[str, Fingerprint]:
     """Every moto name the engine hooks or imports through the seam, read from the installed moto."""
-    from orderbatch.localcloud.moto_seam import hooks
-
     for installer in ENGINE_INSTALLERS:
         module_name, function_name = installer.split(":")
         getattr(importlib.import_module(module_name), function_name)()
@@ -139,10 +168,12 @@ def recorded(record_path: Path = RECORD_PATH) -> tuple[str, dict[str, Fingerprin
 def check(record_path: Path = RECORD_PATH) -> list[Change]:
     """What differs between the recorded fingerprints and the installed moto, one change per target."""
     _, expected = recorded(record_path)
+    # In a process that installed the hooks, moto's attribute is the registry's wrapper: compare moto's own.
+    originals = {target.path: target.original for target in hooks.targets() if target.original is not None}
     changes: list[Change] = []
     for path, was in expected.items():
         try:
-            now = fingerprint(resolve(path))
+            now = fingerprint(originals[path] if path in originals else resolve(path))
         except LookupError as missing:
             changes.append(Change(path, f"gone ({missing})"))
             continue

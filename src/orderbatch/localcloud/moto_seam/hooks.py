@@ -128,14 +128,30 @@ class HookRegistry:
         """Wraps every registered target not yet installed, once each; returns the targets installed now."""
         with self._lock:
             pending = [target for target in self._targets.values() if not target.installed]
+            # Base classes first: a hook on a subclass whose method is inherited wraps the base's method as
+            # hooked (as inheritance would), whatever order the concerns registered in.
+            pending.sort(key=_class_depth)
             for target in pending:
-                _install(target)
+                _install(target, self._motos_own(target))
             return pending
 
     def targets(self) -> list[Target]:
         """Every target registered in this process, installed or not."""
         with self._lock:
             return list(self._targets.values())
+
+    def _motos_own(self, target: Target) -> Any:
+        """moto's own value of the target; for an inherited method also hooked on its base, the base's original."""
+        owner, name = target.owner, target.name
+        if not isinstance(owner, type):
+            return getattr(owner, name, _MISSING)
+        for klass in owner.__mro__:
+            if name in vars(klass):
+                base_target = self._targets.get((id(klass), name))
+                if base_target is not None and base_target is not target and base_target.installed:
+                    return base_target.original
+                return vars(klass)[name]
+        return _MISSING
 
     def _register(self, owner: Any, name: str, listener: _Listener) -> None:
         _known(listener.concern)
@@ -156,6 +172,10 @@ class HookRegistry:
             if "add" in kinds and "around" in kinds:
                 raise HookError(f"{target.path}: an added attribute has no moto code to listen around")
             target.listeners.append(listener)
+
+
+def _class_depth(target: Target) -> int:
+    return len(target.owner.__mro__) if isinstance(target.owner, type) else 0
 
 
 def _known(concern: str) -> None:
@@ -190,7 +210,7 @@ def targets() -> list[Target]:
     return _registry.targets()
 
 
-def _install(target: Target) -> None:
+def _install(target: Target, motos_own: Any) -> None:
     owner, name = target.owner, target.name
     raw = _raw_attribute(owner, name)
     listeners = sorted(target.listeners, key=lambda listener: CONCERNS.index(listener.concern))
@@ -203,7 +223,7 @@ def _install(target: Target) -> None:
         return
     if raw is _MISSING:
         raise HookError(f"{target.path}: moto has no such attribute ({', '.join(target.concerns)} hook it)")
-    target.original = raw
+    target.original = motos_own
     innermost = base.value if base is not None else raw
     arounds = [listener for listener in listeners if listener.kind == "around"]
     setattr(owner, name, _chained(innermost, arounds) if arounds else innermost)

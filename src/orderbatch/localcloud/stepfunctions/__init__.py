@@ -1,7 +1,9 @@
 """moto in server mode, as the local Step Functions, DynamoDB, S3, CloudWatch, SNS and Logs.
 
 moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud
-changes in it, without forking it, lives beside this module, one concern each: ``errors`` (its errors'
+changes in it, without forking it, lives beside this module, one concern each, and reaches moto only
+through ``moto_seam`` (each module's ``register_hooks()`` registers its listeners; nothing here assigns
+to moto): ``errors`` (its errors'
 codes), ``definition_support`` (constructs AWS accepts and moto's grammar lacks, taken out before moto
 parses and kept), ``definitions`` (the definitions CreateStateMachine refuses), ``distributed_map`` (the
 Distributed Map's readers, batches, tolerated failures, Express children and result files),
@@ -17,7 +19,9 @@ integration patterns not run locally), ``api_gateway_tasks`` (``apigateway:invok
 HTTP API), ``task_tokens`` (SendTaskFailure's cause), ``shared_inputs`` (the Map's input read by every
 item's ItemSelector without a copy per item), ``worker_threads`` (Task states and Map iterations on
 parked threads), ``redrive`` (RedriveExecution, which moto lacks) and
-``mock_config`` (Step Functions Local's MockConfigFile test cases).
+``mock_config`` (Step Functions Local's MockConfigFile test cases), ``teststate`` (the TestState API),
+``jsonata`` (JSONata expressions), ``context_object`` (the context object's shapes), ``wait_state``
+(Wait's limits) and ``sync_tracking`` (``.sync`` children followed as AWS's managed rule does).
 """
 
 from __future__ import annotations
@@ -102,9 +106,7 @@ def apply_interpreter_patches() -> None:
         if _patched:
             return
         for concern in _CONCERN_MODULES:
-            # Transitional: a concern not yet moved onto the seam still patches moto itself.
-            register = getattr(concern, "register_hooks", None) or concern.patch
-            register()
+            concern.register_hooks()
         hooks.install()
         _patched = True
 
