@@ -141,7 +141,7 @@ class HookRegistry:
             return list(self._targets.values())
 
     def _motos_own(self, target: Target) -> Any:
-        """moto's own value of the target; for an inherited method also hooked on its base, the base's original."""
+        """moto's own value; for an inherited method also hooked on its base, the base's original."""
         owner, name = target.owner, target.name
         if not isinstance(owner, type):
             return getattr(owner, name, _MISSING)
