@@ -147,8 +147,12 @@ def resolve(path: str) -> Any:
         module_name = ".".join(parts[:split])
         try:
             value: Any = importlib.import_module(module_name)
-        except ImportError:
-            continue
+        except ModuleNotFoundError as missing:
+            if missing.name is not None and module_name.startswith(missing.name):
+                continue  # no such module: the path goes on inside a shorter one
+            raise LookupError(f"{module_name} cannot be imported: {missing}") from missing
+        except ImportError as broken:
+            raise LookupError(f"{module_name} cannot be imported: {broken}") from broken
         for attribute in parts[split:]:
             if inspect.isclass(value) and attribute in vars(value):
                 value = vars(value)[attribute]
