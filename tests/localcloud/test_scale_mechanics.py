@@ -82,7 +82,9 @@ def test_a_connection_counts_only_when_the_emulator_itself_listens_on_the_port()
 def test_concurrent_cold_starts_each_answer_their_own_invocation(
     serve_lambda: Serve, probe_function: Probe
 ) -> None:
-    served = serve_lambda([probe_function("Probe")], account_concurrency=24)
+    # A long timeout: 24 cold starts at once on two loaded cores may take longer than the default 3 s,
+    # and a timed-out answer would say nothing about whose invocation each environment answered.
+    served = serve_lambda([probe_function("Probe", timeout_seconds=60)], account_concurrency=24)
 
     def invoke(number: int) -> dict[str, Any]:
         result = served.service.invoke("Probe", json.dumps({"number": number, "sleep": 0.2}).encode())
@@ -92,6 +94,7 @@ def test_concurrent_cold_starts_each_answer_their_own_invocation(
     with ThreadPoolExecutor(max_workers=24) as pool:
         answers = list(pool.map(invoke, range(24)))
 
+    assert [answer for answer in answers if "event" not in answer] == []
     assert [answer["event"]["number"] for answer in answers] == list(range(24))
     assert len({answer["pid"] for answer in answers}) == 24  # 24 environments, one runtime each
 
