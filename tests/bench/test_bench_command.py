@@ -31,7 +31,8 @@ SCENARIO_FIGURES = {
 }
 
 
-@pytest.mark.timeout(180)
+# The engine probe starts four local clouds: about 2 minutes on two cores, more when they are shared.
+@pytest.mark.timeout(420)
 def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
