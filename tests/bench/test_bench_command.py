@@ -31,7 +31,7 @@ SCENARIO_FIGURES = {
 }
 
 
-# The engine probe starts four local clouds: about 2 minutes on two cores, more when they are shared.
+# With the engine probe, about 2 minutes on two idle cores, and more when the cores are shared.
 @pytest.mark.timeout(420)
 def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
