@@ -356,11 +356,53 @@ class RecordCalls(FaultRule):
         return {"kind": self.kind}
 
 
+DUPLICATE_OVERLAPS = frozenset({"concurrent", "sequential", "either"})
+
+
+@dataclass(frozen=True)
+class DuplicateExecution(FaultRule):
+    """A state machine's rule: an EXPRESS Distributed Map child it fires for runs twice, with the same
+    input, as Express's at-least-once semantics allow; ``overlap`` says whether the second run starts
+    with the first (concurrent), after it ends (sequential) or either way (chosen per child). The rules
+    are keyed by the state machine's logical ID and decided per child, the child's input as the payload.
+    """
+
+    kind: ClassVar[str] = "duplicate_execution"
+
+    overlap: str = "either"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.overlap not in DUPLICATE_OVERLAPS:
+            raise ValueError(f"fault {self.kind}: overlap must be one of {sorted(DUPLICATE_OVERLAPS)}")
+
+    def own_fields(self) -> dict[str, Any]:
+        return {"overlap": self.overlap}
+
+    def add_to(self, decision: FaultDecision) -> FaultDecision:
+        return decision if decision.duplicate is not None else replace(decision, duplicate=self)
+
+    def runs_concurrently(self, item_key: str) -> bool:
+        """Whether the second run overlaps the first; ``either`` picks by the child's key, reproducibly."""
+        if self.overlap != "either":
+            return self.overlap == "concurrent"
+        return int(hashlib.sha256(item_key.encode()).hexdigest(), 16) % 2 == 0
+
+
 # The kinds by name: the plan's `kind:`, the `--fault` flag's KIND and the runtime shim's directives.
 FAULT_KINDS: Mapping[str, type[FaultRule]] = MappingProxyType(
     {
         kind.kind: kind
-        for kind in (Latency, ErrorBeforeBody, ErrorAfterBody, Timeout, ResponseDelay, Crash, RecordCalls)
+        for kind in (
+            Latency,
+            ErrorBeforeBody,
+            ErrorAfterBody,
+            Timeout,
+            ResponseDelay,
+            Crash,
+            RecordCalls,
+            DuplicateExecution,
+        )
     }
 )
 
@@ -480,6 +522,8 @@ class FaultDecision:
     item_key: str = ""
     # For a `once` crash: the file whose exclusive creation lets exactly one runtime crash.
     once_marker: str | None = None
+    # A state machine's child to run twice (a ``duplicate_execution`` rule fired); no Lambda part.
+    duplicate: DuplicateExecution | None = None
 
     def directive(self) -> dict[str, Any] | None:
         """The runtime shim's instruction, or None when the runtime has no part in this invocation."""
