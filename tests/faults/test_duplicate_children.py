@@ -4,6 +4,7 @@ and the app still finishes every order once: nothing lost, no effect doubled."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -17,6 +18,10 @@ from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.audit import AuditReport, BatchLocations, step_invocations_from_logs
 from orderbatch.executions import wait_for_execution
+from orderbatch.faults.crash_cases import AS_SHIPPED
+from orderbatch.faults.crash_matrix import ConfigurationRun, start_cloud
+from orderbatch.faults.crash_results import ConfigurationResult, MatrixResult, render
+from orderbatch.faults.duplicate_children import run_duplicate_children_row
 from orderbatch.faults.flags import parse_fault_flag
 from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.lambda_service import FaultPlan
@@ -125,3 +130,23 @@ def test_a_thousand_orders_with_a_tenth_of_the_children_run_twice_audit_clean() 
     assert batch.report.lost == []
     assert batch.report.doubled == []
     assert batch.report.violations == []
+
+
+@pytest.mark.e2e
+def test_the_crash_matrix_row_runs_every_child_twice_and_judges_it_clean() -> None:
+    cloud = start_cloud(AS_SHIPPED)
+    try:
+        row = run_duplicate_children_row(ConfigurationRun(cloud, AS_SHIPPED))
+    finally:
+        cloud.stop()
+        shutil.rmtree(cloud.state_dir, ignore_errors=True)
+
+    assert (row.step, row.function, row.point) == ("children", STATE_MACHINE, "duplicate_execution")
+    assert row.execution_status == "SUCCEEDED"
+    assert row.crashes == 4, row.verdict  # the subject and its three bystanders, each child run twice
+    assert (row.lost, row.doubled, row.violations) == ([], [], [])
+    assert row.subject_outcome == "SUCCEEDED"
+    assert row.ok, row.verdict
+    assert "every Express child run twice" in render(
+        MatrixResult(ConfigurationResult(AS_SHIPPED.name, [row.step], {}, [row], 1.0), [], 1.0)
+    )

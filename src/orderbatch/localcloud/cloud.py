@@ -264,14 +264,14 @@ class LocalCloud:
             return None
         return max(len(self.stack.functions), round(factor * self.config.account_concurrency))
 
-    def _duplicate_child(self, state_machine_name: str, child_input: Any) -> bool | None:
+    def _duplicate_child(self, state_machine_name: str, child_input: Callable[[], Any]) -> bool | None:
         """A ``duplicate_execution`` rule of the state machine (by logical ID) decides whether an EXPRESS
         child runs twice: None for once, else whether the runs overlap."""
         machine = next((m for m in self.stack.state_machines if m.name == state_machine_name), None)
         faults = self.lambda_service.faults if self.lambda_service is not None else None
         if machine is None or faults is None or not faults.has_rules(machine.logical_id):
             return None
-        decision = faults.decide(machine.logical_id, json.dumps(child_input, sort_keys=True).encode())
+        decision = faults.decide(machine.logical_id, json.dumps(child_input(), sort_keys=True).encode())
         if decision is None or decision.duplicate is None:
             return None
         return decision.duplicate.runs_concurrently(decision.item_key)

@@ -55,9 +55,10 @@ EXPRESS_TIMEOUT_CAUSE = "The Express child execution ran past its five-minute li
 _CONCERN = "distributed_map"
 _LOG = logging.getLogger(__name__)
 
-# Whether an EXPRESS child runs twice: (state machine name, child input) -> None for once, else whether
-# the second run overlaps the first. Whoever runs the engine with a fault plan sets it.
-DuplicateDecider = Callable[[str, Any], "bool | None"]
+# Whether an EXPRESS child runs twice: (state machine name, a function giving the child's input) -> None
+# for once, else whether the second run overlaps the first. Whoever runs the engine with a fault plan
+# sets it; it asks for the input (the item through ItemSelector, as the child gets it) only if it needs it.
+DuplicateDecider = Callable[[str, Callable[[], Any]], "bool | None"]
 _duplicate_decider: DuplicateDecider | None = None
 
 
@@ -437,7 +438,7 @@ def _eval_job_keeping_outcome(proceed: Any, self: Any, env: Any, job: Any) -> No
 
     run = _runs.get(self._map_run_record)
     express = run is not None and run.support is not None and run.support.express_children
-    overlap = _duplicate_overlap(self._map_run_record, job) if express else None
+    overlap = _duplicate_overlap(self, job) if express else None
     twin: threading.Thread | None = None
     if overlap is True:
         twin = threading.Thread(
@@ -486,13 +487,33 @@ def _run_child(proceed: Any, worker: Any, env: Any, job: Any, *, express: bool) 
             timer.cancel()
 
 
-def _duplicate_overlap(map_run_record: Any, job: Any) -> bool | None:
+def _duplicate_overlap(worker: Any, job: Any) -> bool | None:
     decider = _duplicate_decider
     if decider is None:
         return None
     # arn:aws:states:<region>:<account>:mapRun:<state machine name>/<Map label>:<id>
-    state_machine_name = map_run_record.map_run_arn.split(":")[6].split("/")[0]
-    return decider(state_machine_name, job.job_input)
+    state_machine_name = worker._map_run_record.map_run_arn.split(":")[6].split("/")[0]
+    return decider(state_machine_name, lambda: _child_input(worker, job))
+
+
+def _child_input(worker: Any, job: Any) -> Any:
+    """The child execution's input: the item through ``ItemSelector`` (or ``Parameters``), as the worker
+    evaluates it when the child starts, in a scratch frame."""
+    from orderbatch.localcloud.moto_seam.stepfunctions import ItemData, MapData
+
+    frame = worker._env.open_inner_frame()
+    try:
+        frame.states.context_object.context_object_data["Map"] = MapData(
+            Item=ItemData(Index=job.job_index, Value=job.job_input)
+        )
+        frame.states.reset(job.job_input)
+        frame.stack.append(frame.states.get_input())
+        worker._eval_input(env_frame=frame)
+        return frame.states.get_input()
+    except Exception:  # a selector that fails here fails the child itself; decide on the item
+        return job.job_input
+    finally:
+        worker._env.delete_frame(frame)
 
 
 def _run_twin(proceed: Any, worker: Any, job: Any) -> None:
