@@ -117,6 +117,7 @@ def test_every_express_child_run_twice_still_finishes_each_order_once() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_a_thousand_orders_with_a_tenth_of_the_children_run_twice_audit_clean() -> None:
     batch = run_batch_with_duplicates(1000, probability=0.1, batch_id="dup-tenth")
     repeated = sum(1 for runs in batch.validations.values() if runs >= 2)

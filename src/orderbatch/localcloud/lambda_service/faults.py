@@ -20,6 +20,10 @@ first invocation that reaches its point: every invocation of the key carries it 
 and the runtime that gets there first claims a marker file (created exclusively, so two racing runtimes
 cannot both claim it); a concurrent duplicate that took another path does not use it up.
 
+One kind belongs to a state machine instead: ``duplicate_execution``, keyed by the state machine's
+logical ID, which the Step Functions interpreter asks about (through ``decide``) for each EXPRESS
+Distributed Map child, the child's input as the event; the Lambda service never sees it.
+
 A rule fires on the listed ``attempts`` (attempt n = the n-th admitted invocation of that function
 with the same item key, counted from when the plan was set), with ``probability``, or always; and
 only for the ``item_ids`` (item keys) and ``batch_ids`` (batch keys) it lists, if any. What the item and
