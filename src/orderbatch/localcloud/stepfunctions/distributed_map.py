@@ -90,8 +90,6 @@ class MapRun:
     support: MapSupport | None = None
     outcomes: dict[int, ChildOutcome] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    # Children run a second time (the ``duplicate_execution`` fault), by index.
-    duplicated: set[int] = field(default_factory=set)
 
 
 # By moto's Map Run record (``map_run_record``), which every child's worker holds.
@@ -427,12 +425,6 @@ def duplicate_children_by(decider: DuplicateDecider | None) -> None:
     _duplicate_decider = decider
 
 
-def duplicated_children(map_run_record: Any) -> set[int]:
-    """The indexes of the Map Run's children that ran twice."""
-    run = _runs.get(map_run_record)
-    return set(run.duplicated) if run is not None else set()
-
-
 def _eval_job_keeping_outcome(proceed: Any, self: Any, env: Any, job: Any) -> None:
     from orderbatch.localcloud.moto_seam.stepfunctions import ProgramEnded, ProgramError
 
@@ -470,8 +462,6 @@ def _eval_job_keeping_outcome(proceed: Any, self: Any, env: Any, job: Any) -> No
     outcome.stopped = stopped
     with run.lock:
         run.outcomes[job.job_index] = outcome
-        if overlap is not None:
-            run.duplicated.add(job.job_index)
 
 
 def _run_child(proceed: Any, worker: Any, env: Any, job: Any, *, express: bool) -> None:
