@@ -42,6 +42,8 @@ ACTIVE_EXECUTION_STATUSES = frozenset({"RUNNING", "PENDING_REDRIVE"})
 # An order ID that can key records (the app's own rule); an order without one is only checked for an outcome.
 USABLE_ORDER_ID = ORDER_ID_PATTERN
 BODY_RAN_MESSAGE = TASK_BODY_RAN
+# What every per-order invocation logs when it finishes (handlers.observability.log_finished).
+STEP_FINISHED_MESSAGE = "order step finished"
 
 
 @dataclass(frozen=True)
@@ -476,9 +478,33 @@ def _load_effects(facts: dict[str, OrderFacts], locations: BatchLocations, dynam
 
 def body_runs_from_logs(log_dir: Path) -> dict[tuple[str, str], int]:
     """Counts `task body ran` lines per (step, order_id) in the execution environments' logs."""
+    return log_lines_per_order(log_dir, BODY_RAN_MESSAGE)
+
+
+def step_invocations_from_logs(log_dir: Path) -> dict[tuple[str, str], int]:
+    """Counts `order step finished` lines per (step, order_id): each invocation that finished, replays
+    (an idempotent step answering from its record) included, so a child workflow run twice shows as 2."""
+    return log_lines_per_order(log_dir, STEP_FINISHED_MESSAGE)
+
+
+def log_lines_per_order(log_dir: Path, message: str) -> dict[tuple[str, str], int]:
+    """Counts the structured log lines with this message per (step, order_id) in the functions' logs."""
     runs: dict[tuple[str, str], int] = defaultdict(int)
     if not log_dir.exists():
         return runs
+    for path in log_dir.rglob("*.log"):
+        with path.open(errors="replace") as lines:
+            for line in lines:
+                if message not in line:
+                    continue
+                start = line.find("{")
+                try:
+                    record = json.loads(line[start:])
+                except (ValueError, json.JSONDecodeError):
+                    continue
+                if record.get("message") == message and record.get("order_id"):
+                    runs[(str(record.get("step")), str(record["order_id"]))] += 1
+    return runs
     for path in log_dir.rglob("*.log"):
         with path.open(errors="replace") as lines:
             for line in lines:

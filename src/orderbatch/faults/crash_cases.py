@@ -9,7 +9,7 @@ from typing import Any
 
 from order_processing.contract import PER_ORDER_FUNCTIONS, STEP_LOG_NAMES, SUMMARIZE_BATCH_FUNCTION, Outcome
 from orderbatch.localcloud.lambda_service.crash_points import CrashPoint, RecordedCall
-from orderbatch.localcloud.lambda_service.faults import Crash, ErrorBeforeBody
+from orderbatch.localcloud.lambda_service.faults import Crash, DuplicateExecution, ErrorBeforeBody
 
 CONFIRMATION_FAILURE = "InjectedConfirmationFailure"
 
@@ -131,3 +131,26 @@ class CrashCase:
 def confirmation_failure(order_ids: Sequence[str]) -> dict[str, Any]:
     """Every confirmation of these orders fails before its body: they are cancelled once retries run out."""
     return {"kind": ErrorBeforeBody.kind, "item_ids": list(order_ids), "error_type": CONFIRMATION_FAILURE}
+
+
+# The state machine's own fault, a row of its own: every EXPRESS child of one S3 batch runs twice
+# (Express is at-least-once on AWS), each order's steps invoked again with the same input.
+STATE_MACHINE = "OrderBatchStateMachine"
+CHILDREN = Step("children", STATE_MACHINE, STEP_LOG_NAMES[PER_ORDER_FUNCTIONS[0]])
+STEPS_BY_NAME[CHILDREN.name] = CHILDREN
+
+
+@dataclass(frozen=True)
+class DuplicateChildrenCase:
+    batch_id: str
+    label: str = "every Express child run twice"
+
+    @property
+    def subject(self) -> str:
+        return f"{self.batch_id}-s"
+
+    def orders(self) -> list[dict[str, Any]]:
+        return [subject_order(self.subject), *(bystander_order(f"{self.batch_id}-{n}") for n in (1, 2, 3))]
+
+    def rule(self) -> dict[str, Any]:
+        return {"kind": DuplicateExecution.kind, "batch_ids": [self.batch_id]}

@@ -43,6 +43,7 @@ from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 from orderbatch.faults.crash_cases import (
     ALONE,
     AS_SHIPPED,
+    CHILDREN,
     CONFIRM,
     CONTROL_STEPS,
     CONTROLS,
@@ -56,6 +57,7 @@ from orderbatch.faults.crash_cases import (
     subject_order,
 )
 from orderbatch.faults.crash_results import CaseResult, ConfigurationResult, MatrixResult
+from orderbatch.faults.duplicate_children import run_duplicate_children_row
 from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.lambda_service.crash_points import (
     CrashPoint,
@@ -79,6 +81,8 @@ PARAMETERS = {
     "FunctionTimeoutSeconds": "8",
     "TaskTimeoutSeconds": "16",
     "InProgressRetryIntervalSeconds": "2",
+    # Inline batches do not use it; the duplicate_execution row's S3 batch runs EXPRESS children.
+    "ChildExecutionType": "EXPRESS",
 }
 BATCH_TIMEOUT_SECONDS = 300.0
 DEFAULT_PARALLEL_BATCHES = 8
@@ -361,6 +365,11 @@ def run_configuration(
             ]
             for step in steps
         }
+        if configuration == AS_SHIPPED and ALONE in variants:
+            row = run_duplicate_children_row(run)
+            results.append(row)
+            steps = [*steps, CHILDREN]
+            points[CHILDREN.name] = [{"point": row.point, "label": row.label, "key": row.key}]
     finally:
         cloud.stop()
         _reset_moto()

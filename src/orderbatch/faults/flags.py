@@ -23,7 +23,8 @@ def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
         metavar=FAULT_FLAG_FORMAT,
         help=f"one fault rule, added to --faults; KIND is one of {', '.join(FAULT_KINDS)}; e.g. "
         "ChargePaymentFunction:error_after_body:attempts=1 or "
-        "ReserveInventoryFunction:timeout:phase=before_body,probability=0.05 (attempts: 1+3 for 1 and 3)",
+        "ReserveInventoryFunction:timeout:phase=before_body,probability=0.05 (attempts: 1+3 for 1 and 3); "
+        "a state machine's: OrderBatchStateMachine:duplicate_execution:probability=0.1",
     )
     parser.add_argument(
         "--noisy-neighbour",

@@ -55,6 +55,7 @@ from orderbatch.localcloud.stepfunctions import (
     limit_express_duration,
     route_lambda_tasks_to,
 )
+from orderbatch.localcloud.stepfunctions.distributed_map import duplicate_children_by
 from orderbatch.localcloud.stepfunctions.mock_config import MockConfig, mock_config_path, use_mock_config
 from orderbatch.localcloud.stepfunctions.sync_tracking import track_sync_with
 from orderbatch.localcloud.stepfunctions.task_clients import give_task_roles_credentials
@@ -227,6 +228,7 @@ class LocalCloud:
         self.history_store = HistoryStore(self.state_dir / "histories", self.config.history_events_in_memory)
         keep_histories_in(self.history_store)
         limit_express_duration(self.config.express_max_duration_seconds)
+        duplicate_children_by(self._duplicate_child)
         self.http_api = HttpApiGateway(
             self.stack.routes,
             self._invoke_for_api,
@@ -262,8 +264,21 @@ class LocalCloud:
             return None
         return max(len(self.stack.functions), round(factor * self.config.account_concurrency))
 
+    def _duplicate_child(self, state_machine_name: str, child_input: Callable[[], Any]) -> bool | None:
+        """A ``duplicate_execution`` rule of the state machine (by logical ID) decides whether an EXPRESS
+        child runs twice: None for once, else whether the runs overlap."""
+        machine = next((m for m in self.stack.state_machines if m.name == state_machine_name), None)
+        faults = self.lambda_service.faults if self.lambda_service is not None else None
+        if machine is None or faults is None or not faults.has_rules(machine.logical_id):
+            return None
+        decision = faults.decide(machine.logical_id, json.dumps(child_input(), sort_keys=True).encode())
+        if decision is None or decision.duplicate is None:
+            return None
+        return decision.duplicate.runs_concurrently(decision.item_key)
+
     def stop(self) -> None:
         use_mock_config(None)
+        duplicate_children_by(None)
         route_lambda_tasks_to(None)
         give_task_roles_credentials(None)
         track_sync_with(None)

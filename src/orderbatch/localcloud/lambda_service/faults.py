@@ -20,6 +20,10 @@ first invocation that reaches its point: every invocation of the key carries it 
 and the runtime that gets there first claims a marker file (created exclusively, so two racing runtimes
 cannot both claim it); a concurrent duplicate that took another path does not use it up.
 
+One kind belongs to a state machine instead: ``duplicate_execution``, keyed by the state machine's
+logical ID, which the Step Functions interpreter asks about (through ``decide``) for each EXPRESS
+Distributed Map child, the child's input as the event; the Lambda service never sees it.
+
 A rule fires on the listed ``attempts`` (attempt n = the n-th admitted invocation of that function
 with the same item key, counted from when the plan was set), with ``probability``, or always; and
 only for the ``item_ids`` (item keys) and ``batch_ids`` (batch keys) it lists, if any. What the item and
@@ -356,11 +360,53 @@ class RecordCalls(FaultRule):
         return {"kind": self.kind}
 
 
+DUPLICATE_OVERLAPS = frozenset({"concurrent", "sequential", "either"})
+
+
+@dataclass(frozen=True)
+class DuplicateExecution(FaultRule):
+    """A state machine's rule: an EXPRESS Distributed Map child it fires for runs twice, with the same
+    input, as Express's at-least-once semantics allow; ``overlap`` says whether the second run starts
+    with the first (concurrent), after it ends (sequential) or either way (chosen per child). The rules
+    are keyed by the state machine's logical ID and decided per child, the child's input as the payload.
+    """
+
+    kind: ClassVar[str] = "duplicate_execution"
+
+    overlap: str = "either"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.overlap not in DUPLICATE_OVERLAPS:
+            raise ValueError(f"fault {self.kind}: overlap must be one of {sorted(DUPLICATE_OVERLAPS)}")
+
+    def own_fields(self) -> dict[str, Any]:
+        return {"overlap": self.overlap}
+
+    def add_to(self, decision: FaultDecision) -> FaultDecision:
+        return decision if decision.duplicate is not None else replace(decision, duplicate=self)
+
+    def runs_concurrently(self, item_key: str) -> bool:
+        """Whether the second run overlaps the first; ``either`` picks by the child's key, reproducibly."""
+        if self.overlap != "either":
+            return self.overlap == "concurrent"
+        return int(hashlib.sha256(item_key.encode()).hexdigest(), 16) % 2 == 0
+
+
 # The kinds by name: the plan's `kind:`, the `--fault` flag's KIND and the runtime shim's directives.
 FAULT_KINDS: Mapping[str, type[FaultRule]] = MappingProxyType(
     {
         kind.kind: kind
-        for kind in (Latency, ErrorBeforeBody, ErrorAfterBody, Timeout, ResponseDelay, Crash, RecordCalls)
+        for kind in (
+            Latency,
+            ErrorBeforeBody,
+            ErrorAfterBody,
+            Timeout,
+            ResponseDelay,
+            Crash,
+            RecordCalls,
+            DuplicateExecution,
+        )
     }
 )
 
@@ -480,6 +526,8 @@ class FaultDecision:
     item_key: str = ""
     # For a `once` crash: the file whose exclusive creation lets exactly one runtime crash.
     once_marker: str | None = None
+    # A state machine's child to run twice (a ``duplicate_execution`` rule fired); no Lambda part.
+    duplicate: DuplicateExecution | None = None
 
     def directive(self) -> dict[str, Any] | None:
         """The runtime shim's instruction, or None when the runtime has no part in this invocation."""

@@ -13,7 +13,9 @@ from the definition and what moto does not do:
   ``ToleratedFailureCount``/``ToleratedFailurePercentage`` (only the declared ones; none declared: none
   tolerated) allow;
 - ``ExecutionType: EXPRESS`` children run as moto runs any child, each stopped with ``States.Timeout`` past
-  Express's five minutes;
+  Express's five minutes; Express is at-least-once, and a child the ``duplicate_children_by`` decider picks
+  (the ``duplicate_execution`` fault) runs a second time with the same input, alongside the first or after
+  it; the Map keeps the first run's outcome and DescribeMapRun counts the item once;
 - ``ResultWriter``: the result files (SUCCEEDED_n, FAILED_n) and the manifest in AWS's format, with
   ``WriterConfig`` ``Transformation`` NONE/COMPACT/FLATTEN and ``OutputType`` JSON/JSONL; a ``WriterConfig``
   alone makes the transformed results the state's result. moto wrote an empty manifest.
@@ -26,8 +28,9 @@ import csv
 import gzip
 import io
 import json
+import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn, cast
@@ -50,6 +53,13 @@ EXPRESS_CHILD_TIME_LIMIT_SECONDS = 300.0
 EXCEEDED_CAUSE = "The specified tolerated failure threshold was exceeded"
 EXPRESS_TIMEOUT_CAUSE = "The Express child execution ran past its five-minute limit."
 _CONCERN = "distributed_map"
+_LOG = logging.getLogger(__name__)
+
+# Whether an EXPRESS child runs twice: (state machine name, a function giving the child's input) -> None
+# for once, else whether the second run overlaps the first. Whoever runs the engine with a fault plan
+# sets it; it asks for the input (the item through ItemSelector, as the child gets it) only if it needs it.
+DuplicateDecider = Callable[[str, Callable[[], Any]], "bool | None"]
+_duplicate_decider: DuplicateDecider | None = None
 
 
 def register_hooks() -> None:
@@ -409,21 +419,31 @@ def _keep_each_child_outcome() -> None:
         hooks.around(worker, "_eval_job", concern=_CONCERN)(_eval_job_keeping_outcome)
 
 
+def duplicate_children_by(decider: DuplicateDecider | None) -> None:
+    """Which EXPRESS Distributed Map children run twice from now on; None: each runs once."""
+    global _duplicate_decider
+    _duplicate_decider = decider
+
+
 def _eval_job_keeping_outcome(proceed: Any, self: Any, env: Any, job: Any) -> None:
     from orderbatch.localcloud.moto_seam.stepfunctions import ProgramEnded, ProgramError
 
     run = _runs.get(self._map_run_record)
+    express = run is not None and run.support is not None and run.support.express_children
+    overlap = _duplicate_overlap(self, job) if express else None
+    twin: threading.Thread | None = None
+    if overlap is True:
+        twin = threading.Thread(
+            target=_run_twin, args=(proceed, self, job), name="sfn-duplicate-child", daemon=True
+        )
+        twin.start()
     started = _now()
-    timer = None
-    if run is not None and run.support is not None and run.support.express_children:
-        timer = threading.Timer(EXPRESS_CHILD_TIME_LIMIT_SECONDS, _time_out, args=(env,))
-        timer.daemon = True
-        timer.start()
-    try:
-        proceed(self, env, job)
-    finally:
-        if timer is not None:
-            timer.cancel()
+    _run_child(proceed, self, env, job, express=express)
+    stopped = _now()
+    if overlap is False:
+        _run_twin(proceed, self, job)
+    elif twin is not None:
+        twin.join()
     if run is None:
         return
     state = env.program_state()
@@ -439,9 +459,89 @@ def _eval_job_keeping_outcome(proceed: Any, self: Any, env: Any, job: Any) -> No
             outcome.error = "States.Runtime"
         # moto stops counting a child as running only when it succeeds.
         self._map_run_record.execution_counter.running.offset(-1)
-    outcome.stopped = _now()
+    outcome.stopped = stopped
     with run.lock:
         run.outcomes[job.job_index] = outcome
+
+
+def _run_child(proceed: Any, worker: Any, env: Any, job: Any, *, express: bool) -> None:
+    timer = None
+    if express:
+        timer = threading.Timer(EXPRESS_CHILD_TIME_LIMIT_SECONDS, _time_out, args=(env,))
+        timer.daemon = True
+        timer.start()
+    try:
+        proceed(worker, env, job)
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
+def _duplicate_overlap(worker: Any, job: Any) -> bool | None:
+    decider = _duplicate_decider
+    if decider is None:
+        return None
+    # arn:aws:states:<region>:<account>:mapRun:<state machine name>/<Map label>:<id>
+    state_machine_name = worker._map_run_record.map_run_arn.split(":")[6].split("/")[0]
+    return decider(state_machine_name, lambda: _child_input(worker, job))
+
+
+def _child_input(worker: Any, job: Any) -> Any:
+    """The child execution's input: the item through ``ItemSelector`` (or ``Parameters``), as the worker
+    evaluates it when the child starts, in a scratch frame."""
+    from orderbatch.localcloud.moto_seam.stepfunctions import ItemData, MapData
+
+    frame = worker._env.open_inner_frame()
+    try:
+        frame.states.context_object.context_object_data["Map"] = MapData(
+            Item=ItemData(Index=job.job_index, Value=job.job_input)
+        )
+        frame.states.reset(job.job_input)
+        frame.stack.append(frame.states.get_input())
+        worker._eval_input(env_frame=frame)
+        return frame.states.get_input()
+    except Exception:  # a selector that fails here fails the child itself; decide on the item
+        return job.job_input
+    finally:
+        worker._env.delete_frame(frame)
+
+
+def _run_twin(proceed: Any, worker: Any, job: Any) -> None:
+    """A second execution of the child: the same program and input, a frame of its own, its own time limit.
+
+    It counts nothing in the Map Run (DescribeMapRun counts each item once) and its outcome is dropped:
+    the Map collects one result per child, the first run's.
+    """
+    from orderbatch.localcloud.moto_seam.stepfunctions import job as job_module
+
+    twin_worker = copy.copy(worker)
+    twin_worker._map_run_record = _UNCOUNTED
+    twin_job = job_module.Job(
+        job_index=job.job_index, job_program=job.job_program, job_input=copy.deepcopy(job.job_input)
+    )
+    frame = worker._env.open_inner_frame()
+    try:
+        _run_child(proceed, twin_worker, frame, twin_job, express=True)
+    except Exception:  # the twin's failure is its own; the first run's outcome is the child's
+        _LOG.exception("duplicate run of Map child %s failed", job.job_index)
+    finally:
+        worker._env.delete_frame(frame)
+
+
+class _UncountedCounters:
+    """Takes the Map Run counters' calls (``item_counter.total.count()``...) and counts nothing."""
+
+    def __getattr__(self, name: str) -> _UncountedCounters:
+        return self
+
+    def count(self, increment: int = 1) -> None:
+        return None
+
+    def offset(self, offset: int) -> None:
+        return None
+
+
+_UNCOUNTED = _UncountedCounters()
 
 
 def _time_out(env: Any) -> None:
