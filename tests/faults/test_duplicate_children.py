@@ -99,6 +99,8 @@ def test_the_flag_names_the_state_machine_and_the_rule_decides_per_child(tmp_pat
         FaultRule.from_dict({"kind": "duplicate_execution", "overlap": "sometimes"})
 
 
+# About a minute: the crash-matrix row below proves the same on four children in the default run.
+@pytest.mark.slow
 def test_every_express_child_run_twice_still_finishes_each_order_once() -> None:
     batch = run_batch_with_duplicates(40, probability=1.0, batch_id="dup-all")
 
