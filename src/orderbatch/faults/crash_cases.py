@@ -100,6 +100,8 @@ class CrashCase:
     batch_id: str
     # The recorded call the point follows or precedes, to check the crash fired where it meant to.
     call: RecordedCall | None = None
+    # More of the crash rule's fields (a Powertools failure mode's ``no_time_left``, say).
+    rule_fields: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def subject(self) -> str:
@@ -125,7 +127,7 @@ class CrashCase:
         scope = {"item_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
         # The call pins the point: a racing duplicate's N-th call may be another (a replay's read, say).
         call = {"call": self.call.spec()} if self.call is not None else {}
-        return {"kind": Crash.kind, "point": self.point.point, "once": True, **call, **scope}
+        return {"kind": Crash.kind, "point": self.point.point, "once": True, **call, **self.rule_fields, **scope}
 
 
 def confirmation_failure(order_ids: Sequence[str]) -> dict[str, Any]:
