@@ -86,7 +86,7 @@ DUPLICATE = Outcome.DUPLICATE.value
 
 
 def start_cloud(configuration: Configuration, template: Path = TEMPLATE) -> LocalCloud:
-    _reset_moto()
+    reset_moto()
     config = local_cloud_config(
         template,
         account_concurrency=QUOTA,
@@ -97,7 +97,7 @@ def start_cloud(configuration: Configuration, template: Path = TEMPLATE) -> Loca
     return LocalCloud(config).start()
 
 
-def _reset_moto() -> None:
+def reset_moto() -> None:
     """moto's backends are process-wide: a local cloud started before in this process left its stack there."""
     from orderbatch.localcloud.moto_seam.services import moto_api_backend
 
@@ -241,7 +241,7 @@ class ConfigurationRun:
             for crash in crashes
             if crash.labels.matches(case.step.function, tag=subject_tag, batch_id=case.batch_id)
         ]
-        outcomes = self._outcomes(case.batch_id)
+        outcomes = self.outcomes(case.batch_id)
         unprocessed, problems = _one_outcome_per_order(case.orders(), outcomes)
         lost = sorted({*report.lost, *unprocessed})
         problems = [violation.detail for violation in report.violations] + problems
@@ -274,7 +274,7 @@ class ConfigurationRun:
             seconds=round(seconds, 1),
         )
 
-    def _outcomes(self, batch_id: str) -> list[dict[str, Any]]:
+    def outcomes(self, batch_id: str) -> list[dict[str, Any]]:
         execution = self.cloud.client("stepfunctions").describe_execution(
             executionArn=self.locations.execution_arn(batch_id)
         )
@@ -363,7 +363,7 @@ def run_configuration(
         }
     finally:
         cloud.stop()
-        _reset_moto()
+        reset_moto()
     result = ConfigurationResult(
         configuration.name,
         [step.name for step in steps],

@@ -34,8 +34,14 @@ from orderbatch.faults.crash_cases import (
     CrashCase,
     Step,
 )
-from orderbatch.faults.crash_matrix import DEFAULT_PARALLEL_BATCHES, TEMPLATE, ConfigurationRun, start_cloud
-from orderbatch.faults.crash_results import CaseResult, _table
+from orderbatch.faults.crash_matrix import (
+    DEFAULT_PARALLEL_BATCHES,
+    TEMPLATE,
+    ConfigurationRun,
+    reset_moto,
+    start_cloud,
+)
+from orderbatch.faults.crash_results import CaseResult, table
 from orderbatch.localcloud.lambda_service.crash_points import (
     RECORD_IN_PROGRESS,
     CrashPoint,
@@ -51,6 +57,7 @@ OVERRUN_SECONDS = 3.0
 IN_PROGRESS_EXPIRY_DROPPED = Configuration("in-progress expiry dropped", "noexpiry")
 AFTER_IN_PROGRESS_WRITE = "after the INPROGRESS write"
 BEFORE_SAVE = "after the body, before the save"
+IN_PROGRESS_ERROR = "IdempotencyAlreadyInProgressError"
 
 
 @dataclass(frozen=True)
@@ -177,15 +184,26 @@ def _run_on_cloud(
     template: Any,
     progress: Callable[[str], None] | None,
 ) -> list[CaseResult]:
-    from orderbatch.faults.crash_matrix import _reset_moto
-
     cloud = start_cloud(configuration, template)
     try:
         run = ConfigurationRun(cloud, configuration, parallel=parallel, progress=progress)
-        return run.run(plan(run, run.record(steps)))
+        cases = plan(run, run.record(steps))
+        results = run.run(cases)
+        for case, result in zip(cases, results, strict=True):
+            if not result.ok and _refused_as_in_progress(run, case):
+                result.verdict = f"LOOP: {IN_PROGRESS_ERROR} until the retries ran out"
+        return results
     finally:
         cloud.stop()
-        _reset_moto()
+        reset_moto()
+
+
+def _refused_as_in_progress(run: ConfigurationRun, case: CrashCase) -> bool:
+    """Whether the subject was cancelled because every retry of its step was refused as in progress."""
+    return any(
+        outcome.get("order_id") == case.subject and IN_PROGRESS_ERROR in str(outcome.get("reason") or "")
+        for outcome in run.outcomes(case.batch_id)
+    )
 
 
 def run_failure_modes(
@@ -244,7 +262,8 @@ def render_failure_modes(result: FailureModesResult) -> str:
     for mode_result in result.modes:
         mode = mode_result.mode
         lines.extend(["", f"{mode.title}; defence: {mode.defence}; control: {mode.control.name}"])
-        header = ["step", *(f"as shipped, {variant}" for variant in mode.variants), mode.control.name, "shown"]
+        shipped_columns = [f"as shipped, {variant}" for variant in mode.variants]
+        header = ["step", *shipped_columns, mode.control.name, "shown"]
         rows = []
         for step in result.steps:
             shipped = {case.variant: case for case in mode_result.shipped if case.step == step}
@@ -260,7 +279,7 @@ def render_failure_modes(result: FailureModesResult) -> str:
                     "yes" if mode_result.defence_shown(step) else "NO",
                 ]
             )
-        lines.extend(_table(header, rows))
+        lines.extend(table(header, rows))
     lines.append("")
     lines.append(f"{'OK' if result.ok else 'FAILED'}: failure modes measured in {result.seconds:.0f} s")
     return "\n".join(lines)

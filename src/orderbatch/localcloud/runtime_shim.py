@@ -132,7 +132,8 @@ class Invocation:
         if not self.once_marker:
             return True
         try:
-            os.close(os.open(f"{self.once_marker}{NO_TIME_LEFT_SUFFIX}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            marker = f"{self.once_marker}{NO_TIME_LEFT_SUFFIX}"
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
         except FileExistsError:
             return False
         return True

@@ -328,7 +328,9 @@ class Crash(FaultRule):
         except ValueError as error:
             raise ValueError(f"fault {self.kind}: {error}") from None
         if (self.drop_in_progress_expiry or self.overrun_seconds) and not self.no_time_left:
-            raise ValueError(f"fault {self.kind}: drop_in_progress_expiry and overrun_seconds need no_time_left")
+            raise ValueError(
+                f"fault {self.kind}: drop_in_progress_expiry and overrun_seconds need no_time_left"
+            )
         if self.overrun_seconds < 0:
             raise ValueError(f"fault {self.kind}: overrun_seconds cannot be negative")
 
