@@ -61,8 +61,9 @@ CALL_LOG_KEY = "orderbatch_aws_call"
 CRASH_LOG_KEY = "orderbatch_crash"
 # Powertools idempotency's DynamoDB record: its INPROGRESS status and in-progress expiry attribute.
 POWERTOOLS_IN_PROGRESS = "INPROGRESS"
-NO_TIME_LEFT_SUFFIX = ".no-time-left"
 POWERTOOLS_IN_PROGRESS_EXPIRY = "in_progress_expiration"
+# Next to a ``once`` marker: the first invocation of the key has taken the no-time-left turn.
+NO_TIME_LEFT_SUFFIX = ".no-time-left"
 
 PREPARED_FLAG = "--prepared"
 READY = b"ready\n"
