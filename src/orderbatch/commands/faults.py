@@ -37,6 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="skip the control runs (idempotency off, effect keys off, both off)",
     )
     matrix.add_argument(
+        "--no-failure-modes",
+        action="store_true",
+        help="skip Powertools idempotency's failure modes (no time left, an in-progress record expired "
+        "while its run goes on) and their controls",
+    )
+    matrix.add_argument(
         "--parallel", type=int, default=None, help="batches run at once on the local cloud (default 8)"
     )
     matrix.add_argument("--template", type=Path, default=None, help="SAM template (default ./template.yaml)")
@@ -48,6 +54,7 @@ def run_crash_matrix(args: argparse.Namespace) -> int:
     from orderbatch.faults.crash_cases import STEPS, find_steps
     from orderbatch.faults.crash_matrix import DEFAULT_PARALLEL_BATCHES, run_matrix
     from orderbatch.faults.crash_results import render
+    from orderbatch.faults.powertools_modes import render_failure_modes, run_failure_modes
 
     names = [name for value in args.functions or () for name in value.split(",") if name]
     try:
@@ -60,12 +67,24 @@ def run_crash_matrix(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(message, file=sys.stderr, flush=True)
 
+    parallel = args.parallel or DEFAULT_PARALLEL_BATCHES
+    template = args.template or default_template()
     result = run_matrix(
-        steps,
-        controls=not args.no_controls,
-        parallel=args.parallel or DEFAULT_PARALLEL_BATCHES,
-        template=args.template or default_template(),
-        progress=progress,
+        steps, controls=not args.no_controls, parallel=parallel, template=template, progress=progress
     )
-    print(json.dumps(result.to_dict(), indent=2) if args.json else render(result))
-    return 0 if result.ok else 1
+    modes = (
+        None
+        if args.no_failure_modes
+        else run_failure_modes(steps, parallel=parallel, template=template, progress=progress)
+    )
+    if args.json:
+        document = result.to_dict()
+        if modes is not None:
+            document["failure_modes"] = modes.to_dict()
+        print(json.dumps(document, indent=2))
+    else:
+        print(render(result))
+        if modes is not None:
+            print()
+            print(render_failure_modes(modes))
+    return 0 if result.ok and (modes is None or modes.ok) else 1

@@ -62,8 +62,8 @@ BOTH_OFF = Configuration(
     "both off", "none", {"POWERTOOLS_IDEMPOTENCY_DISABLED": "true", "EFFECT_KEYS_DISABLED": "true"}
 )
 CONTROLS = (IDEMPOTENCY_OFF, EFFECT_KEYS_OFF, BOTH_OFF)
-# The steps whose effects a second run would double once their keys are off.
-CONTROL_STEPS = ("reserve", "charge")
+# The controls rerun every step's points, each defence off in turn.
+CONTROL_STEPS = tuple(step.name for step in STEPS)
 ALONE = "alone"
 WITH_DUPLICATE = "with duplicate"
 VARIANTS = (ALONE, WITH_DUPLICATE)
@@ -100,6 +100,8 @@ class CrashCase:
     batch_id: str
     # The recorded call the point follows or precedes, to check the crash fired where it meant to.
     call: RecordedCall | None = None
+    # More of the crash rule's fields (a Powertools failure mode's ``no_time_left``, say).
+    rule_fields: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def subject(self) -> str:
@@ -125,7 +127,8 @@ class CrashCase:
         scope = {"item_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
         # The call pins the point: a racing duplicate's N-th call may be another (a replay's read, say).
         call = {"call": self.call.spec()} if self.call is not None else {}
-        return {"kind": Crash.kind, "point": self.point.point, "once": True, **call, **scope}
+        rule = {"kind": Crash.kind, "point": self.point.point, "once": True, **call, **self.rule_fields}
+        return {**rule, **scope}
 
 
 def confirmation_failure(order_ids: Sequence[str]) -> dict[str, Any]:

@@ -135,7 +135,7 @@ def render(result: MatrixResult) -> str:
             [label, *(variants[v].cell if v in variants else "-" for v in VARIANTS)]
             for label, variants in by_label.items()
         ]
-        lines.extend(_table(["point", *VARIANTS], rows))
+        lines.extend(table(["point", *VARIANTS], rows))
     passed = sum(case.ok for case in result.main.cases)
     lines.append("")
     lines.append(f"{passed} of {len(result.main.cases)} runs clean in {result.main.seconds:.0f} s")
@@ -152,7 +152,7 @@ def render(result: MatrixResult) -> str:
             ]
             for (step, key), by_configuration in result.cells_by_key().items()
         ]
-        lines.extend(_table(["point", *names], rows))
+        lines.extend(table(["point", *names], rows))
         shown = result.defences_shown()
         lines.extend(["", "Where one defence alone prevents the double effect:"])
         for defence, how in (
@@ -166,7 +166,7 @@ def render(result: MatrixResult) -> str:
     return "\n".join(lines)
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
 
     def line(cells: list[str]) -> str:

@@ -59,6 +59,11 @@ PLAIN_POINTS = frozenset({BEFORE_BODY, BEFORE_RESPONSE, RESPONSE_LOST})
 # Keys of the JSON lines written to the environment's log.
 CALL_LOG_KEY = "orderbatch_aws_call"
 CRASH_LOG_KEY = "orderbatch_crash"
+# Powertools idempotency's DynamoDB record: its INPROGRESS status and in-progress expiry attribute.
+POWERTOOLS_IN_PROGRESS = "INPROGRESS"
+POWERTOOLS_IN_PROGRESS_EXPIRY = "in_progress_expiration"
+# Next to a ``once`` marker: the first invocation of the key has taken the no-time-left turn.
+NO_TIME_LEFT_SUFFIX = ".no-time-left"
 
 PREPARED_FLAG = "--prepared"
 READY = b"ready\n"
@@ -111,6 +116,9 @@ class Invocation:
         self.expected_call = str(fault.get("call") or "")
         self.once_marker = fault.get(ONCE_MARKER)
         self.record = bool(fault.get(RECORD_CALLS_FLAG))
+        self.no_time_left = bool(fault.get("no_time_left")) and self._first_to_run_late()
+        self.drop_in_progress_expiry = self.no_time_left and bool(fault.get("drop_in_progress_expiry"))
+        self.overrun_seconds = float(fault.get("overrun_seconds") or 0) if self.no_time_left else 0.0
         # Whose invocation this is, in every log line: the order key its attempts count by, and the batch.
         self.labels = {
             "function": _function_name(),
@@ -118,6 +126,18 @@ class Invocation:
             "batch_id": event.get("batch_id"),
         }
         self.calls = 0
+
+    def _first_to_run_late(self) -> bool:
+        """Only the first invocation of a ``once`` rule's key runs out of time: its retries and a racing
+        duplicate get their full time, as fresh invocations on Lambda do."""
+        if not self.once_marker:
+            return True
+        try:
+            marker = f"{self.once_marker}{NO_TIME_LEFT_SUFFIX}"
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            return False
+        return True
 
     def crash(self, where: str, number: int = 0, call: dict[str, Any] | None = None) -> None:
         if self.crash_at != (where, number):
@@ -207,6 +227,8 @@ def _observe_aws_calls() -> None:
             return original(client, operation_name, api_params)
         invocation.calls += 1
         service = client.meta.service_model.service_name
+        if invocation.drop_in_progress_expiry:
+            api_params = _without_in_progress_expiry(operation_name, api_params)
         call = describe_call(service, operation_name, api_params, invocation.calls)
         invocation.crash(BEFORE_CALL, invocation.calls, call)
         try:
@@ -217,10 +239,25 @@ def _observe_aws_calls() -> None:
             invocation.called(call)
             raise
         invocation.called(call)
+        if invocation.overrun_seconds and call.get("status") == POWERTOOLS_IN_PROGRESS:
+            time.sleep(invocation.overrun_seconds)
         return result
 
     make_api_call._orderbatch_observed = True  # type: ignore[attr-defined]
     BaseClient._make_api_call = make_api_call  # type: ignore[attr-defined]
+
+
+def _without_in_progress_expiry(operation_name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Powertools' INPROGRESS write without its in-progress expiry: what Powertools before the
+    powertools-lambda-python #4759 fix wrote when the context reported 0 ms left (it tested the remaining
+    time for truth, not for None), so the record blocks its key until the full idempotency expiry."""
+    item = params.get("Item")
+    if operation_name != "PutItem" or _status_written(operation_name, params) != POWERTOOLS_IN_PROGRESS:
+        return params
+    if not isinstance(item, dict) or POWERTOOLS_IN_PROGRESS_EXPIRY not in item:
+        return params
+    stripped = {name: value for name, value in item.items() if name != POWERTOOLS_IN_PROGRESS_EXPIRY}
+    return {**params, "Item": stripped}
 
 
 def _crash_as_the_response_is_sent() -> None:
@@ -295,6 +332,9 @@ def with_faults(real_handler: Handler) -> Handler:
         if directive.observes_calls or fault.get(RECORD_CALLS_FLAG):
             _observe_aws_calls()
             _current = Invocation(fault, event)
+            if _current.no_time_left:
+                # What a Lambda context reports between its deadline and the kill (never negative).
+                context.get_remaining_time_in_millis = lambda: 0
             _current.crash(BEFORE_BODY)
         directive.before_body(fault, context)
         result = real_handler(event, context)

@@ -304,6 +304,15 @@ class Crash(FaultRule):
 
     ``call`` (``service.Operation[:table+table][!ErrorCode]``) makes ``after_call:N``/``before_call:N``
     fire only when the N-th call is that one; ``once`` makes it fire once per item key.
+
+    ``no_time_left`` makes the invocation that crashes see 0 ms remaining from its context, as a Lambda
+    past its deadline does until the kill lands (powertools-lambda-python #4759): Powertools then writes
+    an in-progress expiry of "now". ``drop_in_progress_expiry`` also strips that expiry from its
+    INPROGRESS write when 0 ms are left, as Powertools before the #4759 fix did (a control).
+    ``overrun_seconds`` (with ``no_time_left``) keeps that invocation going this long after its
+    INPROGRESS write, its in-progress expiry already past: the window between Lambda's deadline and the
+    kill, stretched so that a racing invocation can meet the expired record (powertools-lambda-python
+    #8049).
     """
 
     kind: ClassVar[str] = "crash"
@@ -312,6 +321,9 @@ class Crash(FaultRule):
     point: str = ""
     once: bool = False
     call: str = ""
+    no_time_left: bool = False
+    drop_in_progress_expiry: bool = False
+    overrun_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -319,6 +331,12 @@ class Crash(FaultRule):
             runtime_shim.parse_crash_point(self.point)
         except ValueError as error:
             raise ValueError(f"fault {self.kind}: {error}") from None
+        if (self.drop_in_progress_expiry or self.overrun_seconds) and not self.no_time_left:
+            raise ValueError(
+                f"fault {self.kind}: drop_in_progress_expiry and overrun_seconds need no_time_left"
+            )
+        if self.overrun_seconds < 0:
+            raise ValueError(f"fault {self.kind}: overrun_seconds cannot be negative")
 
     def own_fields(self) -> dict[str, Any]:
         document: dict[str, Any] = {"point": self.point}
@@ -326,13 +344,22 @@ class Crash(FaultRule):
             document["once"] = True
         if self.call:
             document["call"] = self.call
+        document.update(self._time_left_fields())
         return document
 
     def fires_once(self) -> bool:
         return self.once
 
     def directive(self) -> dict[str, Any] | None:
-        return {"kind": self.kind, "point": self.point, "call": self.call}
+        return {"kind": self.kind, "point": self.point, "call": self.call, **self._time_left_fields()}
+
+    def _time_left_fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "no_time_left": self.no_time_left,
+            "drop_in_progress_expiry": self.drop_in_progress_expiry,
+            "overrun_seconds": self.overrun_seconds,
+        }
+        return {name: value for name, value in fields.items() if value}
 
     def emulate_before_body(self, emulation: Emulation) -> BackendResult | None:
         if self.point != runtime_shim.BEFORE_BODY:
@@ -433,15 +460,17 @@ def _parsed_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         parsed["attempts"] = frozenset(int(attempt) for attempt in parsed["attempts"])
     if parsed.get("probability") is not None:
         parsed["probability"] = float(parsed["probability"])
-    if "seconds" in parsed:
-        parsed["seconds"] = float(parsed["seconds"])
+    for seconds in ("seconds", "overrun_seconds"):
+        if seconds in parsed:
+            parsed[seconds] = float(parsed[seconds])
     for name in ("item_ids", "batch_ids"):
         if name in parsed:
             listed = parsed[name]
             # `--fault` flags give lists as one string, `a+b` (as for attempts).
             parsed[name] = frozenset(listed.split("+") if isinstance(listed, str) else map(str, listed))
-    if isinstance(parsed.get("once"), str):
-        parsed["once"] = parsed["once"].lower() in {"1", "true", "yes"}
+    for flag in ("once", "no_time_left", "drop_in_progress_expiry"):
+        if isinstance(parsed.get(flag), str):
+            parsed[flag] = parsed[flag].lower() in {"1", "true", "yes"}
     return parsed
 
 
