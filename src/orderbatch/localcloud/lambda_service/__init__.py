@@ -15,9 +15,10 @@ from orderbatch.localcloud.lambda_service.errors import (
     ResourceNotFoundError,
     TooManyRequestsError,
 )
-from orderbatch.localcloud.lambda_service.faults import EventKeys, FaultPlan, FaultRule, NoisyNeighbour
+from orderbatch.localcloud.lambda_service.faults import EventKeys, FaultPlan, FaultRule
 from orderbatch.localcloud.lambda_service.functions import FunctionSpec
 from orderbatch.localcloud.lambda_service.metrics import MetricsPublisher
+from orderbatch.localcloud.lambda_service.noisy_neighbour import NoisyNeighbour
 from orderbatch.localcloud.lambda_service.service import InvokeResult, LambdaService
 
 __all__ = [

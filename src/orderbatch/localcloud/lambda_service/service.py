@@ -36,10 +36,10 @@ from orderbatch.localcloud.lambda_service.faults import (
     FaultInjector,
     FaultPlan,
     FaultRule,
-    NoisyNeighbourRunner,
 )
 from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionRegistry, FunctionSpec
 from orderbatch.localcloud.lambda_service.in_process import InProcessLambdaClient
+from orderbatch.localcloud.lambda_service.noisy_neighbour import NoisyNeighbourRunner
 
 logger = logging.getLogger(__name__)
 
