@@ -9,20 +9,31 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
 
-from orderbatch.audit import audit_batch, body_runs_from_logs, step_invocations_from_logs
+from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs, step_invocations_from_logs
 from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 from orderbatch.faults.crash_cases import ALONE, CHILDREN, DuplicateChildrenCase
 from orderbatch.faults.crash_results import CaseResult
 
-if TYPE_CHECKING:
-    from orderbatch.faults.crash_matrix import ConfigurationRun
-
 BATCH_TIMEOUT_SECONDS = 300.0
 
 
-def run_duplicate_children_row(run: ConfigurationRun) -> CaseResult:
+class MatrixRun(Protocol):
+    """What the row needs of the crash matrix's run of one configuration (``ConfigurationRun``), named
+    here so that this module does not import the matrix that imports it."""
+
+    cloud: Any
+    configuration: Any
+    lambda_service: Any
+    locations: BatchLocations
+    log_dir: Path
+    progress: Callable[[str], None]
+
+
+def run_duplicate_children_row(run: MatrixRun) -> CaseResult:
     case = DuplicateChildrenCase(f"cm-{run.configuration.slug}-children")
     cloud = run.cloud
     bucket = cloud.stack.outputs["BatchBucketName"]
@@ -51,7 +62,7 @@ def run_duplicate_children_row(run: ConfigurationRun) -> CaseResult:
 
 
 def judge_duplicate_children(
-    run: ConfigurationRun, case: DuplicateChildrenCase, status: str, seconds: float
+    run: MatrixRun, case: DuplicateChildrenCase, status: str, seconds: float
 ) -> CaseResult:
     body_runs = body_runs_from_logs(run.log_dir)
     report = audit_batch(
