@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -54,9 +55,11 @@ def test_serves_until_sigterm_then_stops_every_process_it_started(tmp_path: Path
     command += ["--write-env-vars", str(env_vars), "--template", str(PROJECT_ROOT / "template.yaml")]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while not socket_path.exists() and time.monotonic() < deadline and server.poll() is None:
+        # The unix socket appears before the TCP listener binds: wait for the port this test uses.
+        deadline = time.monotonic() + 60
+        while not _accepts(tcp_port) and time.monotonic() < deadline and server.poll() is None:
             time.sleep(0.05)
+        assert server.poll() is None, server.communicate()[1]
         client = docker.DockerClient(base_url=f"tcp://127.0.0.1:{tcp_port}", version="1.35")
         port = free_port()
         container = client.containers.create(
@@ -98,5 +101,13 @@ def test_serves_until_sigterm_then_stops_every_process_it_started(tmp_path: Path
 def _running(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
     except OSError:
         return False
