@@ -264,7 +264,8 @@ def test_one_crash_point_per_function_loses_nothing_and_doubles_nothing(
 
 @pytest.mark.slow
 @pytest.mark.e2e
-@pytest.mark.timeout(900)
+# With controls on every step and the duplicate-children row: about 10 minutes alone on two cores.
+@pytest.mark.timeout(1800)
 def test_the_whole_matrix_and_its_controls(capsys: pytest.CaptureFixture[str]) -> None:
     result: MatrixResult = run_matrix()
     with capsys.disabled():
