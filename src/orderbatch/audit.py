@@ -505,16 +505,3 @@ def log_lines_per_order(log_dir: Path, message: str) -> dict[tuple[str, str], in
                 if record.get("message") == message and record.get("order_id"):
                     runs[(str(record.get("step")), str(record["order_id"]))] += 1
     return runs
-    for path in log_dir.rglob("*.log"):
-        with path.open(errors="replace") as lines:
-            for line in lines:
-                if BODY_RAN_MESSAGE not in line:
-                    continue
-                start = line.find("{")
-                try:
-                    record = json.loads(line[start:])
-                except (ValueError, json.JSONDecodeError):
-                    continue
-                if record.get("message") == BODY_RAN_MESSAGE and record.get("order_id"):
-                    runs[(str(record.get("step")), str(record["order_id"]))] += 1
-    return runs
