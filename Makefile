@@ -44,7 +44,7 @@ $(UV): requirements/uv.txt
 # move a pinned one (UPGRADE above). The functions resolve on the tools' pins, so tests and Lambda agree.
 lock: $(UV)
 	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) requirements/uv.in -o requirements/uv.txt
-	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) --extra dev pyproject.toml requirements/venv.in -o $(DEV_LOCK)
+	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) --override requirements/overrides.txt --extra dev pyproject.toml requirements/venv.in -o $(DEV_LOCK)
 	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) -c $(DEV_LOCK) functions/requirements.in -o $(FUNCTIONS_LOCK)
 
 # Move moto to another release: pin it, re-lock (every other pin kept), install, then list each target the
