@@ -8,6 +8,7 @@ state machine's Tasks meet the quota, the 429s and the real handler code.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import logging
@@ -251,6 +252,10 @@ class LocalCloud:
             self.stack.queue_mappings, self._deployer_client("sqs"), in_process.invoke, self.stack.region
         )
         self._queue_pollers.start()
+        # What start-up built (moto's models, botocore's, the stack) lives as long as the cloud: out of the
+        # collector's generations, a full collection no longer walks it on every batch's garbage.
+        gc.collect()
+        gc.freeze()
         self._deployed.set()
         return self
 
@@ -298,6 +303,8 @@ class LocalCloud:
             self._thread.join(timeout=10)
         if self.data_plane is not None:
             self.data_plane.stop()
+        # Back into the collector's reach, so a process that starts another cloud does not keep this one's.
+        gc.unfreeze()
         # Tasks of a later moto in this process (a test's mock_aws) must not reach for this closed port.
         if self._server is not None and os.environ.get("MOTO_PORT") == str(self._server.server_port):
             if self._moto_port_before is None:

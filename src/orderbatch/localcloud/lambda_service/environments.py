@@ -8,7 +8,6 @@ start), takes it back after the call, and reaps environments idle longer than th
 from __future__ import annotations
 
 import contextlib
-import http.client
 import importlib.util
 import itertools
 import os
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from orderbatch.localcloud.lambda_service.emulator_http import EmulatorConnection
 from orderbatch.localcloud.lambda_service.exit_status import process_state_text
 from orderbatch.localcloud.lambda_service.forkserver import (
     SOCKET_VARIABLE,
@@ -157,7 +157,7 @@ class Environment:
         self,
         env_id: str,
         process: subprocess.Popen[bytes],
-        connection: http.client.HTTPConnection,
+        connection: EmulatorConnection,
         log_path: Path,
         ports: tuple[int, ...] = (),
         prepared: PreparedRuntime | None = None,
@@ -176,11 +176,7 @@ class Environment:
         """POST one event; raises OSError/HTTPException when the emulator is gone or hangs."""
         self.invocations += 1
         try:
-            self.connection.request(
-                "POST", INVOCATION_PATH, body=payload, headers={"Content-Type": "application/json"}
-            )
-            response = self.connection.getresponse()
-            return response.status, response.read()
+            return self.connection.post(INVOCATION_PATH, payload)
         finally:
             self._release_prepared()
 
@@ -402,7 +398,7 @@ class EnvironmentPool:
 
     def _start_emulator(
         self, env_id: str, variables: dict[str, str], log_path: Path
-    ) -> tuple[subprocess.Popen[bytes], http.client.HTTPConnection, tuple[int, int]]:
+    ) -> tuple[subprocess.Popen[bytes], EmulatorConnection, tuple[int, int]]:
         failure = ""
         for _ in range(_STARTUP_ATTEMPTS):
             try:
@@ -413,7 +409,7 @@ class EnvironmentPool:
 
     def _start_emulator_once(
         self, env_id: str, variables: dict[str, str], log_path: Path
-    ) -> tuple[subprocess.Popen[bytes], http.client.HTTPConnection, tuple[int, int]]:
+    ) -> tuple[subprocess.Popen[bytes], EmulatorConnection, tuple[int, int]]:
         port, runtime_api_port = PORTS.take(), PORTS.take()
         command = [
             str(self.settings.rie_binary),
@@ -437,7 +433,7 @@ class EnvironmentPool:
         read_timeout = self.spec.timeout_seconds + _READ_TIMEOUT_MARGIN_SECONDS
         deadline = time.monotonic() + self.settings.startup_timeout_seconds
         while True:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=read_timeout)
+            connection = EmulatorConnection("127.0.0.1", port, timeout=read_timeout)
             try:
                 connection.connect()
                 if listens_on(process.pid, port):

@@ -243,6 +243,9 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.credentials i
     StateCredentials as StateCredentials,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+    state_task_service as state_task_service,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
     state_task_service_api_gateway as state_task_service_api_gateway,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (

@@ -68,6 +68,16 @@ def register_hooks() -> None:
         StateTaskService,
         StateTaskServiceAwsSdk,
         StateTaskServiceLambda,
+        state_task_service,
+    )
+
+    # A pure function of its text that moto runs through a regular expression for every member of the
+    # service's input shape on every Task (Invoke's ten for each Lambda Task): remembered per name.
+    hooks.replace(
+        state_task_service,
+        "camel_to_snake_case",
+        functools.lru_cache(maxsize=4096)(state_task_service.camel_to_snake_case),
+        concern=_CONCERN,
     )
 
     def normalise_parameters(
