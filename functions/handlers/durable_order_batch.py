@@ -45,12 +45,18 @@ class Environment(FunctionEnvironment):
     lambda_service_retry_interval_seconds: int = Field(
         default=2, ge=1, alias="LAMBDA_SERVICE_RETRY_INTERVAL_SECONDS"
     )
-    lambda_service_retry_backoff_rate: float = Field(default=2, ge=1, alias="LAMBDA_SERVICE_RETRY_BACKOFF_RATE")
+    lambda_service_retry_backoff_rate: float = Field(
+        default=2, ge=1, alias="LAMBDA_SERVICE_RETRY_BACKOFF_RATE"
+    )
     lambda_service_retry_max_attempts: int = Field(default=6, ge=0, alias="LAMBDA_SERVICE_RETRY_MAX_ATTEMPTS")
-    in_progress_retry_interval_seconds: int = Field(default=3, ge=1, alias="IN_PROGRESS_RETRY_INTERVAL_SECONDS")
+    in_progress_retry_interval_seconds: int = Field(
+        default=3, ge=1, alias="IN_PROGRESS_RETRY_INTERVAL_SECONDS"
+    )
     in_progress_retry_backoff_rate: float = Field(default=2, ge=1, alias="IN_PROGRESS_RETRY_BACKOFF_RATE")
     in_progress_retry_max_attempts: int = Field(default=4, ge=0, alias="IN_PROGRESS_RETRY_MAX_ATTEMPTS")
-    task_failed_retry_interval_seconds: int = Field(default=2, ge=1, alias="TASK_FAILED_RETRY_INTERVAL_SECONDS")
+    task_failed_retry_interval_seconds: int = Field(
+        default=2, ge=1, alias="TASK_FAILED_RETRY_INTERVAL_SECONDS"
+    )
     task_failed_retry_backoff_rate: float = Field(default=2, ge=1, alias="TASK_FAILED_RETRY_BACKOFF_RATE")
     task_failed_retry_max_delay_seconds: int = Field(
         default=10, ge=1, alias="TASK_FAILED_RETRY_MAX_DELAY_SECONDS"

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aws_durable_execution_sdk_python import DurableContext
+from aws_durable_execution_sdk_python import BatchResult, DurableContext
 from aws_durable_execution_sdk_python.config import (
     CompletionConfig,
     Duration,
@@ -29,7 +29,7 @@ from order_processing.contract import Code, Outcome
 from order_processing.steps import CONFLICT_ERROR_NAME
 from order_processing.summary import outcome_of_failed_item, summarize_batch
 
-# What the state machine's "Report failed compensation" state reports (a code of the workflow, not the domain).
+# What the state machine's "Report failed compensation" reports: a code of the workflow, not of the domain.
 COMPENSATION_FAILED = "COMPENSATION_FAILED"
 THROTTLED_ERROR_NAME = "TooManyRequestsException"
 IN_PROGRESS_ERROR_NAME = "IdempotencyAlreadyInProgressError"
@@ -192,14 +192,6 @@ def _cancel(
         )
 
 
-# Reserve and charge hand an order that did not reach their outcome to Cancel order; confirm is the last step.
-FORWARD_STEPS = (
-    ("reserve_inventory", Outcome.RESERVED, True),
-    ("charge_payment", Outcome.CHARGED, True),
-    ("confirm_order", Outcome.SUCCEEDED, False),
-)
-
-
 def process_order(
     context: DurableContext, item: Mapping[str, Any], functions: OrderFunctions, policy: RetryPolicy
 ) -> dict[str, Any]:
@@ -212,11 +204,15 @@ def process_order(
         return _cancel(context, {**item, "error": failure.as_caught()}, functions, policy)
     if state.get("outcome") != Outcome.VALID:
         return finished(state)
-    targets = {"reserve_inventory": functions.reserve, "charge_payment": functions.charge}
-    targets["confirm_order"] = functions.confirm
-    for step, expected, cancel_otherwise in FORWARD_STEPS:
+    # Reserve and charge hand an order that did not reach their outcome to Cancel order; confirm ends it.
+    forward_steps = (
+        ("reserve_inventory", functions.reserve, Outcome.RESERVED, True),
+        ("charge_payment", functions.charge, Outcome.CHARGED, True),
+        ("confirm_order", functions.confirm, Outcome.SUCCEEDED, False),
+    )
+    for step, function_name, expected, cancel_otherwise in forward_steps:
         try:
-            state = invoke_step(context, step, targets[step], state, policy)
+            state = invoke_step(context, step, function_name, state, policy)
         except StepFailedError as failure:
             return _cancel(context, {**state, "error": failure.as_caught()}, functions, policy)
         if state.get("outcome") != expected and cancel_otherwise:
@@ -246,8 +242,10 @@ def run_batch(
     def order_branch(branch: DurableContext, item: dict[str, Any], _index: int, _items: Sequence[Any]) -> Any:
         return process_order(branch, item, functions, policy)
 
-    order_name: Callable[[dict[str, Any], int], str] = lambda _item, index: f"order {index}"  # noqa: E731
-    results = context.map(
+    def order_name(_item: dict[str, Any], index: int) -> str:
+        return f"order {index}"
+
+    results: BatchResult[dict[str, Any]] = context.map(
         items,
         order_branch,
         name="process orders",

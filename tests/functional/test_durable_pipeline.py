@@ -25,8 +25,14 @@ from aws_durable_execution_sdk_python_testing.runner import (
 )
 from task_events import an_order
 
-from handlers import cancel_order, charge_payment, confirm_order, durable_order_batch, reserve_inventory
-from handlers import validate_order
+from handlers import (
+    cancel_order,
+    charge_payment,
+    confirm_order,
+    durable_order_batch,
+    reserve_inventory,
+    validate_order,
+)
 
 STEP_HANDLERS = {
     "validate_order": ("VALIDATE_ORDER_FUNCTION_NAME", validate_order.lambda_handler),
@@ -81,9 +87,7 @@ class DurableBatch:
 
 
 @pytest.fixture
-def durable_batch(
-    task_env: Any, atomic_dynamodb: None, thread_safe_metrics: None
-) -> Iterator[DurableBatch]:
+def durable_batch(task_env: Any, atomic_dynamodb: None, thread_safe_metrics: None) -> Iterator[DurableBatch]:
     steps = StepFunctions()
     invocations = [0]
 
@@ -143,7 +147,16 @@ def test_a_batch_of_orders_is_confirmed_with_each_step_invoked_once_per_order(
 def test_the_summary_has_the_state_machine_summary_shape(durable_batch: DurableBatch, task_env: Any) -> None:
     summary = summary_of(durable_batch.run("b-durable-shape", [an_affordable_order("d-shape")]))
 
-    assert set(summary) == {"batch_id", "total", "succeeded", "failed", "rejected", "duplicate", "conflicting", "orders"}
+    assert set(summary) == {
+        "batch_id",
+        "total",
+        "succeeded",
+        "failed",
+        "rejected",
+        "duplicate",
+        "conflicting",
+        "orders",
+    }
     assert summary["batch_id"] == "b-durable-shape"
     assert summary["orders"] == [
         {"order_id": "d-shape", "item_index": 0, "outcome": "SUCCEEDED", "code": None, "reason": None}
@@ -161,7 +174,11 @@ def test_a_declined_charge_is_cancelled_once_and_the_stock_released(
     summary = summary_of(durable_batch.run("b-durable-declined", [expensive, an_affordable_order("d-ok")]))
 
     declined, fine = summary["orders"]
-    assert (declined["order_id"], declined["outcome"], declined["code"]) == ("d-rich", "FAILED", "PAYMENT_DECLINED")
+    assert (declined["order_id"], declined["outcome"], declined["code"]) == (
+        "d-rich",
+        "FAILED",
+        "PAYMENT_DECLINED",
+    )
     assert "above the charge limit" in declined["reason"]
     assert fine["outcome"] == "SUCCEEDED"
     assert durable_batch.steps.calls["cancel_order"] == 1
@@ -255,16 +272,92 @@ def test_a_malformed_order_is_reported_with_its_id_and_reason_and_the_batch_goes
     assert "items[0].quantity: must be a whole number of at least 1, got 0" in by_index[1]["reason"]
     assert by_index[2]["order_id"] is None
     assert by_index[2]["code"] == "INVALID_ORDER"
-    assert by_index[2]["reason"] == "item 2 is invalid: order_id: is required; items: must hold 1 to 50 lines, got 0"
+    assert (
+        by_index[2]["reason"]
+        == "item 2 is invalid: order_id: is required; items: must hold 1 to 50 lines, got 0"
+    )
     assert durable_batch.steps.calls["validate_order"] == 4
     assert durable_batch.steps.calls["reserve_inventory"] == 2
     assert task_env.order_record("d-bad")["status"] == "REJECTED"
 
 
 def test_a_batch_without_orders_fails_the_execution_naming_the_field(durable_batch: DurableBatch) -> None:
-    result = durable_batch.runner.run(input=json.dumps({"batch_id": "b-empty", "orders": []}), execution_timeout=60)
+    result = durable_batch.runner.run(
+        input=json.dumps({"batch_id": "b-empty", "orders": []}), execution_timeout=60
+    )
 
     assert result.status is InvocationStatus.FAILED
     assert result.error is not None
     assert "orders" in (result.error.message or "")
     assert sum(durable_batch.steps.calls.values()) == 0
+
+
+def test_an_order_sent_again_with_other_content_is_reported_as_conflicting_without_compensation(
+    durable_batch: DurableBatch, task_env: Any
+) -> None:
+    summary_of(durable_batch.run("b-durable-first", [an_affordable_order("d-twice")]))
+    changed = an_order("d-twice", ("SKU-001", 5, "12.49"))
+
+    summary = summary_of(durable_batch.run("b-durable-second", [changed]))
+
+    assert summary["orders"] == [
+        {
+            "order_id": "d-twice",
+            "item_index": 0,
+            "outcome": "REJECTED",
+            "code": "CONFLICTING_ORDER",
+            "reason": "order d-twice was already submitted with different content",
+        }
+    ]
+    assert summary["conflicting"] == 1
+    # The conflict is never retried, and nothing is cancelled: the first batch's order stands.
+    assert durable_batch.steps.calls["validate_order"] == 2
+    assert durable_batch.steps.calls["cancel_order"] == 0
+    assert task_env.order_record("d-twice")["status"] == "SUCCEEDED"
+
+
+def test_throttling_past_the_retry_limit_fails_the_order_and_compensates_it(
+    durable_batch: DurableBatch, configure: Callable[..., None], task_env: Any
+) -> None:
+    configure(THROTTLE_RETRY_MAX_ATTEMPTS="2")
+    durable_batch.steps.throttles_left["charge_payment"] = 3
+
+    summary = summary_of(durable_batch.run("b-durable-storm", [an_affordable_order("d-storm")]))
+
+    (outcome,) = summary["orders"]
+    assert (outcome["outcome"], outcome["code"]) == ("FAILED", "TASK_FAILED")
+    assert outcome["reason"] == "order d-storm failed: TooManyRequestsException: Rate Exceeded."
+    assert durable_batch.steps.calls["charge_payment"] == 3
+    assert durable_batch.steps.calls["cancel_order"] == 1
+    assert task_env.ledger("d-storm") == []
+    assert task_env.order_record("d-storm")["status"] == "FAILED"
+
+
+def test_no_more_orders_run_at_once_than_the_map_concurrency(
+    durable_batch: DurableBatch, configure: Callable[..., None]
+) -> None:
+    configure(MAP_MAX_CONCURRENCY="2")
+    in_flight, most = [0], [0]
+    lock = threading.Lock()
+    validate = durable_batch.steps.target("validate_order", validate_order.lambda_handler)
+
+    def slow_validate(event: Any, context: Any) -> Any:
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        try:
+            threading.Event().wait(0.2)
+            return validate(event, context)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    durable_batch.runner.register_function(os.environ["VALIDATE_ORDER_FUNCTION_NAME"], slow_validate)
+
+    summary = summary_of(
+        durable_batch.run("b-durable-bounded", [an_affordable_order(f"d-b{n}") for n in range(6)])
+    )
+
+    assert summary["succeeded"] == 6
+    assert durable_batch.steps.calls["validate_order"] == 6
+    assert most[0] == 2
