@@ -57,6 +57,12 @@ COLD_START_ENVIRONMENT = {
     "MAX_CHARGE_AMOUNT": "1000.00",
     "RESULTS_BUCKET_NAME": "orderbatch-results",
     "STATE_MACHINE_ARN": f"arn:aws:states:{REGION}:123456789012:stateMachine:OrderBatch",
+    # The durable workflow invokes the per-order functions by these names; tests register the handlers so.
+    "VALIDATE_ORDER_FUNCTION_NAME": "orderbatch-validate-order",
+    "RESERVE_INVENTORY_FUNCTION_NAME": "orderbatch-reserve-inventory",
+    "CHARGE_PAYMENT_FUNCTION_NAME": "orderbatch-charge-payment",
+    "CONFIRM_ORDER_FUNCTION_NAME": "orderbatch-confirm-order",
+    "CANCEL_ORDER_FUNCTION_NAME": "orderbatch-cancel-order",
 }
 for _name, _value in COLD_START_ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)

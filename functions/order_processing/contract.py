@@ -68,6 +68,8 @@ CHARGE_PAYMENT_FUNCTION = "ChargePaymentFunction"
 CONFIRM_ORDER_FUNCTION = "ConfirmOrderFunction"
 CANCEL_ORDER_FUNCTION = "CancelOrderFunction"
 SUMMARIZE_BATCH_FUNCTION = "SummarizeBatchFunction"
+# The durable variant of the batch workflow: it invokes the per-order functions above.
+DURABLE_ORDER_BATCH_FUNCTION = "DurableOrderBatchFunction"
 
 # The forward path of an order, in workflow order; the compensation runs when it does not succeed.
 ORDER_STEP_FUNCTIONS = (

@@ -195,6 +195,11 @@ def write_summary(summary: Mapping[str, Any], bucket: str, s3: S3Client) -> str:
     return f"s3://{bucket}/{key}"
 
 
+def outcome_of_failed_item(item: Any, detail: str) -> dict[str, Any]:
+    """An order whose per-order workflow failed outside any step (a durable map branch that raised)."""
+    return _task_failed(item, detail)
+
+
 def _task_failed(item: Any, detail: str) -> dict[str, Any]:
     """An order whose workflow failed; `item` is its Map item or partial order state, when known."""
     item = item if isinstance(item, Mapping) else {}

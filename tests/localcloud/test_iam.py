@@ -103,6 +103,27 @@ def test_the_state_machine_role_may_invoke_its_task_functions_and_nothing_else(e
     assert enforcer.first_denied(machine, [Access("s3:DeleteObject", bucket_object)]) is not None
 
 
+def test_the_durable_workflow_may_invoke_the_per_order_functions_and_checkpoint_and_nothing_else(
+    enforcer: IamEnforcer,
+) -> None:
+    credentials = enforcer.function_environment("DurableOrderBatchFunction")
+    durable = enforcer.identity(credentials["AWS_ACCESS_KEY_ID"])
+    assert durable is not None
+    function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{{}}"
+    for task in ("ValidateOrder", "ReserveInventory", "ChargePayment", "ConfirmOrder", "CancelOrder"):
+        invoke = Access("lambda:InvokeFunction", function_arn.format(f"{task}Function"))
+        assert enforcer.first_denied(durable, [invoke]) is None, task
+    for other in ("SummarizeBatchFunction", "BatchesApiFunction"):
+        invoke = Access("lambda:InvokeFunction", function_arn.format(other))
+        assert enforcer.first_denied(durable, [invoke]) is not None, other
+    # SAM's AWSLambdaBasicDurableExecutionRolePolicy: the checkpoint API, on any function.
+    own = function_arn.format("DurableOrderBatchFunction") + ":live/durable-execution/b-1/run"
+    for action in ("lambda:CheckpointDurableExecution", "lambda:GetDurableExecutionState"):
+        assert enforcer.first_denied(durable, [Access(action, own)]) is None, action
+    # The effects stay with the task functions.
+    assert enforcer.first_denied(durable, [Access("dynamodb:PutItem", TABLE_ARN.format("OrdersTable"))])
+
+
 def test_a_transaction_needs_each_item_action_on_each_table_and_the_first_missing_is_named(
     enforcer: IamEnforcer,
 ) -> None:

@@ -190,3 +190,33 @@ def test_sam_build_succeeds(tmp_path: Path) -> None:
     built = tmp_path / "build" / "ValidateOrderFunction"
     assert (built / "handlers" / "validate_order.py").exists()
     assert (built / "aws_lambda_powertools").is_dir()
+
+
+def test_the_durable_workflow_has_the_state_machine_retriers_and_concurrency(
+    stack: LocalStack, definition: dict[str, Any]
+) -> None:
+    from handlers.durable_order_batch import Environment as DurableEnvironment
+
+    (durable,) = [f for f in stack.functions if f.handler == "handlers.durable_order_batch.lambda_handler"]
+    environment = DurableEnvironment.model_validate(durable.environment)
+    # The model's defaults are the template's parameter defaults, so a missing variable changes nothing.
+    names_only = {
+        name: value for name, value in durable.environment.items() if name.endswith("_FUNCTION_NAME")
+    }
+    assert DurableEnvironment.model_validate(names_only) == environment
+    inline_map = definition["States"]["Process inline orders"]
+    assert environment.map_max_concurrency == inline_map["MaxConcurrency"]
+    (throttle_retrier, *_) = inline_map["ItemProcessor"]["States"]["Reserve inventory"]["Retry"]
+    throttle = environment.retry_policy().throttle
+    assert (
+        throttle.interval_seconds,
+        throttle.backoff_rate,
+        throttle.max_delay_seconds,
+        throttle.retries,
+    ) == (
+        throttle_retrier["IntervalSeconds"],
+        throttle_retrier["BackoffRate"],
+        throttle_retrier["MaxDelaySeconds"],
+        throttle_retrier["MaxAttempts"],
+    )
+    assert throttle.jitter.value == throttle_retrier["JitterStrategy"]
