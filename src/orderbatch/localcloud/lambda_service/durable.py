@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 from aws_durable_execution_sdk_python.execution import InvocationStatus
-from aws_durable_execution_sdk_python.lambda_service import ErrorObject
+from aws_durable_execution_sdk_python.lambda_service import ErrorObject, OperationStatus
 from aws_durable_execution_sdk_python_testing.checkpoint.processor import CheckpointProcessor
 from aws_durable_execution_sdk_python_testing.child_dispatcher import (
     ChainedInvokeRequest,
@@ -49,6 +49,7 @@ from aws_durable_execution_sdk_python_testing.invoker import InvokeResponse, Lam
 from aws_durable_execution_sdk_python_testing.model import StartDurableExecutionInput
 from aws_durable_execution_sdk_python_testing.scheduler import Scheduler
 from aws_durable_execution_sdk_python_testing.stores.memory import InMemoryExecutionStore
+from aws_durable_execution_sdk_python_testing.token import CallbackToken
 from aws_durable_execution_sdk_python_testing.web import handlers
 from aws_durable_execution_sdk_python_testing.web import routes as durable_routes
 from aws_durable_execution_sdk_python_testing.exceptions import UnknownRouteError
@@ -69,6 +70,11 @@ logger = logging.getLogger(__name__)
 SYNC_INVOKE_MAX_SECONDS = 900
 
 Response = tuple[int, dict[str, str], bytes]
+_CALLBACK_ROUTES = (
+    durable_routes.CallbackSuccessRoute,
+    durable_routes.CallbackFailureRoute,
+    durable_routes.CallbackHeartbeatRoute,
+)
 
 
 class AnsweredInvoke(Protocol):
@@ -216,6 +222,15 @@ class DurableExecutionAlreadyStartedError(LambdaApiError):
     message_field = "Message"
 
 
+class CallbackTimeoutError(LambdaApiError):
+    """An answer to a callback that is closed (answered, timed out, or its execution ended); botocore's
+    model gives it HTTP 400."""
+
+    code = "CallbackTimeoutException"
+    status = 400
+    message_field = "Message"
+
+
 def _handler_table(executor: Executor) -> dict[type[durable_routes.Route], handlers.EndpointHandler]:
     """The SDK's request handlers for the operations botocore's ``lambda`` model defines."""
     return {
@@ -305,6 +320,8 @@ class DurableExecutions:
             route = self._router.find_route(raw_path, method)
         except UnknownRouteError:
             return _error_response(ResourceNotFoundException(f"No durable execution operation {method} {raw_path}"))
+        if isinstance(route, _CALLBACK_ROUTES):
+            self._refuse_closed_callback(route.callback_id)
         handler = self._handlers[type(route)]
         query = parse_qs(query_string)
         try:
@@ -315,6 +332,21 @@ class DurableExecutions:
         except AwsApiException as error:
             return _error_response(error)
         return _as_response(handler.handle(route, request))
+
+    def _refuse_closed_callback(self, callback_id: str) -> None:
+        """The SDK's executor leaves a callback STARTED when its execution stops or ends, and would accept
+        an answer to it; Lambda refuses any answer to a closed callback with CallbackTimeoutException."""
+        try:
+            token = CallbackToken.from_str(callback_id)
+            execution = self.executor.get_execution(token.execution_arn)
+            _, operation = execution.find_callback_operation(callback_id)
+        except Exception:  # noqa: BLE001 - an unknown or malformed token: the SDK's handler answers it
+            return
+        if execution.is_complete or operation.status != OperationStatus.STARTED:
+            raise CallbackTimeoutError(
+                f"Callback {callback_id} is closed: its operation is {operation.status.value} and its execution "
+                f"is {execution.current_status().value}."
+            )
 
     def close(self) -> None:
         self.executor.shutdown()
