@@ -19,7 +19,6 @@ from orderbatch.localcloud.lambda_service import FunctionSpec, TooManyRequestsEr
 from orderbatch.localcloud.lambda_service.durable import ServiceChildDispatcher
 from orderbatch.localcloud.stack.template import load_stack
 
-
 DURABLE_FUNCTIONS = Path(__file__).resolve().parent / "durable_functions"
 DURABLE = {"ExecutionTimeout": 120}
 # The conftest fixture serve_lambda returns its ServedLambda (service, endpoint, client()).
@@ -27,7 +26,9 @@ ServedLambda = Any
 
 
 def order_flow() -> FunctionSpec:
-    return FunctionSpec("OrderFlow", "order_flow.handler", DURABLE_FUNCTIONS, timeout_seconds=30, durable_config=DURABLE)
+    return FunctionSpec(
+        "OrderFlow", "order_flow.handler", DURABLE_FUNCTIONS, timeout_seconds=30, durable_config=DURABLE
+    )
 
 
 def doubler() -> FunctionSpec:
@@ -194,11 +195,16 @@ def test_the_execution_name_is_idempotent_for_the_same_payload_and_conflicts_for
 # -- callbacks and stop -----------------------------------------------------------------------------------
 
 
-def test_a_callback_success_resumes_the_execution_with_its_result(serve_lambda: Callable[..., ServedLambda]) -> None:
+def test_a_callback_success_resumes_the_execution_with_its_result(
+    serve_lambda: Callable[..., ServedLambda],
+) -> None:
     client = serve_lambda([approval_flow()]).client()
 
     started = client.invoke(
-        FunctionName="ApprovalFlow", InvocationType="Event", Payload=b'{"order": "o-1"}', DurableExecutionName="a-1"
+        FunctionName="ApprovalFlow",
+        InvocationType="Event",
+        Payload=b'{"order": "o-1"}',
+        DurableExecutionName="a-1",
     )
     arn = started["DurableExecutionArn"]
     callback = callback_id(client, arn)
@@ -216,11 +222,16 @@ def test_a_callback_success_resumes_the_execution_with_its_result(serve_lambda: 
     assert answered_twice.value.response["Error"]["Code"] == "CallbackTimeoutException"
 
 
-def test_a_callback_failure_fails_the_execution_with_its_error(serve_lambda: Callable[..., ServedLambda]) -> None:
+def test_a_callback_failure_fails_the_execution_with_its_error(
+    serve_lambda: Callable[..., ServedLambda],
+) -> None:
     client = serve_lambda([approval_flow()]).client()
 
     arn = client.invoke(
-        FunctionName="ApprovalFlow", InvocationType="Event", Payload=b'{"order": "o-2"}', DurableExecutionName="a-2"
+        FunctionName="ApprovalFlow",
+        InvocationType="Event",
+        Payload=b'{"order": "o-2"}',
+        DurableExecutionName="a-2",
     )["DurableExecutionArn"]
     client.send_durable_execution_callback_failure(
         CallbackId=callback_id(client, arn), Error={"ErrorType": "Rejected", "ErrorMessage": "over budget"}
@@ -237,7 +248,10 @@ def test_stop_ends_a_suspended_execution_and_its_callback_can_no_longer_be_answe
 ) -> None:
     client = serve_lambda([approval_flow()]).client()
     arn = client.invoke(
-        FunctionName="ApprovalFlow", InvocationType="Event", Payload=b'{"order": "o-3"}', DurableExecutionName="a-3"
+        FunctionName="ApprovalFlow",
+        InvocationType="Event",
+        Payload=b'{"order": "o-3"}',
+        DurableExecutionName="a-3",
     )["DurableExecutionArn"]
     callback = callback_id(client, arn)
 
@@ -251,9 +265,12 @@ def test_stop_ends_a_suspended_execution_and_its_callback_can_no_longer_be_answe
     assert history(client, arn)[-1]["EventType"] == "ExecutionStopped"
     assert late.value.response["Error"]["Code"] == "CallbackTimeoutException"
     assert late.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
-    assert [item["Status"] for item in client.list_durable_executions_by_function(FunctionName="ApprovalFlow")[
-        "DurableExecutions"
-    ]] == ["STOPPED"]
+    assert [
+        item["Status"]
+        for item in client.list_durable_executions_by_function(FunctionName="ApprovalFlow")[
+            "DurableExecutions"
+        ]
+    ] == ["STOPPED"]
 
 
 # -- the quota --------------------------------------------------------------------------------------------
@@ -287,7 +304,11 @@ def test_a_replay_throttled_while_the_slot_is_held_runs_once_the_slot_frees(
         target=lambda: served.service.invoke("Doubler", b'{"value": 1, "hold_seconds": 1.5}'), daemon=True
     )
     holder.start()
-    wait_for(lambda: served.service.stats(include_timeseries=False)["functions"]["Doubler"]["concurrency"]["current"])
+    wait_for(
+        lambda: served.service.stats(include_timeseries=False)["functions"]["Doubler"]["concurrency"][
+            "current"
+        ]
+    )
 
     answer = served.service.run_durable_invocation("Doubler", b'{"value": 4}')
     holder.join(timeout=30)
@@ -317,3 +338,39 @@ def test_a_chained_invoke_still_throttled_when_the_budget_runs_out_fails_with_th
     assert outcome.error is not None
     assert outcome.error.type == "TooManyRequestsException"
     assert outcome.error.message == "Rate Exceeded."
+
+
+# -- through the local cloud ------------------------------------------------------------------------------
+
+
+def test_a_templates_durable_function_runs_on_the_local_cloud_under_its_role(tmp_path: Path) -> None:
+    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+
+    template = tmp_path / "template.yaml"
+    template.write_text(
+        "Transform: AWS::Serverless-2016-10-31\n"
+        "Globals:\n  Function:\n    Runtime: python3.12\n    Timeout: 30\n"
+        "Resources:\n"
+        "  OrderFlow:\n    Type: AWS::Serverless::Function\n"
+        "    Properties:\n"
+        "      FunctionName: OrderFlow\n"
+        f"      CodeUri: {DURABLE_FUNCTIONS}\n"
+        "      Handler: order_flow.handler\n"
+        "      DurableConfig: {ExecutionTimeout: 300}\n"
+        "      Policies:\n"
+        "        - LambdaInvokePolicy: {FunctionName: !Ref Doubler}\n"
+        "  Doubler:\n    Type: AWS::Serverless::Function\n"
+        f"    Properties: {{FunctionName: Doubler, CodeUri: {DURABLE_FUNCTIONS}, Handler: doubler.handler}}\n"
+    )
+    with LocalCloud(
+        LocalCloudConfig(template=template, state_dir=tmp_path / "state", dynamodb_process=False)
+    ) as cloud:
+        client = cloud.client("lambda", read_timeout=120, retries={"total_max_attempts": 1})
+
+        answer = client.invoke(
+            FunctionName="OrderFlow", Payload=b'{"items": [5, 6]}', DurableExecutionName="cloud-1"
+        )
+        execution = client.get_durable_execution(DurableExecutionArn=answer["DurableExecutionArn"])
+
+    assert json.loads(answer["Payload"].read())["doubled"] == {"doubled": 22}
+    assert execution["Status"] == "SUCCEEDED"

@@ -21,5 +21,9 @@ def handler(event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
         name="squares",
         config=MapConfig(max_concurrency=2),
     ).get_results()
-    doubled = context.invoke(event.get("target", "Doubler"), {"value": total, "hold_seconds": event.get("hold_seconds", 0)}, name="double")
+    doubled = context.invoke(
+        event.get("target", "Doubler"),
+        {"value": total, "hold_seconds": event.get("hold_seconds", 0)},
+        name="double",
+    )
     return {"total": total, "count": count, "squares": squares, "doubled": doubled}

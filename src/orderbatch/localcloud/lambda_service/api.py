@@ -49,7 +49,9 @@ class InvokeAnswer(Protocol):
 class DurableApi(Protocol):
     """The durable execution operations (``DurableExecutions``)."""
 
-    def answer(self, method: str, raw_path: str, query_string: str, body: bytes) -> tuple[int, dict[str, str], bytes]: ...
+    def answer(
+        self, method: str, raw_path: str, query_string: str, body: bytes
+    ) -> tuple[int, dict[str, str], bytes]: ...
 
 
 class LambdaOperations(Protocol):

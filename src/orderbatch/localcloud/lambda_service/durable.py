@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import parse_qs
@@ -42,7 +43,7 @@ from aws_durable_execution_sdk_python_testing.exceptions import (
     AwsApiException,
     DurableFunctionsTestError,
     ResourceNotFoundException,
-    ServiceException,
+    UnknownRouteError,
 )
 from aws_durable_execution_sdk_python_testing.executor import Executor
 from aws_durable_execution_sdk_python_testing.invoker import InvokeResponse, LambdaInvoker
@@ -52,11 +53,10 @@ from aws_durable_execution_sdk_python_testing.stores.memory import InMemoryExecu
 from aws_durable_execution_sdk_python_testing.token import CallbackToken
 from aws_durable_execution_sdk_python_testing.web import handlers
 from aws_durable_execution_sdk_python_testing.web import routes as durable_routes
-from aws_durable_execution_sdk_python_testing.exceptions import UnknownRouteError
 from aws_durable_execution_sdk_python_testing.web.models import HTTPRequest, HTTPResponse
 from aws_durable_execution_sdk_python_testing.worker.registry import ExecutionRegistry
 
-from orderbatch.localcloud.lambda_service.errors import LambdaApiError, ResourceNotFoundError
+from orderbatch.localcloud.lambda_service.errors import LambdaApiError, ResourceNotFoundError, ServiceError
 from orderbatch.localcloud.lambda_service.functions import (
     DEFAULT_EXECUTION_TIMEOUT_SECONDS,
     DEFAULT_RETENTION_PERIOD_DAYS,
@@ -116,7 +116,7 @@ class ServiceInvoker(LambdaInvoker):
     def invoke(
         self,
         function_name: str,
-        input: Any,  # noqa: A002 - the Invoker protocol's name
+        input: Any,
         endpoint_url: str | None = None,
         tenant_id: str | None = None,
         account_id: str | None = None,
@@ -128,12 +128,13 @@ class ServiceInvoker(LambdaInvoker):
         except ResourceNotFoundError as error:
             raise ResourceNotFoundException(error.message) from error
         except LambdaApiError as error:
-            raise DurableFunctionsTestError(f"Lambda invocation failed: {error.code}: {error.message}") from error
+            raise DurableFunctionsTestError(
+                f"Lambda invocation failed: {error.code}: {error.message}"
+            ) from error
         if answer.function_error:
             # A crash, a timeout or an error outside the SDK's handler: the executor retries the replay.
-            raise DurableFunctionsTestError(
-                f"Lambda invocation failed with {answer.function_error}: {answer.payload.decode(errors='replace')}"
-            )
+            document = answer.payload.decode(errors="replace")
+            raise DurableFunctionsTestError(f"Lambda invocation failed ({answer.function_error}): {document}")
         return InvokeResponse.from_payload(answer.payload, answer.request_id)
 
 
@@ -179,7 +180,9 @@ class ServiceChildDispatcher:
             answer = self._run_invocation(identifier, payload)
         except LambdaApiError as error:
             # The operation fails with the Invoke's own error code, as the service reports it.
-            return ChildOutcome(error=ErrorObject(message=error.message, type=error.code, data=None, stack_trace=None))
+            return ChildOutcome(
+                error=ErrorObject(message=error.message, type=error.code, data=None, stack_trace=None)
+            )
         body = answer.payload.decode("utf-8", errors="replace")
         if answer.function_error:
             return ChildOutcome(error=_function_error(body))
@@ -211,7 +214,9 @@ def _start_input(
         function_qualifier=qualifier,
         execution_name=execution_name,
         execution_timeout_seconds=int(config.get("ExecutionTimeout", DEFAULT_EXECUTION_TIMEOUT_SECONDS)),
-        execution_retention_period_days=int(config.get("RetentionPeriodInDays", DEFAULT_RETENTION_PERIOD_DAYS)),
+        execution_retention_period_days=int(
+            config.get("RetentionPeriodInDays", DEFAULT_RETENTION_PERIOD_DAYS)
+        ),
         input=payload,
     )
 
@@ -244,7 +249,9 @@ def _handler_table(executor: Executor) -> dict[type[durable_routes.Route], handl
         ),
         durable_routes.CallbackSuccessRoute: handlers.SendDurableExecutionCallbackSuccessHandler(executor),
         durable_routes.CallbackFailureRoute: handlers.SendDurableExecutionCallbackFailureHandler(executor),
-        durable_routes.CallbackHeartbeatRoute: handlers.SendDurableExecutionCallbackHeartbeatHandler(executor),
+        durable_routes.CallbackHeartbeatRoute: handlers.SendDurableExecutionCallbackHeartbeatHandler(
+            executor
+        ),
     }
 
 
@@ -274,11 +281,17 @@ class DurableExecutions:
         self._handlers = _handler_table(self.executor)
         # (function name, execution name) -> (ARN, payload): the execution name is the idempotency key.
         self._by_name: dict[tuple[str, str], tuple[str, bytes]] = {}
+        # Two Invokes with one new name at once start one execution.
+        self._start_lock = threading.Lock()
         self._scheduler.start()
 
     def start(self, spec: FunctionSpec, payload: bytes, execution_name: str | None) -> DurableStart:
         """Start an execution, or return the one already started under this name with this payload."""
         name = execution_name or str(uuid.uuid4())
+        with self._start_lock:
+            return self._start_once(spec, payload, name)
+
+    def _start_once(self, spec: FunctionSpec, payload: bytes, name: str) -> DurableStart:
         key = (spec.name, name)
         existing = self._by_name.get(key)
         if existing is not None:
@@ -292,8 +305,11 @@ class DurableExecutions:
         output = self.executor.start_execution(
             _start_input(spec, account_id=self.account_id, execution_name=name, payload=payload.decode())
         )
-        self._by_name[key] = (output.execution_arn, payload)
-        return DurableStart(output.execution_arn, started=True)
+        started_arn = output.execution_arn
+        if started_arn is None:
+            raise ServiceError(f"The executor started no execution for {spec.name}.")
+        self._by_name[key] = (started_arn, payload)
+        return DurableStart(started_arn, started=True)
 
     def wait(self, arn: str, timeout_seconds: float) -> bool:
         """Whether the execution ended within ``timeout_seconds``."""
@@ -310,7 +326,8 @@ class DurableExecutions:
         error = result.error if result is not None else None
         document = {
             "errorType": (error.type if error else None) or "DurableExecutionFailed",
-            "errorMessage": (error.message if error else None) or f"Execution {execution.current_status().value}",
+            "errorMessage": (error.message if error else None)
+            or f"Execution {execution.current_status().value}",
         }
         return json.dumps(document).encode(), "Unhandled"
 
@@ -319,7 +336,9 @@ class DurableExecutions:
         try:
             route = self._router.find_route(raw_path, method)
         except UnknownRouteError:
-            return _error_response(ResourceNotFoundException(f"No durable execution operation {method} {raw_path}"))
+            return _error_response(
+                ResourceNotFoundException(f"No durable execution operation {method} {raw_path}")
+            )
         if isinstance(route, _CALLBACK_ROUTES):
             self._refuse_closed_callback(route.callback_id)
         handler = self._handlers[type(route)]
@@ -340,12 +359,12 @@ class DurableExecutions:
             token = CallbackToken.from_str(callback_id)
             execution = self.executor.get_execution(token.execution_arn)
             _, operation = execution.find_callback_operation(callback_id)
-        except Exception:  # noqa: BLE001 - an unknown or malformed token: the SDK's handler answers it
+        except Exception:
             return
         if execution.is_complete or operation.status != OperationStatus.STARTED:
             raise CallbackTimeoutError(
-                f"Callback {callback_id} is closed: its operation is {operation.status.value} and its execution "
-                f"is {execution.current_status().value}."
+                f"Callback {callback_id} is closed: its operation is {operation.status.value} and its "
+                f"execution is {execution.current_status().value}."
             )
 
     def close(self) -> None:
@@ -368,7 +387,6 @@ def _as_response(response: HTTPResponse) -> Response:
     headers = {"Content-Type": "application/json", **response.headers}
     if response.status_code >= 400:
         # botocore's rest-json parser reads the error code from this header, as AWS sends it.
-        code = response.body.get("Type") or response.body.get("__type") or type(ServiceException).__name__
+        code = response.body.get("Type") or response.body.get("__type") or "ServiceException"
         headers["x-amzn-ErrorType"] = str(code)
     return response.status_code, headers, response.body_to_bytes()
-

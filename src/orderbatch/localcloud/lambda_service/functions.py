@@ -152,7 +152,11 @@ class FunctionRegistry:
             "State": "Active",
             "LastUpdateStatus": "Successful",
             "EphemeralStorage": {"Size": 512},
-            **({"DurableConfig": durable_config_of(spec.durable_config)} if spec.durable_config is not None else {}),
+            **(
+                {"DurableConfig": durable_config_of(spec.durable_config)}
+                if spec.durable_config is not None
+                else {}
+            ),
             **(
                 {"Layers": [{"Arn": layer.arn, "CodeSize": 0} for layer in spec.layers]}
                 if spec.layers
@@ -166,7 +170,9 @@ def durable_config_of(configuration: Mapping[str, Any] | None) -> dict[str, Any]
     if configuration is None:
         return None
     return {
-        "RetentionPeriodInDays": int(configuration.get("RetentionPeriodInDays", DEFAULT_RETENTION_PERIOD_DAYS)),
+        "RetentionPeriodInDays": int(
+            configuration.get("RetentionPeriodInDays", DEFAULT_RETENTION_PERIOD_DAYS)
+        ),
         "ExecutionTimeout": int(configuration.get("ExecutionTimeout", DEFAULT_EXECUTION_TIMEOUT_SECONDS)),
         **({"KMSKeyArn": configuration["KMSKeyArn"]} if configuration.get("KMSKeyArn") else {}),
     }

@@ -391,7 +391,9 @@ class LambdaService:
         if invocation_type == EVENT:
             return InvokeResult(202, request_id, durable_execution_arn=start.arn)
         if not self.durable.wait(start.arn, SYNC_INVOKE_MAX_SECONDS):
-            raise ServiceError(f"Durable execution {start.arn} did not end within {SYNC_INVOKE_MAX_SECONDS} s.")
+            raise ServiceError(
+                f"Durable execution {start.arn} did not end within {SYNC_INVOKE_MAX_SECONDS} s."
+            )
         body, function_error = self.durable.outcome(start.arn)
         return InvokeResult(
             200,
@@ -420,7 +422,7 @@ class LambdaService:
             try:
                 return self.accounting.acquire(spec.name)
             except TooManyRequestsError:
-                delay = random.uniform(0, ceiling)  # noqa: S311 - jitter, not secrecy
+                delay = random.uniform(0, ceiling)
                 if time.monotonic() + delay > deadline or self._closing.wait(delay):
                     raise
                 ceiling = min(ceiling * 2, _ASYNC_BACKOFF_CAP_SECONDS)
