@@ -36,6 +36,7 @@ from aws_durable_execution_sdk_python_testing.child_dispatcher import (
     FunctionTarget,
     RunInvocation,
     StartChild,
+    failed_to_start,
     function_not_found,
     result_outcome,
 )
@@ -92,6 +93,8 @@ class AnsweredInvoke(Protocol):
 RunInvocationFn = Callable[[str, bytes], AnsweredInvoke]
 # name -> the function, or ResourceNotFoundError.
 ResolveFn = Callable[[str], FunctionSpec]
+# (calling function's name, target as the caller named it) -> why its role may not invoke it, or None.
+ChainedInvokeAuthorizer = Callable[[str, str], str | None]
 
 
 @dataclass(frozen=True)
@@ -142,9 +145,18 @@ class ServiceChildDispatcher:
     """Chained ``context.invoke`` targets: a durable function starts a child execution, any other function
     runs once through the Lambda service (under the quota, throttles retried as for replays)."""
 
-    def __init__(self, resolve: ResolveFn, run_invocation: RunInvocationFn) -> None:
+    def __init__(
+        self,
+        resolve: ResolveFn,
+        run_invocation: RunInvocationFn,
+        *,
+        caller_of: Callable[[str], str] | None = None,
+        authorizer: Callable[[], ChainedInvokeAuthorizer | None] = lambda: None,
+    ) -> None:
         self._resolve = resolve
         self._run_invocation = run_invocation
+        self._caller_of = caller_of
+        self._authorizer = authorizer
 
     def _target(self, name: str, qualifier: str | None) -> FunctionSpec | None:
         try:
@@ -161,6 +173,9 @@ class ServiceChildDispatcher:
         spec = self._target(request.function_name, request.qualifier)
         if spec is None:
             return function_not_found(request.function_name)
+        denial = self._denial(request)
+        if denial is not None:
+            return failed_to_start(denial, error_type="AccessDeniedException")
         if spec.durable_config is not None:
             return StartChild(
                 child_start=_start_input(
@@ -174,6 +189,13 @@ class ServiceChildDispatcher:
         identifier = request.invoke_identifier()
         payload = (request.payload or "{}").encode()
         return RunInvocation(invocation=lambda: self._invoke_plain(identifier, payload))
+
+    def _denial(self, request: ChainedInvokeRequest) -> str | None:
+        """Lambda invokes the target as the calling function's role: it needs lambda:InvokeFunction."""
+        authorizer = self._authorizer()
+        if authorizer is None or self._caller_of is None:
+            return None
+        return authorizer(self._caller_of(request.parent_execution_arn), request.invoke_identifier())
 
     def _invoke_plain(self, identifier: str, payload: bytes) -> ChildOutcome:
         try:
@@ -259,7 +281,13 @@ class DurableExecutions:
     """The executions of the account's durable functions, their API and their replays."""
 
     def __init__(
-        self, *, resolve: ResolveFn, run_invocation: RunInvocationFn, region: str, account_id: str
+        self,
+        *,
+        resolve: ResolveFn,
+        run_invocation: RunInvocationFn,
+        region: str,
+        account_id: str,
+        authorizer: Callable[[], ChainedInvokeAuthorizer | None] = lambda: None,
     ) -> None:
         self.account_id = account_id
         self._resolve = resolve
@@ -272,7 +300,12 @@ class DurableExecutions:
             invoker=ServiceInvoker(run_invocation),
             checkpoint_processor=processor,
             registry=ExecutionRegistry(store, self._scheduler),
-            child_dispatcher=ServiceChildDispatcher(resolve, run_invocation),
+            child_dispatcher=ServiceChildDispatcher(
+                resolve,
+                run_invocation,
+                caller_of=lambda arn: self.executor.get_execution(arn).start_input.function_name,
+                authorizer=authorizer,
+            ),
             region=region,
         )
         processor.add_execution_observer(self.executor)

@@ -21,7 +21,11 @@ from orderbatch.localcloud import runtime_shim
 from orderbatch.localcloud.lambda_service.accounting import Accounting, MetricsWindow, Slot
 from orderbatch.localcloud.lambda_service.api import LambdaApi
 from orderbatch.localcloud.lambda_service.backends import Backend, BackendResult, RemoteBackend, RieBackend
-from orderbatch.localcloud.lambda_service.durable import SYNC_INVOKE_MAX_SECONDS, DurableExecutions
+from orderbatch.localcloud.lambda_service.durable import (
+    SYNC_INVOKE_MAX_SECONDS,
+    ChainedInvokeAuthorizer,
+    DurableExecutions,
+)
 from orderbatch.localcloud.lambda_service.environments import LaunchSettings, find_rie_binary
 from orderbatch.localcloud.lambda_service.errors import (
     InvalidParameterValueError,
@@ -154,6 +158,8 @@ class LambdaService:
         self._async_threads: set[threading.Thread] = set()
         self._async_lock = threading.Lock()
         self._durable: DurableExecutions | None = None
+        # Set by the local cloud when it checks IAM: whether a durable function's role may invoke a target.
+        self.chained_invoke_authorizer: ChainedInvokeAuthorizer | None = None
         self._durable_lock = threading.Lock()
         for spec in functions:
             self.add_function(spec)
@@ -374,6 +380,7 @@ class LambdaService:
                     run_invocation=self.run_durable_invocation,
                     region=self.region,
                     account_id=self.account_id,
+                    authorizer=lambda: self.chained_invoke_authorizer,
                 )
             return self._durable
 
