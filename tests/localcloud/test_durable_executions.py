@@ -192,6 +192,28 @@ def test_the_execution_name_is_idempotent_for_the_same_payload_and_conflicts_for
     assert served.service.stats(include_timeseries=False)["functions"]["OrderFlow"]["invocations"] == 3
 
 
+def test_a_chained_invoke_of_an_unknown_function_fails_the_execution_with_resource_not_found(
+    serve_lambda: Callable[..., ServedLambda],
+) -> None:
+    client = serve_lambda([order_flow()]).client(read_timeout=120)
+
+    answer = client.invoke(
+        FunctionName="OrderFlow", Payload=b'{"items": [1], "target": "Nowhere"}', DurableExecutionName="lost"
+    )
+    events = history(client, answer["DurableExecutionArn"])
+
+    assert answer["FunctionError"] == "Unhandled"
+    assert (
+        client.get_durable_execution(DurableExecutionArn=answer["DurableExecutionArn"])["Status"] == "FAILED"
+    )
+    failed = [event for event in events if event["EventType"] == "ChainedInvokeFailed"]
+    assert len(failed) == 1
+    assert (
+        failed[0]["ChainedInvokeFailedDetails"]["Error"]["Payload"]["ErrorType"]
+        == "ResourceNotFoundException"
+    )
+
+
 # -- callbacks and stop -----------------------------------------------------------------------------------
 
 
