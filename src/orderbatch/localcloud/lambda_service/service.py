@@ -14,18 +14,13 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from orderbatch.localcloud import runtime_shim
 from orderbatch.localcloud.lambda_service.accounting import Accounting, MetricsWindow, Slot
 from orderbatch.localcloud.lambda_service.api import LambdaApi
 from orderbatch.localcloud.lambda_service.backends import Backend, BackendResult, RemoteBackend, RieBackend
-from orderbatch.localcloud.lambda_service.durable import (
-    SYNC_INVOKE_MAX_SECONDS,
-    ChainedInvokeAuthorizer,
-    DurableExecutions,
-)
 from orderbatch.localcloud.lambda_service.environments import LaunchSettings, find_rie_binary
 from orderbatch.localcloud.lambda_service.errors import (
     InvalidParameterValueError,
@@ -46,6 +41,9 @@ from orderbatch.localcloud.lambda_service.faults import (
 from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionRegistry, FunctionSpec
 from orderbatch.localcloud.lambda_service.in_process import InProcessLambdaClient
 from orderbatch.localcloud.lambda_service.noisy_neighbour import NoisyNeighbourRunner
+
+if TYPE_CHECKING:
+    from orderbatch.localcloud.lambda_service.durable import ChainedInvokeAuthorizer, DurableExecutions
 
 logger = logging.getLogger(__name__)
 
@@ -373,6 +371,10 @@ class LambdaService:
     @property
     def durable(self) -> DurableExecutions:
         """The durable executions (their executor and scheduler thread start with the first use)."""
+        # Imported on first use: the durable SDKs take most of a second to import, which a local cloud
+        # without durable functions, and every command that only reads the service's types, never needs.
+        from orderbatch.localcloud.lambda_service.durable import DurableExecutions
+
         with self._durable_lock:
             if self._durable is None:
                 self._durable = DurableExecutions(
@@ -394,6 +396,8 @@ class LambdaService:
     ) -> InvokeResult:
         """Invoke of a durable function: start an execution (the name is its idempotency key); a
         synchronous Invoke answers with its result once it ends."""
+        from orderbatch.localcloud.lambda_service.durable import SYNC_INVOKE_MAX_SECONDS
+
         start = self.durable.start(spec, payload, execution_name)
         if invocation_type == EVENT:
             return InvokeResult(202, request_id, durable_execution_arn=start.arn)
