@@ -222,6 +222,8 @@ class LocalCloud:
             runtime_fallback=self.config.runtime_fallback,
             event_keys=self.config.event_keys,
         )
+        if self.iam is not None:
+            self.lambda_service.chained_invoke_authorizer = self.iam.function_invoke_denial
         in_process = self.lambda_service.in_process_client()
         route_lambda_tasks_to(self.iam.lambda_tasks_client(in_process) if self.iam else in_process)
         give_task_roles_credentials(self.iam.task_credentials if self.iam else None)

@@ -77,6 +77,17 @@ class IamEnforcer:
         needed = [Access(f"events:{action}", rule) for action in ("PutTargets", "PutRule", "DescribeRule")]
         return self.first_denied(identity, needed) is None
 
+    def function_invoke_denial(self, caller_function: str, target: str) -> str | None:
+        """Why the caller function's role may not invoke ``target`` (name, ARN, ``name:qualifier``), or None:
+        a durable function's chained invoke runs as its role."""
+        identity = self._function_keys.get(caller_function)
+        if identity is None:
+            return None
+        name, _, qualifier = target.partition(":") if not target.startswith("arn:") else (target, "", "")
+        arn = function_arn(name, qualifier or None, self.region, self.account_id)
+        denial = self.first_denied(identity, [Access("lambda:InvokeFunction", arn)])
+        return denial.message() if denial is not None else None
+
     # -------------------------------------------------------------- decisions
     def first_denied(self, identity: Identity, accesses: Iterable[Access]) -> Denial | None:
         policies = self._policies[identity.role.arn]

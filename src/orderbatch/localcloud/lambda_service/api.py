@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import parse_qs, unquote
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from orderbatch.localcloud.lambda_service.errors import (
     InvalidParameterValueError,
@@ -42,6 +42,16 @@ class InvokeAnswer(Protocol):
     def executed_version(self) -> str | None: ...
     @property
     def log_result(self) -> str | None: ...
+    @property
+    def durable_execution_arn(self) -> str | None: ...
+
+
+class DurableApi(Protocol):
+    """The durable execution operations (``DurableExecutions``)."""
+
+    def answer(
+        self, method: str, raw_path: str, query_string: str, body: bytes
+    ) -> tuple[int, dict[str, str], bytes]: ...
 
 
 class LambdaOperations(Protocol):
@@ -59,7 +69,10 @@ class LambdaOperations(Protocol):
         *,
         qualifier: str | None = ...,
         log_type: str | None = ...,
+        durable_execution_name: str | None = ...,
     ) -> InvokeAnswer: ...
+    @property
+    def durable(self) -> DurableApi: ...
     def list_functions(self) -> dict[str, Any]: ...
     def get_function(self, name: str, qualifier: str | None = ...) -> dict[str, Any]: ...
     def account_settings(self) -> dict[str, Any]: ...
@@ -71,11 +84,14 @@ class LambdaOperations(Protocol):
 
 logger = logging.getLogger(__name__)
 
+# The durable execution operations' routes (botocore's ``lambda`` model, API version 2025-12-01).
+DURABLE_API_PREFIX = "/2025-12-01/"
 ROUTED_PREFIXES = (
     "/2015-03-31/functions",
     "/2017-10-31/functions",
     "/2019-09-30/functions",
     "/2016-08-19/account-settings",
+    DURABLE_API_PREFIX,
     "/_orderbatch/lambda/",
 )
 _NAME = r"(?P<name>[^/]+)"
@@ -156,6 +172,8 @@ class LambdaApi:
         path = environ.get("PATH_INFO", "")
         method = environ.get("REQUEST_METHOD", "GET")
         try:
+            if path.startswith(DURABLE_API_PREFIX):
+                return self._durable(environ, method)
             for route_method, pattern, handler in self._routes:
                 match = pattern.match(path)
                 if match and route_method == method:
@@ -177,7 +195,17 @@ class LambdaApi:
             request.header("X-Amz-Invocation-Type") or "RequestResponse",
             qualifier=request.query.get("Qualifier"),
             log_type=request.header("X-Amz-Log-Type"),
+            durable_execution_name=request.header("X-Amz-Durable-Execution-Name"),
         )
+
+    def _durable(self, environ: dict[str, Any], method: str) -> Response:
+        # The execution ARN is one path label that botocore percent-encodes, slashes included; the
+        # decoded PATH_INFO would split it, so routes are matched on the raw path as sent.
+        raw_uri = environ.get("RAW_URI") or environ.get("REQUEST_URI") or quote(environ.get("PATH_INFO", ""))
+        raw_path = urlsplit(raw_uri).path
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        return self.service.durable.answer(method, raw_path, environ.get("QUERY_STRING", ""), body)
 
     def invoke_response(
         self,
@@ -187,11 +215,17 @@ class LambdaApi:
         *,
         qualifier: str | None = None,
         log_type: str | None = None,
+        durable_execution_name: str | None = None,
     ) -> Response:
         """Invoke's answer as the HTTP API sends it; also what the in-process client parses."""
         try:
             result = self.service.invoke(
-                name, payload, invocation_type, qualifier=qualifier, log_type=log_type
+                name,
+                payload,
+                invocation_type,
+                qualifier=qualifier,
+                log_type=log_type,
+                durable_execution_name=durable_execution_name,
             )
         except LambdaApiError as error:
             return _json(error.status, error.body(), {**error.headers(), "x-amzn-RequestId": _request_id()})
@@ -202,6 +236,8 @@ class LambdaApi:
             headers["X-Amz-Executed-Version"] = result.executed_version
         if result.log_result is not None:
             headers["X-Amz-Log-Result"] = result.log_result
+        if result.durable_execution_arn is not None:
+            headers["X-Amz-Durable-Execution-Arn"] = result.durable_execution_arn
         return result.status_code, headers, result.payload
 
     def _list_functions(self, request: Request) -> Response:

@@ -18,6 +18,9 @@ from orderbatch.localcloud.lambda_service.errors import ResourceNotFoundError
 from orderbatch.localcloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
 
 LATEST = "$LATEST"
+# Lambda's defaults for a DurableConfig that leaves them out (CreateFunction's DurableConfig shape).
+DEFAULT_RETENTION_PERIOD_DAYS = 14
+DEFAULT_EXECUTION_TIMEOUT_SECONDS = 86_400
 
 _ARN_PATTERN = re.compile(
     r"^(?:arn:(?P<partition>[\w-]+):lambda:(?P<region>[\w-]+):)?"
@@ -45,6 +48,8 @@ class FunctionSpec:
     environment: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     reserved_concurrency: int | None = None
     layers: tuple[LayerSpec, ...] = ()
+    # The template's DurableConfig (ExecutionTimeout, RetentionPeriodInDays): the function is durable.
+    durable_config: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
@@ -148,8 +153,26 @@ class FunctionRegistry:
             "LastUpdateStatus": "Successful",
             "EphemeralStorage": {"Size": 512},
             **(
+                {"DurableConfig": durable_config_of(spec.durable_config)}
+                if spec.durable_config is not None
+                else {}
+            ),
+            **(
                 {"Layers": [{"Arn": layer.arn, "CodeSize": 0} for layer in spec.layers]}
                 if spec.layers
                 else {}
             ),
         }
+
+
+def durable_config_of(configuration: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A function's ``DurableConfig`` as GetFunctionConfiguration returns it (Lambda fills the defaults)."""
+    if configuration is None:
+        return None
+    return {
+        "RetentionPeriodInDays": int(
+            configuration.get("RetentionPeriodInDays", DEFAULT_RETENTION_PERIOD_DAYS)
+        ),
+        "ExecutionTimeout": int(configuration.get("ExecutionTimeout", DEFAULT_EXECUTION_TIMEOUT_SECONDS)),
+        **({"KMSKeyArn": configuration["KMSKeyArn"]} if configuration.get("KMSKeyArn") else {}),
+    }

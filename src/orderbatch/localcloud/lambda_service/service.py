@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import random
 import sys
 import threading
 import time
@@ -13,7 +14,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from orderbatch.localcloud import runtime_shim
@@ -41,6 +42,9 @@ from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionRegis
 from orderbatch.localcloud.lambda_service.in_process import InProcessLambdaClient
 from orderbatch.localcloud.lambda_service.noisy_neighbour import NoisyNeighbourRunner
 
+if TYPE_CHECKING:
+    from orderbatch.localcloud.lambda_service.durable import ChainedInvokeAuthorizer, DurableExecutions
+
 logger = logging.getLogger(__name__)
 
 REQUEST_RESPONSE = "RequestResponse"
@@ -63,6 +67,7 @@ class InvokeResult:
     function_error: str | None = None
     executed_version: str | None = None
     log_result: str | None = None
+    durable_execution_arn: str | None = None
 
 
 def _runtime_exited(payload: bytes) -> bool:
@@ -150,6 +155,10 @@ class LambdaService:
         self._closing = threading.Event()
         self._async_threads: set[threading.Thread] = set()
         self._async_lock = threading.Lock()
+        self._durable: DurableExecutions | None = None
+        # Set by the local cloud when it checks IAM: whether a durable function's role may invoke a target.
+        self.chained_invoke_authorizer: ChainedInvokeAuthorizer | None = None
+        self._durable_lock = threading.Lock()
         for spec in functions:
             self.add_function(spec)
         self.set_fault_plan(fault_plan)
@@ -242,6 +251,7 @@ class LambdaService:
         *,
         qualifier: str | None = None,
         log_type: str | None = None,
+        durable_execution_name: str | None = None,
     ) -> InvokeResult:
         try:
             spec = self.registry.resolve(name, qualifier)
@@ -259,6 +269,12 @@ class LambdaService:
             return InvokeResult(204, request_id)
         if self._closing.is_set():
             raise ServiceError("The local Lambda service is shutting down.")
+        if spec.durable_config is not None:
+            return self._start_durable(spec, payload, invocation_type, durable_execution_name, request_id)
+        if durable_execution_name is not None:
+            raise InvalidParameterValueError(
+                f"DurableExecutionName is only valid for durable functions; {spec.name} has no DurableConfig."
+            )
         if invocation_type == EVENT:
             self._start_async(spec, payload, request_id)
             return InvokeResult(202, request_id)
@@ -349,6 +365,78 @@ class LambdaService:
         if rule is None or result.function_error:
             return result
         return rule.emulate_after_body(emulation, result, started)
+
+    # -- durable executions --------------------------------------------------------------------
+
+    @property
+    def durable(self) -> DurableExecutions:
+        """The durable executions (their executor and scheduler thread start with the first use)."""
+        # Imported on first use: the durable SDKs take most of a second to import, which a local cloud
+        # without durable functions, and every command that only reads the service's types, never needs.
+        from orderbatch.localcloud.lambda_service.durable import DurableExecutions
+
+        with self._durable_lock:
+            if self._durable is None:
+                self._durable = DurableExecutions(
+                    resolve=self.registry.resolve,
+                    run_invocation=self.run_durable_invocation,
+                    region=self.region,
+                    account_id=self.account_id,
+                    authorizer=lambda: self.chained_invoke_authorizer,
+                )
+            return self._durable
+
+    def _start_durable(
+        self,
+        spec: FunctionSpec,
+        payload: bytes,
+        invocation_type: str,
+        execution_name: str | None,
+        request_id: str,
+    ) -> InvokeResult:
+        """Invoke of a durable function: start an execution (the name is its idempotency key); a
+        synchronous Invoke answers with its result once it ends."""
+        from orderbatch.localcloud.lambda_service.durable import SYNC_INVOKE_MAX_SECONDS
+
+        start = self.durable.start(spec, payload, execution_name)
+        if invocation_type == EVENT:
+            return InvokeResult(202, request_id, durable_execution_arn=start.arn)
+        if not self.durable.wait(start.arn, SYNC_INVOKE_MAX_SECONDS):
+            raise ServiceError(
+                f"Durable execution {start.arn} did not end within {SYNC_INVOKE_MAX_SECONDS} s."
+            )
+        body, function_error = self.durable.outcome(start.arn)
+        return InvokeResult(
+            200,
+            request_id,
+            body,
+            function_error=function_error,
+            executed_version=LATEST,
+            durable_execution_arn=start.arn,
+        )
+
+    def run_durable_invocation(self, identifier: str, payload: bytes) -> InvokeResult:
+        """One invocation Lambda makes for a durable execution (a replay, or a chained invoke's plain
+        target): admitted under the quota, a throttle retried with backoff as Lambda's own
+        invocations are, until ``async_retry_seconds`` runs out (then the 429 is raised)."""
+        spec = self.registry.resolve(identifier)
+        self._check_payload(payload, REQUEST_RESPONSE)
+        slot = self._acquire_with_backoff(spec)
+        return self._run(spec, payload, str(uuid.uuid4()), slot, tail_log=False)
+
+    def _acquire_with_backoff(self, spec: FunctionSpec) -> Slot:
+        """A concurrency slot, throttles retried with exponential backoff, full jitter and a cap; each
+        throttle counts as one, as on AWS."""
+        deadline = time.monotonic() + self.async_retry_seconds
+        ceiling = _ASYNC_BACKOFF_BASE_SECONDS
+        while True:
+            try:
+                return self.accounting.acquire(spec.name)
+            except TooManyRequestsError:
+                delay = random.uniform(0, ceiling)
+                if time.monotonic() + delay > deadline or self._closing.wait(delay):
+                    raise
+                ceiling = min(ceiling * 2, _ASYNC_BACKOFF_CAP_SECONDS)
 
     # -- asynchronous invocations --------------------------------------------------------------
 
@@ -447,6 +535,9 @@ class LambdaService:
     def close(self) -> None:
         """Stop background work and kill every environment, busy or idle."""
         self._closing.set()
+        with self._durable_lock:
+            if self._durable is not None:
+                self._durable.close()
         self._neighbour.stop()
         self._housekeeper.join(timeout=5)
         self.backend.close()

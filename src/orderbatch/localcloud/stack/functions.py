@@ -69,6 +69,9 @@ def function_spec(
         raise TemplateError(f"{logical_id}: CodeUri must be a local folder to run locally (got {code_uri!r})")
     environment = ((props.get("Environment") or {}).get("Variables")) or {}
     reserved = props.get("ReservedConcurrentExecutions")
+    durable_config = props.get("DurableConfig")
+    if durable_config is not None and not isinstance(durable_config, Mapping):
+        raise TemplateError(f"{logical_id}: DurableConfig must be an object (got {durable_config!r})")
     return FunctionSpec(
         name=name,
         handler=str(props["Handler"]),
@@ -79,6 +82,7 @@ def function_spec(
         environment={key: _env_string(value) for key, value in environment.items()},
         reserved_concurrency=int(reserved) if reserved is not None else None,
         layers=layers,
+        durable_config=dict(durable_config) if durable_config is not None else None,
     )
 
 

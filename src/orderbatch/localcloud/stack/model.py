@@ -34,6 +34,7 @@ SILENTLY_LOCAL = {
         "Role",
         "Layers",
         "FunctionName",
+        "DurableConfig",
     },
     "AWS::DynamoDB::Table": {
         "TableName",
