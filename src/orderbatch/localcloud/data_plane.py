@@ -240,21 +240,15 @@ def _moto_dynamodb_app() -> Any:
 
 
 def _serve(arguments: Mapping[str, Any]) -> None:
-    from werkzeug.serving import make_server
-
     from orderbatch.localcloud.dynamodb_service import DynamoDBApp
     from orderbatch.localcloud.iam import IamEnforcer, build_roles
+    from orderbatch.localcloud.lean_wsgi import LeanWsgiServer
     from orderbatch.localcloud.moto_seam.installers import (
         install_dynamodb,
         install_model_registry,
         install_request_caches,
     )
-    from orderbatch.localcloud.moto_seam.services import MotoRequestHandler
     from orderbatch.localcloud.stack import load_stack
-
-    class QuietRequestHandler(MotoRequestHandler):
-        def log_request(self, *args: Any, **kwargs: Any) -> None:
-            """Thousands of calls per batch."""
 
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     # This process serves DynamoDB only: Step Functions' and EventBridge's hooks are the local cloud's.
@@ -267,7 +261,8 @@ def _serve(arguments: Mapping[str, Any]) -> None:
         stack = load_stack(template, parameter_overrides=arguments["parameter_overrides"])
         iam = IamEnforcer(build_roles(stack), region=stack.region, account_id=stack.account_id)
     app = DataPlaneApp(DynamoDBApp(_moto_dynamodb_app()), iam=iam, secret=arguments["secret"])
-    server = make_server(arguments["host"], 0, app, threaded=True, request_handler=QuietRequestHandler)
+    # Every request is a short JSON call on a kept-alive loopback connection (lean_wsgi says why).
+    server = LeanWsgiServer(arguments["host"], 0, app)
     threading.Thread(target=server.serve_forever, name="data-plane", daemon=True).start()
     sys.stdout.write(json.dumps({"port": server.server_port}) + "\n")
     sys.stdout.flush()
