@@ -25,7 +25,7 @@ from samlocal_support import ServedDocker, free_port, record_calls, run_sam
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.docker_api.config import BindMount, ContainerConfig, PortBinding
-from orderbatch.localcloud.docker_api.execution import PathMap, _emulator_arguments, _resolve_hosts_in_urls
+from orderbatch.localcloud.docker_api.execution import PathMap, emulator_arguments, resolve_hosts_in_urls
 from orderbatch.localcloud.docker_api.sam_env import sam_env_vars
 from orderbatch.project import PROJECT_ROOT
 
@@ -149,8 +149,8 @@ def test_the_emulators_command_is_translated_to_this_machine(tmp_path: Path) -> 
     )
     paths = PathMap((BindMount(tmp_path, DATA_DIR_IN_CONTAINER, False, "rw"),), None, tmp_path / "scratch")
 
-    with_cloud = _emulator_arguments(config, paths, 19014, "http://127.0.0.1:4566", "us-east-1")
-    without = _emulator_arguments(config, paths, 9014, None, "eu-west-1")
+    with_cloud = emulator_arguments(config, paths, 19014, "http://127.0.0.1:4566", "us-east-1")
+    without = emulator_arguments(config, paths, 9014, None, "eu-west-1")
 
     assert with_cloud == [
         "start-server",
@@ -177,12 +177,12 @@ def test_the_emulators_command_is_translated_to_this_machine(tmp_path: Path) -> 
 def test_extra_hosts_in_a_containers_urls_are_this_machine() -> None:
     hosts = {"host.docker.internal": "127.0.0.1"}
 
-    assert _resolve_hosts_in_urls("http://host.docker.internal:9014", hosts) == "http://127.0.0.1:9014"
-    assert _resolve_hosts_in_urls("https://host.docker.internal/x", hosts) == "https://127.0.0.1/x"
-    assert _resolve_hosts_in_urls("http://host.docker.internal.example:1", hosts) == (
+    assert resolve_hosts_in_urls("http://host.docker.internal:9014", hosts) == "http://127.0.0.1:9014"
+    assert resolve_hosts_in_urls("https://host.docker.internal/x", hosts) == "https://127.0.0.1/x"
+    assert resolve_hosts_in_urls("http://host.docker.internal.example:1", hosts) == (
         "http://host.docker.internal.example:1"
     )
-    assert _resolve_hosts_in_urls("host.docker.internal", hosts) == "host.docker.internal"
+    assert resolve_hosts_in_urls("host.docker.internal", hosts) == "host.docker.internal"
 
 
 # -- SAM CLI's durable commands against a local cloud --------------------------------------------------

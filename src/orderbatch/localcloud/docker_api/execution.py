@@ -311,7 +311,7 @@ class ExecutionEnvironments:
             if self._closed:
                 raise RuntimeUnavailableError("the Docker API is shutting down")
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
-        arguments = _emulator_arguments(config, paths, host_port, self.aws_endpoint_url, region)
+        arguments = emulator_arguments(config, paths, host_port, self.aws_endpoint_url, region)
         command = [
             sys.executable,
             "-m",
@@ -364,7 +364,7 @@ class ExecutionEnvironments:
         what the function would see in SAM CLI's container.
         """
         container_variables = {
-            key: _resolve_hosts_in_urls(paths.translate(value), config.extra_hosts)
+            key: resolve_hosts_in_urls(paths.translate(value), config.extra_hosts)
             for key, value in config.environment.items()
             if key not in HOST_VARIABLES
         }
@@ -414,7 +414,7 @@ class ExecutionEnvironments:
             self._closed = True
 
 
-def _resolve_hosts_in_urls(value: str, hosts: dict[str, str]) -> str:
+def resolve_hosts_in_urls(value: str, hosts: dict[str, str]) -> str:
     """URLs naming a container's extra host (``http://host.docker.internal:9014``, which SAM CLI gives a
     durable function as AWS_ENDPOINT_URL_LAMBDA) with its address: the runtime, a process on this
     machine, has no container /etc/hosts to find it in."""
@@ -423,7 +423,7 @@ def _resolve_hosts_in_urls(value: str, hosts: dict[str, str]) -> str:
     return value
 
 
-def _emulator_arguments(
+def emulator_arguments(
     config: ContainerConfig, paths: PathMap, host_port: int, aws_endpoint_url: str | None, region: str
 ) -> list[str]:
     """SAM CLI's ``dex-local-runner start-server ...`` for this machine: the published host port, the
