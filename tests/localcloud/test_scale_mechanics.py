@@ -79,6 +79,18 @@ def test_a_connection_counts_only_when_the_emulator_itself_listens_on_the_port()
             other_process.wait()
 
 
+@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this machine")
+def test_a_dual_stack_listener_counts_as_listening() -> None:
+    """Go serves 0.0.0.0 (SAM CLI's durable function containers) from one IPv6 socket, listed in tcp6."""
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as ours:
+        ours.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        ours.bind(("::", 0))
+        ours.listen()
+        port = ours.getsockname()[1]
+
+        assert listens_on(os.getpid(), port)
+
+
 def test_concurrent_cold_starts_each_answer_their_own_invocation(
     serve_lambda: Serve, probe_function: Probe
 ) -> None:

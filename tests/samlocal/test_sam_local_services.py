@@ -25,6 +25,7 @@ from samlocal_support import BIN, SamService, ServedDocker, free_port, record_ca
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud
+from orderbatch.localcloud.docker_api.images import is_durable_emulator_image
 from orderbatch.localcloud.docker_api.sam_env import sam_env_vars
 from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
 
@@ -224,7 +225,13 @@ def test_start_api_serves_the_http_api_routes_without_iam(
     for route in HTTP_API_ROUTES:
         warning = f"Authorizer 'AWS_IAM' for route '{route}' is not supported for local emulation"
         assert f"{warning}, requests will not be authorized" in start_api.log()
-    # start-api starts a warm container per function up front and sends every request to its function's.
+    # start-api starts a warm container per function up front (8, DurableOrderBatchFunction's included) and
+    # sends every request to its function's; creating the durable function's container makes SAM CLI start
+    # its durable execution emulator container as well.
     calls = api_docker.calls_since(0)
     record_calls(request, calls)
-    assert sum(1 for call in calls if call.route == "POST /containers/create") == 7
+    assert sum(1 for call in calls if call.route == "POST /containers/create") == 9
+    images = [
+        summary["Image"] for summary in api_docker.api.containers.summaries(include_stopped=True, filters={})
+    ]
+    assert sum(1 for image in images if is_durable_emulator_image(image)) == 1

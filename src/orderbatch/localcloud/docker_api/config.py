@@ -10,7 +10,7 @@ reports it as a failed container creation with the reason.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,11 @@ RIE_ENTRYPOINTS = frozenset(
 )
 _RIE_FLAG = re.compile(r"^--log-level(=\w+)?$")
 _LOG_LEVELS = frozenset({"trace", "debug", "info", "warn", "error", "fatal", "panic"})
+# SAM CLI's durable execution emulator container runs this program of the durable testing SDK.
+DURABLE_EMULATOR_PROGRAM = "dex-local-runner"
+DURABLE_EMULATOR_DEFAULT_PORT = 5000
+# Docker's `host-gateway`: the host as seen from a container. A container here is a process on the host.
+HOST_GATEWAY_ADDRESS = "127.0.0.1"
 DEBUG_PORTS_REFUSED = (
     "debugging ports (sam local --debug-port) are not supported: the runtime runs as a process on this "
     "machine, not in a container, so attach a debugger to that process instead"
@@ -65,10 +70,12 @@ class ContainerConfig:
     working_dir: str
     labels: dict[str, str]
     binds: tuple[BindMount, ...]
-    rie_binding: PortBinding
+    published_port: PortBinding
     tty: bool
     # The request itself, echoed by inspect as Config and HostConfig.
     request: dict[str, Any]
+    # HostConfig.ExtraHosts: name -> address, as the container's /etc/hosts would hold them.
+    extra_hosts: dict[str, str] = field(default_factory=dict)
 
     @property
     def handler(self) -> str:
@@ -79,12 +86,23 @@ class ContainerConfig:
         return self.entrypoint[1:]
 
 
-def parse_create(body: dict[str, Any], image_config: dict[str, Any]) -> ContainerConfig:
-    """The container to run, or a 400 naming what cannot run here."""
+def parse_create(
+    body: dict[str, Any], image_config: dict[str, Any], *, durable_emulator: bool = False
+) -> ContainerConfig:
+    """The container to run, or a 400 naming what cannot run here.
+
+    ``durable_emulator``: the image is SAM CLI's durable execution emulator, whose one published port is
+    the port its command serves on (``--port``), rather than a Lambda image's 8080.
+    """
     host_config = body.get("HostConfig") or {}
     environment = _environment([*(image_config.get("Env") or []), *(body.get("Env") or [])])
     entrypoint = list(body.get("Entrypoint") or image_config.get("Entrypoint") or [])
     command = list(body.get("Cmd") or image_config.get("Cmd") or [])
+    if durable_emulator:
+        check_emulator_command(entrypoint, command)
+        published_port = _published(body, host_config, f"{emulator_port_of(command)}/tcp", "the emulator")
+    else:
+        published_port = _rie_port(body, host_config)
     config = ContainerConfig(
         image_reference=body.get("Image", ""),
         environment=environment,
@@ -93,10 +111,13 @@ def parse_create(body: dict[str, Any], image_config: dict[str, Any]) -> Containe
         working_dir=body.get("WorkingDir") or image_config.get("WorkingDir") or TASK_ROOT,
         labels={**(image_config.get("Labels") or {}), **(body.get("Labels") or {})},
         binds=_binds(host_config),
-        rie_binding=_rie_binding(body, host_config),
+        published_port=published_port,
         tty=bool(body.get("Tty")),
         request=body,
+        extra_hosts=_extra_hosts(host_config),
     )
+    if durable_emulator:
+        return config
     _check_entrypoint(config)
     if not config.handler:
         raise bad_request(
@@ -137,22 +158,78 @@ def _binds(host_config: dict[str, Any]) -> tuple[BindMount, ...]:
     return tuple(binds)
 
 
-def _rie_binding(body: dict[str, Any], host_config: dict[str, Any]) -> PortBinding:
+def _rie_port(body: dict[str, Any], host_config: dict[str, Any]) -> PortBinding:
     bindings = host_config.get("PortBindings") or {}
     exposed = set(body.get("ExposedPorts") or {}) | set(bindings)
     others = sorted(port for port in exposed if port != RIE_CONTAINER_PORT)
     if others:
         raise bad_request(f"port {', '.join(others)}: {DEBUG_PORTS_REFUSED}")
-    host_side = bindings.get(RIE_CONTAINER_PORT) or []
+    return _published(body, host_config, RIE_CONTAINER_PORT, "the Runtime Interface Emulator")
+
+
+def _published(
+    body: dict[str, Any], host_config: dict[str, Any], container_port: str, listener: str
+) -> PortBinding:
+    bindings = host_config.get("PortBindings") or {}
+    exposed = set(body.get("ExposedPorts") or {}) | set(bindings)
+    others = sorted(port for port in exposed if port != container_port)
+    if others:
+        raise bad_request(
+            f"port {', '.join(others)}: only {container_port}, where {listener} listens, is served"
+        )
+    host_side = bindings.get(container_port) or []
     if not host_side:
         raise bad_request(
-            f"container port {RIE_CONTAINER_PORT} must be bound to a host port: the Runtime Interface "
-            "Emulator listens there on this machine (SAM CLI binds it)"
+            f"container port {container_port} must be bound to a host port: {listener} listens there on "
+            "this machine (SAM CLI binds it)"
         )
     host_port = host_side[0].get("HostPort") or "0"
     if not host_port.isdigit():
-        raise bad_request(f"invalid host port {host_port!r} for {RIE_CONTAINER_PORT}")
-    return PortBinding(RIE_CONTAINER_PORT, host_side[0].get("HostIp") or "0.0.0.0", int(host_port))
+        raise bad_request(f"invalid host port {host_port!r} for {container_port}")
+    return PortBinding(container_port, host_side[0].get("HostIp") or "0.0.0.0", int(host_port))
+
+
+def _extra_hosts(host_config: dict[str, Any]) -> dict[str, str]:
+    """``name:address`` entries; ``host-gateway`` is this machine, where every container runs here."""
+    hosts: dict[str, str] = {}
+    for entry in host_config.get("ExtraHosts") or []:
+        name, separator, address = entry.partition(":")
+        if not separator:
+            name, separator, address = entry.partition("=")
+        if not separator or not name:
+            raise bad_request(f"invalid extra host {entry!r}: expected name:address")
+        hosts[name] = HOST_GATEWAY_ADDRESS if address == "host-gateway" else address
+    return hosts
+
+
+def emulator_port_of(command: list[str]) -> int:
+    """The port ``dex-local-runner start-server`` serves on: its ``--port``, else its default."""
+    value = _option(command, "--port")
+    if value is None:
+        return DURABLE_EMULATOR_DEFAULT_PORT
+    if not value.isdigit():
+        raise bad_request(f"invalid --port {value!r} for {DURABLE_EMULATOR_PROGRAM}")
+    return int(value)
+
+
+def check_emulator_command(entrypoint: list[str], command: list[str]) -> None:
+    """The emulator image runs its server here, nothing else: it is the durable testing SDK's program."""
+    full = [*entrypoint, *command]
+    if full[:2] != [DURABLE_EMULATOR_PROGRAM, "start-server"]:
+        raise bad_request(
+            f"command {full or '(none)'}: a container of the durable execution emulator image runs "
+            f"`{DURABLE_EMULATOR_PROGRAM} start-server ...` here (the durable testing SDK's server), "
+            "as SAM CLI starts it"
+        )
+
+
+def _option(arguments: list[str], name: str) -> str | None:
+    for index, argument in enumerate(arguments):
+        if argument == name and index + 1 < len(arguments):
+            return arguments[index + 1]
+        if argument.startswith(f"{name}="):
+            return argument.partition("=")[2]
+    return None
 
 
 def _check_entrypoint(config: ContainerConfig) -> None:

@@ -30,7 +30,7 @@ from orderbatch.localcloud.docker_api.execution import (
     PathMap,
     function_name_of,
 )
-from orderbatch.localcloud.docker_api.images import Image, ImageStore, Publish
+from orderbatch.localcloud.docker_api.images import DURABLE_EMULATOR_RUNTIME, Image, ImageStore, Publish
 from orderbatch.localcloud.docker_api.streams import STDERR, STDOUT, OutputLog
 from orderbatch.localcloud.lambda_service.environments import PORTS, listens_on
 from orderbatch.localcloud.lambda_service.forkserver import ForkServerError
@@ -72,11 +72,15 @@ class Container:
         return self.status == "running"
 
     @property
+    def is_durable_emulator(self) -> bool:
+        return self.image.runtime == DURABLE_EMULATOR_RUNTIME
+
+    @property
     def pid(self) -> int:
         return self.launch.process.pid if self.launch is not None and self.running else 0
 
     def port_bindings(self) -> dict[str, list[dict[str, str]]]:
-        binding = self.config.rie_binding
+        binding = self.config.published_port
         port = self.host_port or binding.host_port
         return {binding.container_port: [{"HostIp": binding.host_ip, "HostPort": str(port)}]}
 
@@ -85,8 +89,8 @@ class Container:
         return {
             "Id": self.id,
             "Created": self.created,
-            "Path": self.config.entrypoint[0],
-            "Args": [*self.config.entrypoint[1:], *self.config.command],
+            "Path": ([*self.config.entrypoint, *self.config.command] or [""])[0],
+            "Args": [*self.config.entrypoint, *self.config.command][1:],
             "State": {
                 "Status": self.status,
                 "Running": self.running,
@@ -115,7 +119,7 @@ class Container:
                 "WorkingDir": self.config.working_dir,
                 "Labels": self.config.labels,
                 "Tty": self.config.tty,
-                "ExposedPorts": {self.config.rie_binding.container_port: {}},
+                "ExposedPorts": {self.config.published_port.container_port: {}},
                 "AttachStdout": bool(request.get("AttachStdout", True)),
                 "AttachStderr": bool(request.get("AttachStderr", True)),
             },
@@ -127,7 +131,7 @@ class Container:
         }
 
     def summary(self) -> dict[str, Any]:
-        binding = self.config.rie_binding
+        binding = self.config.published_port
         return {
             "Id": self.id,
             "Names": [f"/{self.name}"],
@@ -225,7 +229,8 @@ class ContainerStore:
 
     def create(self, body: dict[str, Any], name: str | None) -> Container:
         image = self.images.get(body.get("Image") or "")
-        config = parse_create(body, image.config)
+        durable_emulator = image.runtime == DURABLE_EMULATOR_RUNTIME
+        config = parse_create(body, image.config, durable_emulator=durable_emulator)
         container_id = secrets.token_hex(32)
         scratch = self.state_dir / "containers" / container_id[:12]
         # The container's own files: what is neither mounted nor the image's, starting with an empty /tmp.
@@ -239,10 +244,11 @@ class ContainerStore:
             paths=paths,
             log_path=scratch / "output.log",
         )
-        code_dir = paths.to_host("/var/task")
         try:
             # Found or built now, so a missing Python fails the create, as SAM CLI reports it.
-            self.environments.build_for(image.runtime, code_dir, function_name_of(config))
+            if not durable_emulator:
+                code_dir = paths.to_host("/var/task")
+                self.environments.build_for(image.runtime, code_dir, function_name_of(config))
         except (RuntimeUnavailableError, RuntimeBuildError) as error:
             raise server_error(str(error)) from None
         with self._lock:
@@ -277,13 +283,18 @@ class ContainerStore:
         return True
 
     def _start(self, container: Container) -> None:
-        binding = container.config.rie_binding
+        binding = container.config.published_port
         host_port = binding.host_port or PORTS.take()
         try:
             _check_port_free(binding.host_ip, host_port)
-            launch = self.environments.start(
-                container.config, container.image.runtime, container.paths, host_port
-            )
+            if container.is_durable_emulator:
+                launch = self.environments.start_durable_emulator(
+                    container.config, container.paths, host_port
+                )
+            else:
+                launch = self.environments.start(
+                    container.config, container.image.runtime, container.paths, host_port
+                )
         except BaseException as error:
             if not binding.host_port:
                 PORTS.give_back(host_port)
@@ -301,7 +312,9 @@ class ContainerStore:
         for reader in readers:
             reader.start()
         threading.Thread(target=self._watch, args=(container, readers), daemon=True).start()
-        self._wait_listening(container, launch)
+        if not container.is_durable_emulator:
+            # The emulator's server takes a few seconds to import; SAM CLI polls its /health itself.
+            self._wait_listening(container, launch)
 
     def _read(self, container: Container, stream: int, pipe: IO[bytes] | None) -> None:
         if pipe is None:
@@ -318,8 +331,9 @@ class ContainerStore:
         code = container.launch.process.wait()
         for reader in readers:
             reader.join()
-        PORTS.give_back(container.launch.runtime_api_port)
-        if not container.config.rie_binding.host_port:
+        if container.launch.runtime_api_port:
+            PORTS.give_back(container.launch.runtime_api_port)
+        if not container.config.published_port.host_port:
             PORTS.give_back(container.host_port)
         container.exit_code = code if code >= 0 else 128 - code
         container.finished_at = _now()

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orderbatch
 from orderbatch.localcloud import runtime_shim
 from orderbatch.localcloud.docker_api import container_mounts
 from orderbatch.localcloud.docker_api.config import RIE_ENTRYPOINTS, TASK_ROOT, BindMount, ContainerConfig
@@ -69,6 +70,10 @@ _RUN_SHIM = (
 )
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.:/@-])/[\w.@+-]+(?:/[\w.@+-]*)*")
 _FUNCTION_NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
+# dex-local-runner start-server's options that take no value.
+_EMULATOR_SWITCHES = frozenset({"--skip-time", "--no-skip-time"})
+# Where this tool's own package is imported from, for the emulator process (``python -m``).
+_OWN_SOURCE_ROOT = str(Path(orderbatch.__file__).resolve().parents[1])
 
 
 class PathMap:
@@ -271,7 +276,7 @@ class ExecutionEnvironments:
             str(self.emulator_binary(config, paths)),
             *config.rie_flags,
             "--runtime-interface-emulator-address",
-            f"{config.rie_binding.host_ip}:{host_port}",
+            f"{config.published_port.host_ip}:{host_port}",
             # Between the emulator and its runtime; in a container it is the fixed 127.0.0.1:9001.
             "--runtime-api-address",
             f"127.0.0.1:{runtime_api_port}",
@@ -297,7 +302,51 @@ class ExecutionEnvironments:
         except OSError:
             PORTS.give_back(runtime_api_port)
             raise
-        return Launch(process, config.rie_binding.host_ip, host_port, runtime_api_port, name)
+        return Launch(process, config.published_port.host_ip, host_port, runtime_api_port, name)
+
+    def start_durable_emulator(self, config: ContainerConfig, paths: PathMap, host_port: int) -> Launch:
+        """SAM CLI's durable execution emulator: its command, run by the durable testing SDK installed
+        here (``durable_emulator.py``), serving on the bound host port."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeUnavailableError("the Docker API is shutting down")
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+        arguments = emulator_arguments(config, paths, host_port, self.aws_endpoint_url, region)
+        command = [
+            sys.executable,
+            "-m",
+            "orderbatch.localcloud.docker_api.durable_emulator",
+            *(f"--extra-host={name}={address}" for name, address in config.extra_hosts.items()),
+            "--region",
+            region,
+            *(["--chained-invoke-endpoint", self.aws_endpoint_url] if self.aws_endpoint_url else []),
+            "--",
+            *arguments,
+        ]
+        variables = {
+            key: value for key, value in os.environ.items() if not key.startswith(_LOCAL_CLOUD_PREFIX)
+        }
+        variables.update(
+            {key: value for key, value in config.environment.items() if key not in HOST_VARIABLES}
+        )
+        # Signed calls need some credentials; the local cloud takes any key it did not issue.
+        variables.setdefault("AWS_ACCESS_KEY_ID", "defaultkey")
+        variables.setdefault("AWS_SECRET_ACCESS_KEY", "defaultsecret")
+        variables["PYTHONPATH"] = os.pathsep.join(
+            entry for entry in [_OWN_SOURCE_ROOT, variables.get("PYTHONPATH", "")] if entry
+        )
+        working_dir = paths.to_host(config.working_dir)
+        working_dir.mkdir(parents=True, exist_ok=True)
+        process = subprocess.Popen(
+            command,
+            cwd=working_dir,
+            env=variables,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        return Launch(process, config.published_port.host_ip, host_port, 0, "durable-execution-emulator")
 
     def _environment(
         self,
@@ -315,7 +364,7 @@ class ExecutionEnvironments:
         what the function would see in SAM CLI's container.
         """
         container_variables = {
-            key: paths.translate(value)
+            key: resolve_hosts_in_urls(paths.translate(value), config.extra_hosts)
             for key, value in config.environment.items()
             if key not in HOST_VARIABLES
         }
@@ -363,6 +412,50 @@ class ExecutionEnvironments:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+
+
+def resolve_hosts_in_urls(value: str, hosts: dict[str, str]) -> str:
+    """URLs naming a container's extra host (``http://host.docker.internal:9014``, which SAM CLI gives a
+    durable function as AWS_ENDPOINT_URL_LAMBDA) with its address: the runtime, a process on this
+    machine, has no container /etc/hosts to find it in."""
+    for name, address in hosts.items():
+        value = re.sub(rf"(?<=://){re.escape(name)}(?=[:/]|$)", address, value)
+    return value
+
+
+def emulator_arguments(
+    config: ContainerConfig, paths: PathMap, host_port: int, aws_endpoint_url: str | None, region: str
+) -> list[str]:
+    """SAM CLI's ``dex-local-runner start-server ...`` for this machine: the published host port, the
+    data folder's host path, and the local cloud as the Lambda endpoint of chained invokes, if given."""
+    given = [*config.entrypoint, *config.command][2:]
+    replaced = {
+        "--port": str(host_port),
+        "--host": config.published_port.host_ip or "0.0.0.0",
+    }
+    if aws_endpoint_url:
+        replaced["--lambda-endpoint"] = aws_endpoint_url
+    arguments: list[str] = ["start-server"]
+    index = 0
+    while index < len(given):
+        argument = given[index]
+        name, separator, inline = argument.partition("=")
+        if not name.startswith("--") or name in _EMULATOR_SWITCHES:
+            arguments.append(argument)
+            index += 1
+            continue
+        value = inline if separator else (given[index + 1] if index + 1 < len(given) else "")
+        index += 1 if separator else 2
+        if name in replaced:
+            value = replaced.pop(name)
+        elif name == "--store-path":
+            value = str(paths.to_host(value)) if value.startswith("/") else value
+        arguments += [name, value]
+    for name, value in replaced.items():
+        arguments += [name, value]
+    if "--local-runner-region" not in arguments:
+        arguments += ["--local-runner-region", region]
+    return arguments
 
 
 def _layer_python_dirs(paths: PathMap, runtime: str, *, in_place: bool) -> list[str]:

@@ -57,6 +57,10 @@ _EMULATION_TAG = re.compile(
     r"^(?:(?:latest|\d+(?:\.\d+)*)(?:-(?P<architecture>x86_64|arm64))?|(?P<bare>x86_64|arm64))$"
 )
 _SAM_BUILT_PREFIX = "samcli/lambda-"
+# SAM CLI's durable execution emulator (`sam local invoke --durable-execution-name`, `sam local execution`,
+# `sam local callback`): its image runs the durable testing SDK's dex-local-runner, which is installed here.
+DURABLE_EMULATOR_REPOSITORY = "public.ecr.aws/durable-functions/aws-durable-execution-emulator"
+DURABLE_EMULATOR_RUNTIME = "aws-durable-execution-emulator"
 # What the Lambda Python base images set (docker inspect public.ecr.aws/lambda/python:3.12).
 _BASE_ENVIRONMENT = (
     "LANG=en_US.UTF-8",
@@ -120,6 +124,16 @@ def lambda_base_runtime(reference: str) -> str | None:
             "set Architectures to this machine's)"
         )
     return runtime
+
+
+def is_durable_emulator_image(reference: str) -> bool:
+    """SAM CLI's durable execution emulator image, any tag (``latest``, a release, or pinned by
+    DURABLE_EXECUTIONS_EMULATOR_IMAGE_TAG): it stands for the dex-local-runner installed here."""
+    return split_reference(reference)[0] == DURABLE_EMULATOR_REPOSITORY
+
+
+def _is_present_without_download(reference: str) -> bool:
+    return is_durable_emulator_image(reference) or lambda_base_runtime(reference) is not None
 
 
 def _timestamp() -> str:
@@ -192,6 +206,8 @@ class ImageStore:
             image = self._find(reference)
             if image is not None:
                 return image
+            if is_durable_emulator_image(reference):
+                return self._add_base(normalise(reference), DURABLE_EMULATOR_RUNTIME)
             runtime = lambda_base_runtime(reference)
             if runtime is None:
                 raise not_found(f"No such image: {reference}")
@@ -214,7 +230,7 @@ class ImageStore:
             id=_digest(f"orderbatch lambda base {tag}"),
             tags=[tag],
             runtime=runtime,
-            config=_base_config(runtime),
+            config=_emulator_config() if runtime == DURABLE_EMULATOR_RUNTIME else _base_config(runtime),
             # The same digest as the registry data answers, so SAM CLI sees its base image as current.
             repo_digests=[f"{repository}@{self.registry_digest(tag)}"],
         )
@@ -227,8 +243,8 @@ class ImageStore:
         return _digest(f"orderbatch registry {normalise(reference)}")
 
     def distribution(self, reference: str) -> dict[str, Any]:
-        """``GET /distribution/{name}/json``: what the registry would say, for the base images only."""
-        if lambda_base_runtime(reference) is None:
+        """``GET /distribution/{name}/json``: what the registry would say, for the images present here."""
+        if not _is_present_without_download(reference):
             raise ApiError(
                 404, f"manifest unknown: {reference} is not in any registry reachable here (no downloads)"
             )
@@ -254,7 +270,7 @@ class ImageStore:
     def pull(self, repository: str, tag: str) -> list[dict[str, Any]]:
         """The progress lines of ``POST /images/create``; a Lambda Python base image is already here."""
         reference = f"{repository}:{tag or 'latest'}"
-        if lambda_base_runtime(reference) is None:
+        if not _is_present_without_download(reference):
             raise not_found(
                 f"pull access denied for {repository}: nothing is downloaded here. {IMAGE_FUNCTIONS_REFUSED}"
             )
@@ -395,6 +411,17 @@ def _base_config(runtime: str) -> dict[str, Any]:
         "Cmd": None,
         "WorkingDir": "/var/task",
         "Labels": {LAMBDA_RUNTIME_LABEL: runtime},
+    }
+
+
+def _emulator_config() -> dict[str, Any]:
+    return {
+        "Env": ["PATH=/usr/local/bin:/usr/bin:/bin"],
+        "Entrypoint": None,
+        "Cmd": ["dex-local-runner", "start-server"],
+        "WorkingDir": "/",
+        "Labels": {},
+        "ExposedPorts": {"9014/tcp": {}},
     }
 
 

@@ -131,15 +131,18 @@ def listens_on(pid: int, port: int) -> bool:
     The allocator keeps this process's environments apart; another program can still take a probed port
     first. Then the emulator exits, but a connection to the port would reach that program instead.
     """
-    table = Path("/proc/net/tcp")
-    if not table.exists():
+    # A Go listener on 0.0.0.0 (SAM CLI's container_host_interface for durable functions) is one IPv6
+    # socket taking IPv4 too: it is listed in tcp6 only.
+    tables = [table for table in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")) if table.exists()]
+    if not tables:
         return True
     listening_inodes = set()
-    for line in table.read_text().splitlines()[1:]:
-        fields = line.split()
-        local_port = int(fields[1].rpartition(":")[2], 16)
-        if local_port == port and fields[3] == "0A":  # 0A: LISTEN
-            listening_inodes.add(fields[9])
+    for table in tables:
+        for line in table.read_text().splitlines()[1:]:
+            fields = line.split()
+            local_port = int(fields[1].rpartition(":")[2], 16)
+            if local_port == port and fields[3] == "0A":  # 0A: LISTEN
+                listening_inodes.add(fields[9])
     try:
         for descriptor in Path(f"/proc/{pid}/fd").iterdir():
             target = os.readlink(descriptor)
