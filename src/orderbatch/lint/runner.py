@@ -45,6 +45,7 @@ def lint_templates(
     configure_rules: dict[str, dict[str, Any]] = {}
     if account_concurrency is not None:
         configure_rules["W9523"] = {"account_concurrency": account_concurrency}
+        configure_rules["W9561"] = {"account_concurrency": account_concurrency}
     if min_retry_budget_seconds is not None:
         configure_rules["W9507"] = {"min_retry_budget_seconds": min_retry_budget_seconds}
     problems: list[LintProblem] = []
