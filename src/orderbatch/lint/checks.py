@@ -553,7 +553,9 @@ def _map_demand_findings(
 # --- durable functions --------------------------------------------------------------------------
 
 
-def _durable_findings(durable: DurableFunction, model: TemplateModel, settings: Settings) -> Iterator[Finding]:
+def _durable_findings(
+    durable: DurableFunction, model: TemplateModel, settings: Settings
+) -> Iterator[Finding]:
     function = durable.function
     path = (*function.cfn_path, "Properties")
     name = f"Durable function {function.logical_id}"

@@ -135,9 +135,7 @@ def analyze(function: LambdaFunction, model: TemplateModel) -> DurableFunction:
     resolver = _Resolver(program, function)
     operations = tuple(resolver.concurrent_operations())
     invokes = tuple(resolver.chained_invokes())
-    return DurableFunction(
-        base.function, execution_timeout, None, handler_file, operations, invokes, invoked
-    )
+    return DurableFunction(base.function, execution_timeout, None, handler_file, operations, invokes, invoked)
 
 
 # --- finding the source -------------------------------------------------------------------------
@@ -157,7 +155,10 @@ def _handler_file(function: LambdaFunction, template_path: Path | None) -> tuple
     base = template_path.parent if template_path else Path.cwd()
     code_root = (base / code_uri).resolve()
     module = handler.rsplit(".", 1)[0]
-    for candidate in (code_root / f"{module.replace('.', '/')}.py", code_root / module.replace(".", "/") / "__init__.py"):
+    for candidate in (
+        code_root / f"{module.replace('.', '/')}.py",
+        code_root / module.replace(".", "/") / "__init__.py",
+    ):
         if candidate.is_file():
             return candidate, code_root
     return f"its handler module {module} is not under CodeUri {code_uri} ({code_root})"
@@ -304,7 +305,9 @@ def _argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
     for item in call.keywords:
         if item.arg == keyword:
             return item.value
-    if len(call.args) > position and not any(isinstance(arg, ast.Starred) for arg in call.args[: position + 1]):
+    if len(call.args) > position and not any(
+        isinstance(arg, ast.Starred) for arg in call.args[: position + 1]
+    ):
         return call.args[position]
     return None
 
@@ -365,7 +368,9 @@ class _Resolver:
             if assigned is not None:
                 config = assigned
         if not self._is_config_call(config, kind):
-            return Concurrency(None, False, f"config {ast.unparse(config)} is not a {CONFIG_CLASSES[kind]}(...)")
+            return Concurrency(
+                None, False, f"config {ast.unparse(config)} is not a {CONFIG_CLASSES[kind]}(...)"
+            )
         assert isinstance(config, ast.Call)
         value = _argument(config, 10_000, "max_concurrency")
         if value is None:
@@ -411,7 +416,9 @@ class _Resolver:
                 return node.args[0].value, node.args[1] if len(node.args) > 1 else None
         return None
 
-    def _from_environment(self, module: _Module, name: str, default: ast.expr | None, depth: int) -> Concurrency:
+    def _from_environment(
+        self, module: _Module, name: str, default: ast.expr | None, depth: int
+    ) -> Concurrency:
         variables = self.function.environment_variables
         if name in variables:
             value = variables[name]
@@ -475,7 +482,9 @@ class _Resolver:
                 default = next((item.value for item in value.keywords if item.arg == "default"), None)
                 if isinstance(alias, ast.Constant) and isinstance(alias.value, str):
                     return self._from_environment(module, alias.value, default, depth)
-            return Concurrency(None, False, f"field {node.attr} is not tied to an environment variable by alias")
+            return Concurrency(
+                None, False, f"field {node.attr} is not tied to an environment variable by alias"
+            )
         return Concurrency(None, False, f"{ast.unparse(node)} is not a value the analysis can follow")
 
     def _local_assignment(self, module: _Module, node: ast.AST, name: str) -> ast.expr | None:
@@ -531,7 +540,10 @@ class _Resolver:
                 broad = _catches(handler, {"Exception", "BaseException"}) or handler.type is None
                 if not (_catches(handler, {INVOKE_ERROR}) or broad):
                     continue
-                loop = next(module.enclosing(statement, (ast.While, ast.For, ast.FunctionDef, ast.AsyncFunctionDef)), None)
+                loop = next(
+                    module.enclosing(statement, (ast.While, ast.For, ast.FunctionDef, ast.AsyncFunctionDef)),
+                    None,
+                )
                 if isinstance(loop, ast.While | ast.For) and not _reraises(handler):
                     where = module.where(loop, self.program.code_root)
                     caught = ast.unparse(handler.type) if handler.type else "every exception"
