@@ -539,7 +539,8 @@ def format_report(report: DoctorReport) -> str:
         lines.append(
             f"  Durable function {durable.function}: 1 invocation + "
             f"max_concurrency {durable.max_concurrency} ({durable.concurrency_origin}) x "
-            f"{durable.invokes_in_flight_per_branch} chained invoke(s) in flight = {per_execution} per execution; unreserved demand {durable.unreserved_demand} of "
+            f"{durable.invokes_in_flight_per_branch} chained invoke(s) in flight = {per_execution} per "
+            f"execution; unreserved demand {durable.unreserved_demand} of "
             f"{account.unreserved}: {verdict}."
         )
     if report.durable and report.maps:
