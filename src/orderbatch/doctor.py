@@ -77,6 +77,8 @@ class DurableDemand:
     """The widest context.map/parallel's max_concurrency; None when unbounded or not resolvable."""
     concurrency_origin: str
     """Where max_concurrency comes from (a literal, an environment variable and its template value)."""
+    concurrency_parameter: str | None
+    """The template parameter that sets max_concurrency, when one does."""
     invokes_in_flight_per_branch: int
     concurrent_invocations_per_execution: int | None
     """1 (the orchestrator's invocation) + max_concurrency x chained invokes in flight per branch."""
@@ -163,6 +165,7 @@ def _durable_demand(
 ) -> DurableDemand:
     widest = max(durable.operations, key=lambda operation: operation.concurrency.value or 0, default=None)
     origin = widest.concurrency.origin if widest else "no context.map or context.parallel"
+    parameter = widest.concurrency.parameter if widest else None
     unbounded = next((item for item in durable.operations if item.concurrency.value is None), None)
     if unbounded is not None:
         origin = unbounded.concurrency.origin
@@ -180,6 +183,7 @@ def _durable_demand(
         function=durable.function.logical_id,
         max_concurrency=durable.worst_case_concurrency if durable.problem is None else None,
         concurrency_origin=origin if durable.problem is None else "source not read",
+        concurrency_parameter=parameter,
         invokes_in_flight_per_branch=durable.invokes_in_flight_per_branch,
         concurrent_invocations_per_execution=per_execution,
         unreserved_demand=unreserved_demand,
@@ -391,6 +395,7 @@ def plan_advice(model: TemplateModel, report: DoctorReport, orders: int) -> list
                 chosen,
                 current,
             )
+            + _shared_with_durable(report, workflow.max_concurrency_parameter, chosen, current)
         )
     lines.extend(f"Not planned: {reason}." for reason in skipped)
     return lines
@@ -405,6 +410,24 @@ def _fitting_concurrency(report: DoctorReport, state_machine: str, map_state: st
                 return None
             return max(1, report.account.unreserved // per_iteration)
     return None
+
+
+def _shared_with_durable(report: DoctorReport, parameter: str | None, chosen: int, current: int) -> str:
+    """A parameter that also feeds a durable function's max_concurrency changes that demand too."""
+    if parameter is None or chosen == current:
+        return ""
+    notes = []
+    for item in report.durable:
+        if item.concurrency_parameter != parameter or item.unreserved_demand is None:
+            continue
+        per_branch = item.invokes_in_flight_per_branch
+        demand = (1 + chosen * per_branch) * report.batches
+        verdict = "fits" if demand <= report.account.unreserved else "does NOT fit"
+        notes.append(
+            f" {parameter} also sets durable function {item.function}'s max_concurrency: at {chosen} its "
+            f"worst case is {demand} of {report.account.unreserved} unreserved, which {verdict}."
+        )
+    return "".join(notes)
 
 
 def _change(state_machine: str, map_state: str, parameter: str | None, chosen: int, current: int) -> str:

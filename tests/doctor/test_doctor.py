@@ -228,6 +228,9 @@ def test_the_planner_gives_makespan_and_429s_and_names_the_template_parameter() 
         "Set the template parameter MapMaxConcurrency to 5 (now 8; it feeds MaxConcurrency of "
         "OrderBatchStateMachine 'Process inline orders' through DefinitionSubstitutions): "
         "sam deploy --parameter-overrides MapMaxConcurrency=5."
+        # The same parameter feeds the durable function: 2 x (1 + 5) = 12 does not fit in 10.
+        " MapMaxConcurrency also sets durable function DurableOrderBatchFunction's max_concurrency: "
+        "at 5 its worst case is 12 of 10 unreserved, which does NOT fit."
     )
 
 
@@ -315,3 +318,19 @@ def test_doctor_command_prints_the_durable_figure(capsys: pytest.CaptureFixture[
     assert code == 0
     assert "= 9 per execution; unreserved demand 9 of 10: fits." in text
     assert "Both orchestrators running 1 batch(es) at once: 17 of 10." in text
+
+
+def test_the_planner_says_when_its_parameter_also_sets_a_durable_functions_concurrency() -> None:
+    model = read_template_file(PROJECT_TEMPLATE)
+
+    report = diagnose(model, AccountConcurrency(limit=10, unreserved=10), batches=1, plan_orders=200)
+
+    (durable,) = report.durable
+    assert durable.concurrency_parameter == "MapMaxConcurrency"
+    advice = [line for line in report.plan if "Set the template parameter MapMaxConcurrency to 10" in line]
+    assert advice
+    assert all(
+        "MapMaxConcurrency also sets durable function DurableOrderBatchFunction's max_concurrency: at 10 its "
+        "worst case is 11 of 10 unreserved, which does NOT fit." in line
+        for line in advice
+    )

@@ -42,6 +42,8 @@ class Concurrency:
     unbounded: bool
     origin: str
     """How the value was found, or why it was not, for messages."""
+    parameter: str | None = None
+    """The template parameter that sets it, through an environment variable."""
 
     @property
     def resolved(self) -> bool:
@@ -121,7 +123,6 @@ def analyze(function: LambdaFunction, model: TemplateModel) -> DurableFunction:
             }
         )
     )
-    base = DurableFunction(function, execution_timeout, invoked_functions=invoked)
     located = _handler_file(function, model.template_path)
     if isinstance(located, str):
         return DurableFunction(function, execution_timeout, located, invoked_functions=invoked)
@@ -135,7 +136,7 @@ def analyze(function: LambdaFunction, model: TemplateModel) -> DurableFunction:
     resolver = _Resolver(program, function)
     operations = tuple(resolver.concurrent_operations())
     invokes = tuple(resolver.chained_invokes())
-    return DurableFunction(base.function, execution_timeout, None, handler_file, operations, invokes, invoked)
+    return DurableFunction(function, execution_timeout, None, handler_file, operations, invokes, invoked)
 
 
 # --- finding the source -------------------------------------------------------------------------
@@ -428,7 +429,13 @@ class _Resolver:
                 return Concurrency(
                     None, False, f"environment variable {name} is {shown}, which the template does not fix"
                 )
-            return Concurrency(resolved, False, f"environment variable {name} = {shown} = {resolved}")
+            parameter = value.get("Ref") if isinstance(value, Mapping) and set(value) == {"Ref"} else None
+            return Concurrency(
+                resolved,
+                False,
+                f"environment variable {name} = {shown} = {resolved}",
+                parameter if isinstance(parameter, str) else None,
+            )
         if default is not None:
             from_default = self.resolve(module, default, depth + 1)
             return Concurrency(
