@@ -67,7 +67,7 @@ def test_durable_map_over_the_quota_names_the_literal_and_the_fix() -> None:
     problems = lint_templates([FIXTURES / "bad_durable_over_quota.yaml"], account_concurrency=10)
 
     (over_quota,) = [problem for problem in problems if problem.rule_id == "W9561"]
-    assert "max_concurrency 50 (the literal 50, context.parallel at batches/literal_over_quota.py:19)" in (
+    assert "max_concurrency 50 (the literal 50, context.parallel at batches/literal_over_quota.py:20)" in (
         over_quota.message
     )
     assert "+ 1 for its own invocation = 51 concurrent invocations" in over_quota.message
