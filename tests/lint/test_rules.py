@@ -78,6 +78,19 @@ def test_durable_map_over_the_quota_names_the_literal_and_the_fix() -> None:
     assert {problem.rule_id for problem in without_quota} == {"E9565"}
 
 
+def test_durable_max_concurrency_none_missing_or_zero_is_unbounded() -> None:
+    problems = lint_templates([FIXTURES / "bad_durable_unbounded_map.yaml"])
+
+    assert sorted(problem.message.split(": ", 2)[1] for problem in problems) == [
+        "MapConfig without max_concurrency, so every branch runs at once and each chained invoke competes "
+        "for the account's concurrency. Pass MapConfig(max_concurrency=N) with N below your unreserved "
+        "concurrency (see `orderbatch doctor`).",
+        "max_concurrency 0 (the literal 0), so every branch runs at once and each chained invoke competes "
+        "for the account's concurrency. Pass ParallelConfig(max_concurrency=N) with N below your unreserved "
+        "concurrency (see `orderbatch doctor`).",
+    ]
+
+
 def test_durable_concurrency_from_an_environment_variable_is_resolved_against_the_quota() -> None:
     # ORDERS_AT_ONCE = !Ref OrdersAtOnce (6), passed through run_orders(limit): 1 + 6 = 7 fits in 7, not in 6.
     assert lint_templates([FIXTURES / "good_durable_env_concurrency.yaml"], account_concurrency=7) == []
@@ -112,6 +125,8 @@ def test_each_unretried_chained_invoke_is_reported_where_it_is() -> None:
         "Durable function BookOrdersFunction, context.invoke at batches/unretried_invokes.py:12",
         # inside a try whose handler only logs: caught, but never tried again
         "Durable function BookOrdersFunction, context.invoke at batches/unretried_invokes.py:14",
+        # inside a loop whose handler returns at the first error
+        "Durable function BookOrdersFunction, context.invoke at batches/unretried_invokes.py:23",
     ]
     (uncertain,) = [problem for problem in problems if problem.rule_id == "I9564"]
     assert "catching Exception catches every error, and the source never names TooManyRequestsException" in (

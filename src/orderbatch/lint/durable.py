@@ -376,7 +376,11 @@ class _Resolver:
         value = _argument(config, 10_000, "max_concurrency")
         if value is None:
             return Concurrency(None, True, f"{CONFIG_CLASSES[kind]} without max_concurrency")
-        return self.resolve(module, value, 0)
+        resolved = self.resolve(module, value, 0)
+        if resolved.value is not None and resolved.value <= 0:
+            # The SDK's executor runs ``max_concurrency or len(branches)`` at once: 0 is no bound at all.
+            return Concurrency(None, True, f"max_concurrency {resolved.value} ({resolved.origin})")
+        return resolved
 
     # value resolution
 
@@ -551,7 +555,7 @@ class _Resolver:
                     module.enclosing(statement, (ast.While, ast.For, ast.FunctionDef, ast.AsyncFunctionDef)),
                     None,
                 )
-                if isinstance(loop, ast.While | ast.For) and not _reraises(handler):
+                if isinstance(loop, ast.While | ast.For) and not _leaves_the_loop(handler):
                     where = module.where(loop, self.program.code_root)
                     caught = ast.unparse(handler.type) if handler.type else "every exception"
                     return f"the loop at {where} catching {caught}", broad
@@ -579,9 +583,10 @@ def _contains(root: ast.AST, node: ast.AST) -> bool:
     return any(child is node for child in ast.walk(root))
 
 
-def _reraises(handler: ast.ExceptHandler) -> bool:
-    """A handler whose every path ends in ``raise`` does not retry by itself (its loop may still)."""
-    return bool(handler.body) and isinstance(handler.body[-1], ast.Raise) and len(handler.body) == 1
+def _leaves_the_loop(handler: ast.ExceptHandler) -> bool:
+    """A handler that always ends in ``raise``, ``return`` or ``break`` catches the error but never
+    tries again; one that can fall through (or ``continue``) lets its loop retry."""
+    return bool(handler.body) and isinstance(handler.body[-1], ast.Raise | ast.Return | ast.Break)
 
 
 def _template_value(value: Any) -> str:
