@@ -220,6 +220,20 @@ def test_cfn_lint_cli_takes_rule_configuration() -> None:
     assert "W9523" in with_quota.stdout
 
 
+def test_cfn_lint_cli_judges_durable_demand_with_the_configured_quota() -> None:
+    template = str(FIXTURES / "bad_durable_over_quota.yaml")
+
+    without = _cfn_lint("--format", "parseable", template, "-a", str(RULES_DIRECTORY))
+    with_quota = _cfn_lint(
+        "--format", "parseable", template, "-a", str(RULES_DIRECTORY), "-x", "W9561:account_concurrency=10"
+    )
+
+    assert "W9561" not in without.stdout
+    assert "E9565" in without.stdout
+    assert ":W9561:" in with_quota.stdout
+    assert with_quota.returncode == 2 | 4  # cfn-lint's bits for errors and warnings
+
+
 def test_orderbatch_lint_command_json_and_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     exit_code = main(["lint", str(FIXTURES / "bad_timeouts.yaml"), "--format", "json"])
 
