@@ -1,4 +1,7 @@
-"""The quota doctor: worst-case concurrent Lambda demand of a stack's state machines against the account.
+"""The quota doctor: worst-case concurrent Lambda demand of a stack's workflows against the account.
+
+Workflows are state machines and Lambda durable functions (``DurableConfig``); a batch runs on one
+of them, so each orchestrator's demand is judged against the pool on its own (their sum is shown too).
 
 Reads the state machines and functions from a template (the linter's template model) or a deployed
 stack (CloudFormation, Step Functions, Lambda), the account's concurrency from GetAccountSettings,
@@ -14,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from orderbatch.lint.asl import Demand, definition_demand, map_iteration_demand, read_map, walk_states
+from orderbatch.lint.durable import DurableFunction, durable_functions
 from orderbatch.lint.template_model import (
     LAMBDA_FUNCTION,
     STATE_MACHINE,
@@ -65,15 +69,40 @@ class FunctionDemand:
 
 
 @dataclass(frozen=True)
+class DurableDemand:
+    """A durable function's worst case: its own invocation plus its chained invokes in flight."""
+
+    function: str
+    max_concurrency: int | None
+    """The widest context.map/parallel's max_concurrency; None when unbounded or not resolvable."""
+    concurrency_origin: str
+    """Where max_concurrency comes from (a literal, an environment variable and its template value)."""
+    concurrency_parameter: str | None
+    """The template parameter that sets max_concurrency, when one does."""
+    invokes_in_flight_per_branch: int
+    concurrent_invocations_per_execution: int | None
+    """1 (the orchestrator's invocation) + max_concurrency x chained invokes in flight per branch."""
+    unreserved_demand: int | None
+    """With all ``batches`` executions running at once, what draws on the unreserved pool."""
+    problem: str | None = None
+
+    def fits_in(self, pool: int) -> bool:
+        """Unknown demand (unbounded or unresolved) never fits: the doctor cannot vouch for it."""
+        return self.unreserved_demand is not None and self.unreserved_demand <= pool
+
+
+@dataclass(frozen=True)
 class DoctorReport:
     account: AccountConcurrency
     batches: int
     maps: list[MapDemand]
     functions: list[FunctionDemand]
     unreserved_demand: int
-    """Concurrent invocations that draw on the unreserved pool, all batches running."""
+    """Concurrent invocations of the state machines that draw on the unreserved pool, all batches running."""
     fits: bool
     recommendations: list[str] = field(default_factory=list)
+    durable: list[DurableDemand] = field(default_factory=list)
+    """Durable functions' demand, judged beside the state machines' (a batch runs on one orchestrator)."""
     plan: list[str] = field(default_factory=list)
     """What the planner (orderbatch plan) says of the current MaxConcurrency and of the one that fits."""
 
@@ -117,12 +146,83 @@ def diagnose(
         functions.append(
             FunctionDemand(key, function.function_name if function else None, reserved, invocations)
         )
-    fits = unreserved_demand <= account.unreserved and not any(item.over_reservation for item in functions)
-    report = DoctorReport(account, batches, maps, functions, unreserved_demand, fits)
+    durable = [_durable_demand(item, model, batches, unreserved) for item in durable_functions(model)]
+    fits = (
+        unreserved_demand <= account.unreserved
+        and not any(item.over_reservation for item in functions)
+        and all(item.fits_in(account.unreserved) for item in durable)
+    )
+    report = DoctorReport(account, batches, maps, functions, unreserved_demand, fits, durable=durable)
     report.recommendations.extend(_recommendations(report))
+    report.recommendations.extend(_durable_recommendations(report))
     if plan_orders > 0:
         report.plan.extend(plan_advice(model, report, plan_orders))
     return report
+
+
+def _durable_demand(
+    durable: DurableFunction, model: TemplateModel, batches: int, unreserved: Callable[[str], bool]
+) -> DurableDemand:
+    widest = max(durable.operations, key=lambda operation: operation.concurrency.value or 0, default=None)
+    origin = widest.concurrency.origin if widest else "no context.map or context.parallel"
+    parameter = widest.concurrency.parameter if widest else None
+    unbounded = next((item for item in durable.operations if item.concurrency.value is None), None)
+    if unbounded is not None:
+        origin = unbounded.concurrency.origin
+    per_execution = durable.worst_case_demand if durable.problem is None else None
+    unreserved_demand = None
+    if per_execution is not None:
+        own = 1 if unreserved(durable.function.logical_id) else 0
+        chained = per_execution - 1
+        # The branches' invokes may reach any function its environment names: they draw on the pool
+        # unless every one of them has a reservation of its own.
+        if durable.invoked_functions and not any(unreserved(name) for name in durable.invoked_functions):
+            chained = 0
+        unreserved_demand = (own + chained) * batches
+    return DurableDemand(
+        function=durable.function.logical_id,
+        max_concurrency=durable.worst_case_concurrency if durable.problem is None else None,
+        concurrency_origin=origin if durable.problem is None else "source not read",
+        concurrency_parameter=parameter,
+        invokes_in_flight_per_branch=durable.invokes_in_flight_per_branch,
+        concurrent_invocations_per_execution=per_execution,
+        unreserved_demand=unreserved_demand,
+        problem=durable.problem,
+    )
+
+
+def _durable_recommendations(report: DoctorReport) -> list[str]:
+    advice: list[str] = []
+    pool, batches = report.account.unreserved, report.batches
+    for item in report.durable:
+        if item.unreserved_demand is None:
+            why = item.problem or item.concurrency_origin
+            advice.append(
+                f"Durable function {item.function}: worst case unknown ({why}). Give its context.map/"
+                "parallel a max_concurrency the template fixes (see `orderbatch lint`)."
+            )
+            continue
+        if item.unreserved_demand <= pool:
+            advice.append(
+                f"Durable function {item.function} fits: worst case {item.unreserved_demand} concurrent "
+                f"invocations for {batches} execution(s) against {pool} unreserved."
+            )
+            continue
+        per_branch = item.invokes_in_flight_per_branch
+        fitting = (pool // batches - 1) // per_branch if per_branch else 0
+        if fitting >= 1:
+            advice.append(
+                f"Set max_concurrency of durable function {item.function} to {fitting} (now "
+                f"{item.max_concurrency}, {item.concurrency_origin}) so {batches} execution(s) x (1 + "
+                f"{fitting} x {per_branch} chained invoke(s)) fit in the {pool} unreserved."
+            )
+        else:
+            advice.append(
+                f"Even max_concurrency 1 in durable function {item.function} needs {2 * batches} concurrent "
+                f"executions for {batches} execution(s), over the {pool} unreserved: run fewer at once or "
+                "request a higher Lambda concurrency quota."
+            )
+    return advice
 
 
 def _map_demands(
@@ -295,6 +395,7 @@ def plan_advice(model: TemplateModel, report: DoctorReport, orders: int) -> list
                 chosen,
                 current,
             )
+            + _shared_with_durable(report, workflow.max_concurrency_parameter, chosen, current)
         )
     lines.extend(f"Not planned: {reason}." for reason in skipped)
     return lines
@@ -309,6 +410,24 @@ def _fitting_concurrency(report: DoctorReport, state_machine: str, map_state: st
                 return None
             return max(1, report.account.unreserved // per_iteration)
     return None
+
+
+def _shared_with_durable(report: DoctorReport, parameter: str | None, chosen: int, current: int) -> str:
+    """A parameter that also feeds a durable function's max_concurrency changes that demand too."""
+    if parameter is None or chosen == current:
+        return ""
+    notes = []
+    for item in report.durable:
+        if item.concurrency_parameter != parameter or item.unreserved_demand is None:
+            continue
+        per_branch = item.invokes_in_flight_per_branch
+        demand = (1 + chosen * per_branch) * report.batches
+        verdict = "fits" if demand <= report.account.unreserved else "does NOT fit"
+        notes.append(
+            f" {parameter} also sets durable function {item.function}'s max_concurrency: at {chosen} its "
+            f"worst case is {demand} of {report.account.unreserved} unreserved, which {verdict}."
+        )
+    return "".join(notes)
 
 
 def _change(state_machine: str, map_state: str, parameter: str | None, chosen: int, current: int) -> str:
@@ -426,8 +545,35 @@ def format_report(report: DoctorReport) -> str:
         )
         flag = "  OVER" if function.over_reservation else ""
         lines.append(f"  {function.function}: {function.concurrent_invocations} at once ({reserved}){flag}")
-    verdict = "fits" if report.fits else "DOES NOT FIT"
-    lines.append(f"Unreserved demand {report.unreserved_demand} of {account.unreserved}: {verdict}.")
+    machines_fit = report.unreserved_demand <= account.unreserved
+    lines.append(
+        f"Unreserved demand {report.unreserved_demand} of {account.unreserved}: "
+        f"{'fits' if machines_fit else 'DOES NOT FIT'}."
+    )
+    for durable in report.durable:
+        per_execution = durable.concurrent_invocations_per_execution
+        if per_execution is None or durable.unreserved_demand is None:
+            lines.append(
+                f"  Durable function {durable.function}: "
+                f"unknown ({durable.problem or durable.concurrency_origin})"
+            )
+            continue
+        verdict = "fits" if durable.unreserved_demand <= account.unreserved else "DOES NOT FIT"
+        lines.append(
+            f"  Durable function {durable.function}: 1 invocation + "
+            f"max_concurrency {durable.max_concurrency} ({durable.concurrency_origin}) x "
+            f"{durable.invokes_in_flight_per_branch} chained invoke(s) in flight = {per_execution} per "
+            f"execution; unreserved demand {durable.unreserved_demand} of "
+            f"{account.unreserved}: {verdict}."
+        )
+    if report.durable and report.maps:
+        known = [item.unreserved_demand for item in report.durable if item.unreserved_demand is not None]
+        if len(known) == len(report.durable):
+            lines.append(
+                f"  Both orchestrators running {report.batches} batch(es) at once: "
+                f"{report.unreserved_demand + sum(known)} of {account.unreserved}."
+            )
+    lines.append(f"Overall: {'fits' if report.fits else 'DOES NOT FIT'}.")
     lines.extend(f"- {advice}" for advice in report.recommendations)
     if report.plan:
         lines.append("Planner (orderbatch plan, virtual time on AWS's quotas):")

@@ -228,6 +228,9 @@ def test_the_planner_gives_makespan_and_429s_and_names_the_template_parameter() 
         "Set the template parameter MapMaxConcurrency to 5 (now 8; it feeds MaxConcurrency of "
         "OrderBatchStateMachine 'Process inline orders' through DefinitionSubstitutions): "
         "sam deploy --parameter-overrides MapMaxConcurrency=5."
+        # The same parameter feeds the durable function: 2 x (1 + 5) = 12 does not fit in 10.
+        " MapMaxConcurrency also sets durable function DurableOrderBatchFunction's max_concurrency: "
+        "at 5 its worst case is 12 of 10 unreserved, which does NOT fit."
     )
 
 
@@ -248,3 +251,86 @@ def test_the_planner_is_off_unless_asked() -> None:
     report = diagnose(model, AccountConcurrency(limit=10, unreserved=10), batches=2)
 
     assert report.plan == []
+
+
+PROJECT_TEMPLATE = Path(__file__).parents[2] / "template.yaml"
+
+
+def test_the_apps_durable_function_is_judged_beside_its_state_machine() -> None:
+    model = read_template_file(PROJECT_TEMPLATE)
+
+    report = diagnose(model, AccountConcurrency(limit=10, unreserved=10), batches=1)
+
+    (durable,) = report.durable
+    assert durable.function == "DurableOrderBatchFunction"
+    assert (durable.max_concurrency, durable.invokes_in_flight_per_branch) == (8, 1)
+    assert (
+        durable.concurrency_origin == "environment variable MAP_MAX_CONCURRENCY = !Ref MapMaxConcurrency = 8"
+    )
+    assert durable.concurrent_invocations_per_execution == 9  # its own invocation + 8 chained invokes
+    assert report.unreserved_demand == 8  # the state machine's Map, judged on its own
+    assert report.fits
+    two_batches = diagnose(model, AccountConcurrency(limit=10, unreserved=10), batches=2)
+    assert two_batches.durable[0].unreserved_demand == 18
+    assert not two_batches.fits
+    assert any(
+        "Set max_concurrency of durable function DurableOrderBatchFunction to 4 (now 8" in line
+        for line in two_batches.recommendations
+    )
+
+
+def test_durable_demand_from_an_environment_variable_and_over_the_quota() -> None:
+    fitting = diagnose(
+        read_template_file(FIXTURES / "good_durable_env_concurrency.yaml"), AccountConcurrency(10, 10)
+    )
+    over = diagnose(read_template_file(FIXTURES / "bad_durable_over_quota.yaml"), AccountConcurrency(10, 10))
+
+    assert [item.unreserved_demand for item in fitting.durable] == [7]
+    assert fitting.fits
+    assert [item.unreserved_demand for item in over.durable] == [51]
+    assert not over.fits
+    assert any(
+        "max_concurrency of durable function PriceOrdersFunction to 9 (now 50" in line
+        for line in over.recommendations
+    )
+
+
+def test_an_unbounded_durable_map_never_fits() -> None:
+    report = diagnose(
+        read_template_file(FIXTURES / "bad_durable_unbounded_map.yaml"), AccountConcurrency(1000, 1000)
+    )
+
+    (durable,) = report.durable
+    assert durable.unreserved_demand is None
+    assert not report.fits
+    assert any(
+        "Durable function ShipOrdersFunction: worst case unknown (MapConfig without max_concurrency)" in line
+        for line in report.recommendations
+    )
+
+
+def test_doctor_command_prints_the_durable_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["doctor", "--template", str(PROJECT_TEMPLATE), "--account-concurrency", "10", "--plan-orders", "0"]
+    )
+    text = capsys.readouterr().out
+
+    assert code == 0
+    assert "= 9 per execution; unreserved demand 9 of 10: fits." in text
+    assert "Both orchestrators running 1 batch(es) at once: 17 of 10." in text
+
+
+def test_the_planner_says_when_its_parameter_also_sets_a_durable_functions_concurrency() -> None:
+    model = read_template_file(PROJECT_TEMPLATE)
+
+    report = diagnose(model, AccountConcurrency(limit=10, unreserved=10), batches=1, plan_orders=200)
+
+    (durable,) = report.durable
+    assert durable.concurrency_parameter == "MapMaxConcurrency"
+    advice = [line for line in report.plan if "Set the template parameter MapMaxConcurrency to 10" in line]
+    assert advice
+    assert all(
+        "MapMaxConcurrency also sets durable function DurableOrderBatchFunction's max_concurrency: at 10 its "
+        "worst case is 11 of 10 unreserved, which does NOT fit." in line
+        for line in advice
+    )

@@ -31,6 +31,10 @@ EXPECTED: dict[str, tuple[dict[str, int], set[str]]] = {
     "bad_not_idempotent.yaml": ({}, {"W9540"}),
     "bad_unreadable_definition.yaml": ({}, {"W9550"}),
     "bad_jsonata.yaml": ({}, {"E9501", "W9512"}),
+    "good_durable_env_concurrency.yaml": ({"account_concurrency": 10}, set()),
+    "bad_durable_unbounded_map.yaml": ({"account_concurrency": 10}, {"W9560"}),
+    "bad_durable_over_quota.yaml": ({"account_concurrency": 10}, {"W9561", "E9565"}),
+    "bad_durable_unretried_invokes.yaml": ({}, {"E9563", "I9562", "I9564", "W9569"}),
 }
 
 
@@ -57,6 +61,81 @@ def test_account_concurrency_flags_map_demand_over_the_quota() -> None:
     assert len(over_quota) == 1
     assert "20 x 2 concurrent Lambda task(s) per iteration = 40" in over_quota[0].message
     assert "Set MaxConcurrency to 5" in over_quota[0].message
+
+
+def test_durable_map_over_the_quota_names_the_literal_and_the_fix() -> None:
+    problems = lint_templates([FIXTURES / "bad_durable_over_quota.yaml"], account_concurrency=10)
+
+    (over_quota,) = [problem for problem in problems if problem.rule_id == "W9561"]
+    assert "max_concurrency 50 (the literal 50, context.parallel at batches/literal_over_quota.py:20)" in (
+        over_quota.message
+    )
+    assert "+ 1 for its own invocation = 51 concurrent invocations" in over_quota.message
+    assert "Set max_concurrency to 9" in over_quota.message
+    assert over_quota.line == 18  # the function's Handler
+    # Without a quota the demand is not judged, as W9523 is not for state machines.
+    without_quota = lint_templates([FIXTURES / "bad_durable_over_quota.yaml"])
+    assert {problem.rule_id for problem in without_quota} == {"E9565"}
+
+
+def test_durable_max_concurrency_none_missing_or_zero_is_unbounded() -> None:
+    problems = lint_templates([FIXTURES / "bad_durable_unbounded_map.yaml"])
+
+    assert sorted(problem.message.split(": ", 2)[1] for problem in problems) == [
+        "MapConfig without max_concurrency, so every branch runs at once and each chained invoke competes "
+        "for the account's concurrency. Pass MapConfig(max_concurrency=N) with N below your unreserved "
+        "concurrency (see `orderbatch doctor`).",
+        "max_concurrency 0 (the literal 0), so every branch runs at once and each chained invoke competes "
+        "for the account's concurrency. Pass ParallelConfig(max_concurrency=N) with N below your unreserved "
+        "concurrency (see `orderbatch doctor`).",
+    ]
+
+
+def test_durable_concurrency_from_an_environment_variable_is_resolved_against_the_quota() -> None:
+    # ORDERS_AT_ONCE = !Ref OrdersAtOnce (6), passed through run_orders(limit): 1 + 6 = 7 fits in 7, not in 6.
+    assert lint_templates([FIXTURES / "good_durable_env_concurrency.yaml"], account_concurrency=7) == []
+    (over,) = lint_templates([FIXTURES / "good_durable_env_concurrency.yaml"], account_concurrency=6)
+
+    assert over.rule_id == "W9561"
+    assert "environment variable ORDERS_AT_ONCE = !Ref OrdersAtOnce = 6" in over.message
+
+
+def test_durable_execution_timeout_is_checked_against_the_invoked_function() -> None:
+    (timeout,) = [
+        problem
+        for problem in lint_templates([FIXTURES / "bad_durable_over_quota.yaml"])
+        if problem.rule_id == "E9565"
+    ]
+
+    assert "ExecutionTimeout 120 is not longer than the Timeout 300 of PriceFunction" in timeout.message
+    assert timeout.path == (
+        "Resources",
+        "PriceOrdersFunction",
+        "Properties",
+        "DurableConfig",
+        "ExecutionTimeout",
+    )
+
+
+def test_each_unretried_chained_invoke_is_reported_where_it_is() -> None:
+    problems = lint_templates([FIXTURES / "bad_durable_unretried_invokes.yaml"])
+
+    unretried = sorted(problem.message.split(": ")[0] for problem in problems if problem.rule_id == "E9563")
+    assert unretried == [
+        "Durable function BookOrdersFunction, context.invoke at batches/unretried_invokes.py:12",
+        # inside a try whose handler only logs: caught, but never tried again
+        "Durable function BookOrdersFunction, context.invoke at batches/unretried_invokes.py:14",
+        # inside a loop whose handler returns at the first error
+        "Durable function BookOrdersFunction, context.invoke at batches/unretried_invokes.py:23",
+    ]
+    (uncertain,) = [problem for problem in problems if problem.rule_id == "I9564"]
+    assert "catching Exception catches every error, and the source never names TooManyRequestsException" in (
+        uncertain.message
+    )
+    (unresolved,) = [problem for problem in problems if problem.rule_id == "I9562"]
+    assert "len(event['orders']) // 2 is computed at run time" in unresolved.message
+    # Informational findings fail the run only when asked.
+    assert exit_code([problem for problem in problems if problem.severity == "informational"]) == 0
 
 
 def test_message_names_state_machine_state_path_and_fix() -> None:
@@ -139,6 +218,20 @@ def test_cfn_lint_cli_takes_rule_configuration() -> None:
     assert "W9523" not in without.stdout
     assert "W9522" in without.stdout
     assert "W9523" in with_quota.stdout
+
+
+def test_cfn_lint_cli_judges_durable_demand_with_the_configured_quota() -> None:
+    template = str(FIXTURES / "bad_durable_over_quota.yaml")
+
+    without = _cfn_lint("--format", "parseable", template, "-a", str(RULES_DIRECTORY))
+    with_quota = _cfn_lint(
+        "--format", "parseable", template, "-a", str(RULES_DIRECTORY), "-x", "W9561:account_concurrency=10"
+    )
+
+    assert "W9561" not in without.stdout
+    assert "E9565" in without.stdout
+    assert ":W9561:" in with_quota.stdout
+    assert with_quota.returncode == 2 | 4  # cfn-lint's bits for errors and warnings
 
 
 def test_orderbatch_lint_command_json_and_exit_code(capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,6 +29,7 @@ from orderbatch.lint.asl import (
     read_map,
     walk_states,
 )
+from orderbatch.lint.durable import THROTTLE_ERROR_NAME, DurableFunction, durable_functions
 from orderbatch.lint.template_model import LambdaFunction, StateMachine, TemplateModel
 
 # A throttle clears when running invocations finish and Lambda adds capacity (1,000 environments per
@@ -153,6 +154,49 @@ RULES: dict[str, RuleSpec] = {
             "Retried Tasks run functions more than once; the function needs idempotency.",
         ),
         RuleSpec(
+            "W9560",
+            "DurableMapUnbounded",
+            "Durable map/parallel has no max_concurrency",
+            "A durable function's context.map or context.parallel without max_concurrency runs every "
+            "branch at once.",
+        ),
+        RuleSpec(
+            "W9561",
+            "DurableDemandOverAccountQuota",
+            "Durable function demand exceeds the account concurrency",
+            "Its own invocation plus max_concurrency chained invokes exceed the given account concurrency.",
+        ),
+        RuleSpec(
+            "I9562",
+            "DurableConcurrencyUnresolved",
+            "Durable max_concurrency cannot be resolved",
+            "The source sets max_concurrency from something the linter cannot follow statically.",
+        ),
+        RuleSpec(
+            "E9563",
+            "DurableInvokeThrottleNotRetried",
+            "Durable chained invoke does not retry throttling",
+            "A context.invoke that nothing retries fails its branch on one TooManyRequestsException.",
+        ),
+        RuleSpec(
+            "I9564",
+            "DurableInvokeRetryUncertain",
+            "Durable chained invoke retry cannot be checked",
+            "A catch-all loop retries the invoke, but the linter cannot tell whether throttling is retried.",
+        ),
+        RuleSpec(
+            "E9565",
+            "DurableExecutionTimeoutNotLongerThanFunction",
+            "DurableConfig ExecutionTimeout not longer than a function Timeout",
+            "The execution times out while its own or an invoked function's invocation still runs.",
+        ),
+        RuleSpec(
+            "W9569",
+            "DurableSourceUnreadable",
+            "Durable function source cannot be read",
+            "The handler's source could not be found or parsed, so the durable rules could not check it.",
+        ),
+        RuleSpec(
             "W9550",
             "DefinitionUnreadable",
             "State machine definition cannot be read",
@@ -198,6 +242,8 @@ def find_problems(model: TemplateModel, settings: Settings | None = None) -> lis
             findings.extend(_in_progress_findings(task, function))
         findings.extend(_idempotency_findings(state_machine, tasks, model.functions))
         findings.extend(_map_findings(state_machine, model.functions, settings))
+    for durable in durable_functions(model):
+        findings.extend(_durable_findings(durable, model, settings))
     return findings
 
 
@@ -502,3 +548,111 @@ def _map_demand_findings(
             f"task(s) per iteration{outer_note} = {demand_total} concurrent invocations, over the account "
             f"concurrency {account}. Set MaxConcurrency to {fitting} (fewer if other work shares the quota).",
         )
+
+
+# --- durable functions --------------------------------------------------------------------------
+
+
+def _durable_findings(
+    durable: DurableFunction, model: TemplateModel, settings: Settings
+) -> Iterator[Finding]:
+    function = durable.function
+    path = (*function.cfn_path, "Properties")
+    name = f"Durable function {function.logical_id}"
+    if durable.problem:
+        yield Finding(
+            "W9569",
+            (*path, "Handler"),
+            f"{name}: {durable.problem}, so its map concurrency, chained invokes and retries cannot be "
+            "checked. Point CodeUri and Handler at the Python source, as sam build reads them.",
+        )
+    yield from _durable_timeout_findings(durable, model, path, name)
+    if durable.problem:
+        return
+    for operation in durable.operations:
+        where = f"{name}, context.{operation.kind} at {operation.where}"
+        concurrency = operation.concurrency
+        if concurrency.unbounded:
+            yield Finding(
+                "W9560",
+                (*path, "Handler"),
+                f"{where}: {concurrency.origin}, so every branch runs at once and each chained invoke "
+                f"competes for the account's concurrency. Pass {_config_class(operation.kind)}"
+                "(max_concurrency=N) with N below your unreserved concurrency (see `orderbatch doctor`).",
+            )
+        elif concurrency.value is None:
+            yield Finding(
+                "I9562",
+                (*path, "Handler"),
+                f"{where}: max_concurrency cannot be resolved statically ({concurrency.origin}), so its "
+                "demand against the account concurrency is not checked. Feed it from an environment "
+                "variable that the template sets from a literal or a parameter.",
+            )
+    account = settings.account_concurrency
+    demand = durable.worst_case_demand
+    if account and demand is not None and demand > account and durable.invokes:
+        widest = max(durable.operations, key=lambda operation: operation.concurrency.value or 0, default=None)
+        origin = f" ({widest.concurrency.origin}, context.{widest.kind} at {widest.where})" if widest else ""
+        fitting = max(account - 1, 1)
+        yield Finding(
+            "W9561",
+            (*path, "Handler"),
+            f"{name}: max_concurrency {durable.worst_case_concurrency}{origin} x "
+            f"{durable.invokes_in_flight_per_branch} chained invoke in flight per branch + 1 for its own "
+            f"invocation = {demand} concurrent invocations, over the account concurrency {account}. "
+            f"Set max_concurrency to {fitting} (fewer if other work shares the quota).",
+        )
+    for invoke in durable.invokes:
+        where = f"{name}, context.invoke at {invoke.where}"
+        if invoke.retry is None:
+            yield Finding(
+                "E9563",
+                (*path, "Handler"),
+                f"{where}: nothing retries it (no loop around a try catching InvokeError, here or in a "
+                f"caller), so one {THROTTLE_ERROR_NAME} fails the branch. Retry InvokeError whose error_type "
+                "is TooManyRequestsException in a loop, waiting with context.wait between attempts "
+                "(exponential backoff, full jitter, a cap, e.g. the SDK's create_retry_strategy).",
+            )
+        elif invoke.retry_uncertain:
+            yield Finding(
+                "I9564",
+                (*path, "Handler"),
+                f"{where}: {invoke.retry_uncertain}; the linter cannot tell whether throttling is retried "
+                "with backoff. Catch InvokeError and retry TooManyRequestsException explicitly.",
+            )
+
+
+def _config_class(kind: str) -> str:
+    return "MapConfig" if kind == "map" else "ParallelConfig"
+
+
+def _durable_timeout_findings(
+    durable: DurableFunction, model: TemplateModel, path: tuple[str | int, ...], name: str
+) -> Iterator[Finding]:
+    execution_timeout = durable.execution_timeout_seconds
+    if execution_timeout is None:
+        return
+    at = (*path, "DurableConfig", "ExecutionTimeout")
+    own = durable.function.timeout_seconds
+    if own is not None and execution_timeout <= own:
+        yield Finding(
+            "E9565",
+            at,
+            f"{name}: DurableConfig.ExecutionTimeout {execution_timeout} is not longer than its own Timeout "
+            f"{own}, so the execution can time out while an invocation still runs and replays. Set "
+            f"ExecutionTimeout well above {own}.",
+        )
+    if durable.problem is None and not durable.invokes:
+        return
+    for function_id in durable.invoked_functions:
+        invoked_timeout = model.functions[function_id].timeout_seconds
+        if invoked_timeout is not None and execution_timeout <= invoked_timeout:
+            yield Finding(
+                "E9565",
+                at,
+                f"{name}: DurableConfig.ExecutionTimeout {execution_timeout} is not longer than the Timeout "
+                f"{invoked_timeout} of {function_id}, which its environment names for a chained invoke; "
+                "context.invoke has no timeout of its own and waits until the execution ends, so the "
+                "execution times out while the invoked function still runs. Set ExecutionTimeout above "
+                f"{invoked_timeout} plus the time its retries take.",
+            )

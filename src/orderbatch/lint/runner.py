@@ -45,11 +45,14 @@ def lint_templates(
     configure_rules: dict[str, dict[str, Any]] = {}
     if account_concurrency is not None:
         configure_rules["W9523"] = {"account_concurrency": account_concurrency}
+        configure_rules["W9561"] = {"account_concurrency": account_concurrency}
     if min_retry_budget_seconds is not None:
         configure_rules["W9507"] = {"min_retry_budget_seconds": min_retry_budget_seconds}
     problems: list[LintProblem] = []
     for template in templates:
-        config = ConfigMixIn([], configure_rules=configure_rules)
+        # cfn-lint drops informational findings unless included: ours (I95xx) are; `--fail-on` decides
+        # whether they count. cfn-lint's own stay as its defaults have them.
+        config = ConfigMixIn([], configure_rules=configure_rules, include_checks=["I95"])
         matches = run_template_by_file_path(str(template), config, rules, ignore_bad_template=False)
         problems.extend(_problem(match) for match in matches)
     problems.sort(key=lambda problem: (problem.filename, problem.line, problem.rule_id))

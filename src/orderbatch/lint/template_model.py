@@ -74,6 +74,12 @@ class LambdaFunction:
         return variables if isinstance(variables, Mapping) else {}
 
     @property
+    def durable_config(self) -> Mapping[str, Any] | None:
+        """``DurableConfig`` of a Lambda durable function (SAM and CloudFormation spell it alike)."""
+        config = self.properties.get("DurableConfig")
+        return config if isinstance(config, Mapping) else None
+
+    @property
     def declares_idempotent(self) -> bool:
         ours = self.metadata.get(OPT_OUT_METADATA_KEY)
         return isinstance(ours, Mapping) and ours.get("idempotent") in (True, "true", "True")

@@ -2,7 +2,8 @@
 
 cfn-lint loads this file on its own (``-a DIR`` imports every rule file by path), so it defines every
 rule class here and takes the checks from the installed ``orderbatch`` package.
-Rule configuration: ``-x W9507:min_retry_budget_seconds=20``, ``-x W9523:account_concurrency=10``.
+Rule configuration: ``-x W9507:min_retry_budget_seconds=20``, ``-x W9523:account_concurrency=10``
+(and ``-x W9561:account_concurrency=10`` for durable functions).
 """
 
 from __future__ import annotations
@@ -93,6 +94,44 @@ class InProgressRetryTooShort(ThrottleSafetyRule):
 
 class FunctionNotIdempotent(ThrottleSafetyRule):
     id = "W9540"
+
+
+class DurableMapUnbounded(ThrottleSafetyRule):
+    id = "W9560"
+
+
+class DurableDemandOverAccountQuota(ThrottleSafetyRule):
+    """Off unless the account concurrency is given (0 = unknown), as W9523."""
+
+    id = "W9561"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.config_definition = {"account_concurrency": {"default": 0, "type": "integer"}}
+        self.configure()
+
+    def settings(self) -> Settings:
+        return Settings(account_concurrency=self.config["account_concurrency"] or None)
+
+
+class DurableConcurrencyUnresolved(ThrottleSafetyRule):
+    id = "I9562"
+
+
+class DurableInvokeThrottleNotRetried(ThrottleSafetyRule):
+    id = "E9563"
+
+
+class DurableInvokeRetryUncertain(ThrottleSafetyRule):
+    id = "I9564"
+
+
+class DurableExecutionTimeoutNotLongerThanFunction(ThrottleSafetyRule):
+    id = "E9565"
+
+
+class DurableSourceUnreadable(ThrottleSafetyRule):
+    id = "W9569"
 
 
 class DefinitionUnreadable(ThrottleSafetyRule):
