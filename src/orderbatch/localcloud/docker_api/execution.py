@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import orderbatch
 from orderbatch.localcloud import runtime_shim
 from orderbatch.localcloud.docker_api import container_mounts
 from orderbatch.localcloud.docker_api.config import RIE_ENTRYPOINTS, TASK_ROOT, BindMount, ContainerConfig
@@ -72,8 +71,8 @@ _ABSOLUTE_PATH = re.compile(r"(?<![\w.:/@-])/[\w.@+-]+(?:/[\w.@+-]*)*")
 _FUNCTION_NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
 # dex-local-runner start-server's options that take no value.
 _EMULATOR_SWITCHES = frozenset({"--skip-time", "--no-skip-time"})
-# Where this tool's own package is imported from, for the emulator process (``python -m``).
-_OWN_SOURCE_ROOT = str(Path(orderbatch.__file__).resolve().parents[1])
+# The folder that holds the orderbatch package (src/ in a checkout): docker_api, localcloud, orderbatch, up.
+_OWN_SOURCE_ROOT = str(Path(__file__).resolve().parents[3])
 
 
 class PathMap:
