@@ -6,6 +6,8 @@ sequence of waves the module doc of orderbatch.plan.durable describes; the deriv
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from plan_helpers import idealised, small_model, throttle_retrier
 
@@ -60,7 +62,8 @@ def test_429s_cost_a_replay_to_see_them_and_another_after_the_wait() -> None:
     assert result.counters.waits == 4
     assert result.throttles_per_order == pytest.approx(5 / 8)
     assert result.counters.operations == 2 + 8 + 12 + 4
-    assert result.counters.succeeded == 8 and result.failed_orders == 0
+    assert result.counters.succeeded == 8
+    assert result.failed_orders == 0
 
 
 def test_an_order_whose_429_retries_are_spent_is_cancelled() -> None:
@@ -100,3 +103,33 @@ def test_the_same_seed_gives_the_same_plan_with_full_jitter(app_model: TemplateM
     assert first.counters.task_throttles > 0
     assert first.counters == second.counters
     assert first.counters.succeeded == 60
+
+
+def test_plan_prints_both_orchestrators_and_the_json_carries_the_durable_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from orderbatch.cli import main
+
+    arguments = [
+        "plan",
+        "--orders", "16",
+        "--account-concurrency", "10",
+        "--parameter-overrides", "MapMaxConcurrency=8",
+        "--fixed-durations",
+        "--cold-start", "0",
+        "--work", "1",
+        "--replay", "0.1,0",
+    ]  # fmt: skip
+
+    assert main(arguments) == 0
+    text = capsys.readouterr().out
+    assert main([*arguments, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+
+    assert "Step Functions Standard" in text
+    assert "durable function" in text
+    (durable,) = document["durable_runs"]
+    assert durable["makespan_seconds"] == pytest.approx(8.9)
+    assert durable["lambda"]["orchestrator_invocations"] == 9
+    assert durable["durable"]["operations"] == 82
+    assert document["runs"][0]["orders"]["succeeded"] == 16
