@@ -45,39 +45,68 @@ def test_without_429s_each_step_is_a_wave_of_work_then_one_replay(app_model: Tem
 
 
 def test_429s_cost_a_replay_to_see_them_and_another_after_the_wait() -> None:
-    # One step (d = 0.5 s), quota 4, map concurrency 8, 8 orders, 429s retried after 1 s (no jitter).
-    # 0.0-0.1 first replay; at 0.1 it dispatches 8 invokes: 4 run, 4 are 429s. Their failed invokes wake
-    # the orchestrator at 0.1, but the 4 running invokes hold the quota: its own invocation is throttled
-    # and Lambda retries it 1 s later. 1.1-1.2 replay: 4 orders done, 4 waits of 1 s. 2.2-2.3 replay:
-    # the 4 invoke again; done at 2.8; 2.8-2.9 the last replay completes the execution.
+    # One step (d = 0.5 s), quota 4, map concurrency 8, 8 orders, 429s retried after 1 s, then 2 s (no
+    # jitter). 0.0-0.1 the first replay dispatches 8 invokes while it holds a slot: 3 run, 5 are 429s.
+    # 0.1-0.2 a replay sees them and waits 1 s. 0.6-0.7 a replay sees 3 orders done. 1.2-1.3 the waits'
+    # end: 5 invokes, 3 run, 2 are 429s again; 1.3-1.4 a replay waits 2 s for them. 1.8-1.9 three more
+    # done. 3.4-3.5 the last 2 run, done at 4.0; 4.0-4.1 the last replay ends the execution.
+    # Replays: 0, 0.1, 0.6, 1.2, 1.3, 1.8, 3.4, 4.0 = 8; 429s 5 + 2 = 7, each a wait;
+    # operations 2 + 8 contexts + 15 invokes + 7 waits = 32.
     workflow = load_workflow(small_model(retry=[throttle_retrier(attempts=3)], max_concurrency=8))
     settings = idealised(orders=8, account_concurrency=4, work_seconds=0.5)
 
     result = simulate_durable(workflow, settings, REPLAY)
 
-    assert result.makespan_seconds == pytest.approx(2.9)
-    assert result.counters.task_throttles == 4
-    assert result.counters.orchestrator_throttles == 1
-    assert result.counters.orchestrator_invocations == 4
-    assert result.counters.waits == 4
-    assert result.throttles_per_order == pytest.approx(5 / 8)
-    assert result.counters.operations == 2 + 8 + 12 + 4
+    assert result.makespan_seconds == pytest.approx(4.1)
+    assert result.counters.orchestrator_invocations == 8
+    assert result.counters.task_throttles == 7
+    assert result.counters.orchestrator_throttles == 0
+    assert result.counters.waits == 7
+    assert result.throttles_per_order == pytest.approx(7 / 8)
+    assert result.counters.operations == 32
     assert result.counters.succeeded == 8
     assert result.failed_orders == 0
 
 
+def test_a_map_as_wide_as_the_quota_throttles_because_the_orchestrator_holds_a_slot(
+    app_model: TemplateModel,
+) -> None:
+    # Quota 4 and max_concurrency 4: the replay that dispatches 4 invokes holds the fifth slot.
+    workflow = load_workflow(app_model)
+    settings = idealised(orders=8, account_concurrency=4, work_seconds=0.5, max_concurrency=4)
+
+    assert simulate_durable(workflow, settings, REPLAY).counters.task_throttles > 0
+    narrower = idealised(orders=8, account_concurrency=4, work_seconds=0.5, max_concurrency=3)
+    assert simulate_durable(workflow, narrower, REPLAY).counters.task_throttles == 0
+
+
+def test_two_executions_throttle_each_others_replays() -> None:
+    # Two batches on quota 4: one execution's invokes can take the slot the other's replay needs, and a
+    # throttled replay is retried by Lambda (1 s, doubling); every order still succeeds.
+    workflow = load_workflow(small_model(retry=[throttle_retrier(attempts=3)], max_concurrency=8))
+    settings = idealised(orders=8, batches=2, account_concurrency=4, work_seconds=0.5)
+
+    result = simulate_durable(workflow, settings, REPLAY)
+
+    assert result.counters.orchestrator_throttles > 0
+    assert result.counters.succeeded == 16
+
+
 def test_an_order_whose_429_retries_are_spent_is_cancelled() -> None:
-    # As above but 429s are never retried: the 1.1-1.2 replay sees 4 succeeded and 4 failed orders and
-    # invokes the compensation for the 4; they run 1.2-1.7; the 1.7-1.8 replay ends the execution.
+    # As above but 429s are never retried. 0.1: 3 run, 5 are 429s. 0.1-0.2 a replay fails the 5 and
+    # invokes their compensation while 3 tasks and itself hold the quota: 5 more 429s, not retried either,
+    # so 5 compensations fail; 0.2-0.3 a replay records that; 0.6-0.7 a replay sees the 3 done, the last.
     workflow = load_workflow(small_model(retry=[throttle_retrier(attempts=0)], max_concurrency=8))
     settings = idealised(orders=8, account_concurrency=4, work_seconds=0.5)
 
     result = simulate_durable(workflow, settings, REPLAY)
 
-    assert result.makespan_seconds == pytest.approx(1.8)
-    assert result.counters.succeeded == 4
-    assert result.failed_orders == 4
-    assert result.counters.compensated == 4
+    assert result.makespan_seconds == pytest.approx(0.7)
+    assert result.counters.orchestrator_invocations == 4
+    assert result.counters.task_throttles == 10
+    assert result.counters.succeeded == 3
+    assert result.failed_orders == 5
+    assert result.counters.compensation_failed == 5
     assert result.counters.waits == 0
 
 

@@ -23,6 +23,10 @@ The model, and where each part comes from:
   ``GetDurableExecutionState`` pages through every checkpointed operation and the SDK walks them again.
   Both figures are assumptions, not measurements (DEFAULT_REPLAY_* below); measure yours on the local
   cloud's bench (``orderbatch bench --orchestrators durable``) and pass them in ``DurableModel``.
+- **Invokes leave while the replay runs**: the SDK checkpoints an invoke's START synchronously and the
+  service dispatches it then, so a replay's invokes meet the quota with the orchestrator's own slot still
+  taken. A map max_concurrency equal to the quota therefore throttles (C - 1 task slots are left), as
+  the local cloud's bench measures.
 - **Chained invokes** are invocations of the task functions under the same quota (the app's design): a
   call over the quota is a 429 the service records as a failed invoke (``TooManyRequestsException``).
   The orchestrator's next replay sees it and schedules ``context.wait`` for the throttle retrier's
@@ -185,8 +189,15 @@ class DurableResult:
 
     @property
     def cost_per_million_orders(self) -> dict[str, float]:
-        return durable_cost_per_million_orders(
-            self.counters, self.lambda_gb_seconds, self.model, self.unit_prices
+        counters = self.counters
+        return durable_cost(
+            orders=counters.orders,
+            requests=counters.task_calls + counters.orchestrator_invocations,
+            gb_seconds=self.lambda_gb_seconds,
+            write_units=counters.write_units,
+            operations=counters.operations,
+            model=self.model,
+            prices=self.unit_prices,
         )
 
     @property
@@ -239,19 +250,25 @@ class DurableResult:
         }
 
 
-def durable_cost_per_million_orders(
-    counters: DurableCounters, gb_seconds: float, model: DurableModel, prices: UnitPrices
+def durable_cost(
+    *,
+    orders: int,
+    requests: int,
+    gb_seconds: float,
+    write_units: int,
+    operations: int,
+    model: DurableModel,
+    prices: UnitPrices,
 ) -> dict[str, float]:
     """Dollars per million orders: Lambda (tasks and replays), DynamoDB, and durable functions' own charges
     (operations, checkpoint data written, and that data retained for ``retention_days``)."""
     durable: DurablePrices = prices.durable
-    scale = 1_000_000 / counters.orders
-    requests = counters.task_calls + counters.orchestrator_invocations
+    scale = 1_000_000 / orders
     lambda_cost = (requests * prices.lambda_per_request + gb_seconds * prices.lambda_per_gb_second) * scale
-    dynamodb_cost = counters.write_units * prices.dynamodb_per_write_unit * scale
-    written_gb = counters.operations * model.checkpoint_kb_per_operation / (1024 * 1024)
+    dynamodb_cost = write_units * prices.dynamodb_per_write_unit * scale
+    written_gb = operations * model.checkpoint_kb_per_operation / (1024 * 1024)
     durable_cost = (
-        counters.operations * durable.per_operation
+        operations * durable.per_operation
         + written_gb * durable.per_gb_written
         + written_gb * model.retention_days / 30 * durable.per_gb_month_retained
     ) * scale
@@ -417,8 +434,8 @@ class _DurableRun:
         self._push(now + init + replay, _ORCHESTRATOR_END, batch)
 
     def _end_orchestrator(self, batch: int, now: float) -> None:
-        """The replay suspends: its slot is free, then what it decided is dispatched."""
-        self._release_slot("orchestrator")
+        """The replay dispatches what it decided while it still runs (the SDK checkpoints an invoke's START
+        synchronously and the service invokes the target at once), then suspends and frees its slot."""
         self.state[batch] = "idle"
         seen, self.inbox[batch] = self.inbox[batch], []
         to_invoke: list[int] = []
@@ -439,6 +456,7 @@ class _DurableRun:
                 self._after_throttle(batch, order, to_invoke, now)
         for order in to_invoke:
             self._invoke(batch, order, now)
+        self._release_slot("orchestrator")
         if self.inbox[batch]:
             self._wake(batch, now)
         if self.finished[batch] == self.settings.orders:
