@@ -421,19 +421,33 @@ def scenario_comparison_chart(document: dict[str, Any]) -> Chart:
     costs: list[Bars] = []
     if any(f is not None for f in sfn):
         makespans.append(
-            Bars("Step Functions", figure(sfn, "makespan_seconds"), "{:,.1f} s", [ratio_text(f) for f in sfn])
+            Bars(
+                "makespan, Step Functions",
+                figure(sfn, "makespan_seconds"),
+                "{:,.1f} s",
+                [ratio_text(f) for f in sfn],
+            )
         )
-        throttles.append(Bars("Step Functions", figure(sfn, "lambda", "throttles_per_order"), "{:,.3f}"))
-        costs.append(Bars("Standard", sfn_cost("total_standard"), "${:,.0f}"))
-        costs.append(Bars("Express children", sfn_cost("total_express_children"), "${:,.0f}"))
+        throttles.append(
+            Bars("429s per order, Step Functions", figure(sfn, "lambda", "throttles_per_order"), "{:,.3f}")
+        )
+        costs.append(Bars("cost, Standard", sfn_cost("total_standard"), "${:,.0f}"))
+        costs.append(Bars("cost, Express children", sfn_cost("total_express_children"), "${:,.0f}"))
     if any(d is not None for d in durable):
         makespans.append(
             Bars(
-                "durable", figure(durable, "makespan_seconds"), "{:,.1f} s", [ratio_text(d) for d in durable]
+                "makespan, durable",
+                figure(durable, "makespan_seconds"),
+                "{:,.1f} s",
+                [ratio_text(d) for d in durable],
             )
         )
-        throttles.append(Bars("durable", figure(durable, "lambda", "throttles_per_order"), "{:,.3f}"))
-        costs.append(Bars("durable", figure(durable, "cost_per_million_orders", "total_durable"), "${:,.0f}"))
+        throttles.append(
+            Bars("429s per order, durable", figure(durable, "lambda", "throttles_per_order"), "{:,.3f}")
+        )
+        costs.append(
+            Bars("cost, durable", figure(durable, "cost_per_million_orders", "total_durable"), "${:,.0f}")
+        )
     bounds = [(f or d or {}).get("lower_bound_seconds") for f, d in zip(sfn, durable, strict=True)]
     makespans.append(Bars("bound", bounds, "{:,.1f} s"))
     return comparison_chart(
