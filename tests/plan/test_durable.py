@@ -13,7 +13,7 @@ from plan_helpers import idealised, small_model, throttle_retrier
 
 from orderbatch.lint.template_model import TemplateModel
 from orderbatch.plan import load_workflow
-from orderbatch.plan.durable import DurableModel, simulate_durable
+from orderbatch.plan.durable import DurableModel, OperationsLimitError, simulate_durable
 
 REPLAY = DurableModel(replay_base_seconds=0.1, replay_per_operation_seconds=0.0)
 
@@ -162,3 +162,13 @@ def test_plan_prints_both_orchestrators_and_the_json_carries_the_durable_run(
     assert durable["lambda"]["orchestrator_invocations"] == 9
     assert durable["durable"]["operations"] == 82
     assert document["runs"][0]["orders"]["succeeded"] == 16
+
+
+def test_a_batch_over_the_operations_limit_is_refused_with_the_largest_that_fits(
+    app_model: TemplateModel,
+) -> None:
+    # 2 + N.(1 + 4) operations at the least: 4,999 orders fit in 25,000 (24,997), 5,000 do not (25,002).
+    workflow = load_workflow(app_model)
+
+    with pytest.raises(OperationsLimitError, match=r"25,002 operations.*at most 4,999 orders"):
+        simulate_durable(workflow, idealised(orders=5_000, account_concurrency=10))

@@ -167,6 +167,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from orderbatch.lint.template_model import read_template_file
+    from orderbatch.plan.durable import OperationsLimitError
     from orderbatch.plan.report import (
         TABLE_LEGEND,
         document,
@@ -190,8 +191,14 @@ def run(args: argparse.Namespace) -> int:
         )
         sweep = Sweep.parse(args.sweep) if args.sweep else None
         results = run_sweep(request, sweep) if sweep else [request.run()]
-        plan_durable = "durable" in args.orchestrators and not sweep
-        durable = [request.run_durable(_durable_model(args.replay))] if plan_durable else []
+        durable = []
+        if "durable" in args.orchestrators and not sweep:
+            try:
+                durable = [request.run_durable(_durable_model(args.replay))]
+            except OperationsLimitError as error:
+                if "stepfunctions" not in args.orchestrators:
+                    raise
+                print(f"orderbatch plan: durable function not planned: {error}", file=sys.stderr)
     except (ValueError, OSError) as error:
         print(f"orderbatch plan: {error}", file=sys.stderr)
         return 2

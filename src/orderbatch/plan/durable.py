@@ -305,13 +305,34 @@ def durable_lower_bound(workflow: Workflow, settings: PlanSettings) -> float:
     )
 
 
+class OperationsLimitError(ValueError):
+    """A batch too large for one durable execution."""
+
+
+def minimum_operations(orders: int, steps: int) -> int:
+    """Operations one execution of ``orders`` orders checkpoints at the least (no retry, no failure)."""
+    return EXECUTION_OPERATIONS + orders * (1 + steps)
+
+
 def simulate_durable(
     workflow: Workflow,
     settings: PlanSettings,
     model: DurableModel | None = None,
     prices: UnitPrices | None = None,
 ) -> DurableResult:
-    """Run ``settings.batches`` durable executions of ``settings.orders`` orders each (module doc)."""
+    """Run ``settings.batches`` durable executions of ``settings.orders`` orders each (module doc).
+
+    Raises OperationsLimitError when one batch needs more operations than an execution may hold: such
+    a batch cannot run as one durable execution, and its replays would not be a plan of anything real.
+    """
+    needed = minimum_operations(settings.orders, len(workflow.forward))
+    if needed > OPERATIONS_PER_EXECUTION_LIMIT:
+        largest = (OPERATIONS_PER_EXECUTION_LIMIT - EXECUTION_OPERATIONS) // (1 + len(workflow.forward))
+        raise OperationsLimitError(
+            f"a durable execution of {settings.orders:,} orders checkpoints at least {needed:,} operations, "
+            f"over the {OPERATIONS_PER_EXECUTION_LIMIT:,} one execution may hold; plan it as --batches of "
+            f"at most {largest:,} orders"
+        )
     model = model or DurableModel()
     started = time.perf_counter()
     counters = _DurableRun(workflow, settings, model).run()
