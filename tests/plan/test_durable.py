@@ -172,3 +172,20 @@ def test_a_batch_over_the_operations_limit_is_refused_with_the_largest_that_fits
 
     with pytest.raises(OperationsLimitError, match=r"25,002 operations.*at most 4,999 orders"):
         simulate_durable(workflow, idealised(orders=5_000, account_concurrency=10))
+
+
+def test_when_the_service_retries_chained_429s_the_orchestrator_never_sees_them() -> None:
+    # The 429 case above with the service retrying throttled invokes itself: no waits, no extra
+    # operations (2 + 8 contexts + 8 invokes), and no replay woken by a 429.
+    workflow = load_workflow(small_model(retry=[throttle_retrier(attempts=3)], max_concurrency=8))
+    settings = idealised(orders=8, account_concurrency=4, work_seconds=0.5)
+    model = DurableModel(
+        replay_base_seconds=0.1, replay_per_operation_seconds=0.0, service_retries_chained_throttles=True
+    )
+
+    result = simulate_durable(workflow, settings, model)
+
+    assert result.counters.task_throttles >= 5
+    assert result.counters.waits == 0
+    assert result.counters.operations == 2 + 8 + 8
+    assert result.counters.succeeded == 8

@@ -138,6 +138,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "both side by side (default both; a --sweep plans the state machine only)",
     )
     plan.add_argument(
+        "--chained-throttles",
+        choices=["orchestrator", "service"],
+        default="orchestrator",
+        help="durable: a 429 on a chained invoke fails the invoke and the orchestrator's retrier waits "
+        "(orchestrator, what the app is written for), or the service retries it unseen (service, as the "
+        "local cloud does); default orchestrator",
+    )
+    plan.add_argument(
         "--replay",
         metavar="BASE[,PER_OPERATION]",
         help="seconds one durable replay takes, and more per checkpointed operation in the execution's "
@@ -194,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         durable = []
         if "durable" in args.orchestrators and not sweep:
             try:
-                durable = [request.run_durable(_durable_model(args.replay))]
+                durable = [request.run_durable(_durable_model(args.replay, args.chained_throttles))]
             except OperationsLimitError as error:
                 if "stepfunctions" not in args.orchestrators:
                     raise
@@ -262,21 +270,26 @@ def _settings(args: argparse.Namespace) -> PlanSettings:
     )
 
 
-def _durable_model(text: str | None) -> DurableModel:
+def _durable_model(text: str | None, chained_throttles: str) -> DurableModel:
     from orderbatch.plan.durable import DurableModel
 
+    service = chained_throttles == "service"
     if text is None:
-        return DurableModel()
+        return DurableModel(service_retries_chained_throttles=service)
     parts = [part.strip() for part in text.split(",")]
     try:
         numbers = [float(part) for part in parts]
     except ValueError:
         raise ValueError(f"--replay {text!r} is not BASE[,PER_OPERATION] in seconds") from None
-    if len(numbers) == 1:
-        return DurableModel(replay_base_seconds=numbers[0])
-    if len(numbers) == 2:
-        return DurableModel(replay_base_seconds=numbers[0], replay_per_operation_seconds=numbers[1])
-    raise ValueError(f"--replay {text!r} is not BASE[,PER_OPERATION] in seconds")
+    if len(numbers) not in (1, 2):
+        raise ValueError(f"--replay {text!r} is not BASE[,PER_OPERATION] in seconds")
+    return DurableModel(
+        replay_base_seconds=numbers[0],
+        replay_per_operation_seconds=numbers[1]
+        if len(numbers) == 2
+        else DurableModel.replay_per_operation_seconds,
+        service_retries_chained_throttles=service,
+    )
 
 
 def _parameter_overrides(items: list[str]) -> dict[str, str]:

@@ -72,6 +72,7 @@ _TASK_DONE = 0
 _WAIT_DONE = 1
 _ORCHESTRATOR_TRY = 2
 _ORCHESTRATOR_END = 3
+_SERVICE_RETRY = 4
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,11 @@ class DurableModel:
     """DurableOrderBatchFunction's memory (the template's Globals)."""
     checkpoint_kb_per_operation: float = DEFAULT_CHECKPOINT_KB_PER_OPERATION
     retention_days: float = DEFAULT_RETENTION_DAYS
+    service_retries_chained_throttles: bool = False
+    """Where a 429 on a chained invoke goes. False: to the orchestrator at once, as a failed invoke its
+    retrier turns into a wait (what the app is written for; AWS does not document which). True: the
+    service retries the invoke itself (1 s doubling to 5 min, full jitter, without limit here) and the
+    orchestrator never sees it, as the local cloud does (orderbatch.localcloud.lambda_service.durable)."""
 
     def __post_init__(self) -> None:
         if min(self.replay_base_seconds, self.replay_per_operation_seconds) < 0:
@@ -102,6 +108,7 @@ class DurableModel:
             "orchestrator_memory_mb": self.orchestrator_memory_mb,
             "checkpoint_kb_per_operation": self.checkpoint_kb_per_operation,
             "retention_days": self.retention_days,
+            "service_retries_chained_throttles": self.service_retries_chained_throttles,
         }
 
 
@@ -377,6 +384,7 @@ class _DurableRun:
         self.step_of = [0] * total
         self.compensating = [False] * total
         self.throttle_retries = [0] * total
+        self.service_retries = [0] * total
         # per batch
         batches = settings.batches
         self.inbox: list[list[tuple[int, int]]] = [[] for _ in range(batches)]
@@ -532,12 +540,22 @@ class _DurableRun:
             self.operations[batch] += 1
             to_invoke.append(following)
 
-    def _invoke(self, batch: int, order: int, now: float) -> None:
+    def _invoke(self, batch: int, order: int, now: float, *, new_operation: bool = True) -> None:
         step = self._step(order)
-        self.operations[batch] += 1  # each try is its own invoke operation
+        if new_operation:
+            self.operations[batch] += 1  # each try is its own invoke operation
+            self.service_retries[order] = 0
         init = self._take_slot(now, step.function)
         if init is None:
             self.task_throttles += 1
+            if self.model.service_retries_chained_throttles:
+                self.service_retries[order] += 1
+                ceiling = min(
+                    ORCHESTRATOR_RETRY_CAP_SECONDS,
+                    ORCHESTRATOR_RETRY_FIRST_SECONDS * 2 ** (self.service_retries[order] - 1),
+                )
+                self._push(now + self.rng.random() * ceiling, _SERVICE_RETRY, order)
+                return
             self.inbox[batch].append((-1, order))
             self._wake(batch, now)
             return
@@ -578,6 +596,8 @@ class _DurableRun:
                 batch = subject // settings.orders
                 self.inbox[batch].append((_WAIT_DONE, subject))
                 self._wake(batch, now)
+            elif kind == _SERVICE_RETRY:
+                self._invoke(subject // settings.orders, subject, now, new_operation=False)
             elif kind == _ORCHESTRATOR_TRY:
                 self._try_orchestrator(subject, now)
             else:

@@ -15,7 +15,7 @@ from typing import Any
 from orderbatch.capacity.retriers import with_docs_retrier, without_throttle_jitter
 from orderbatch.capacity.scenario import BenchSettings, Scenario, neighbour_for
 from orderbatch.lint.template_model import TemplateModel, read_template_file
-from orderbatch.plan.durable import simulate_durable
+from orderbatch.plan.durable import DurableModel, simulate_durable
 from orderbatch.plan.results import PlanResult
 from orderbatch.plan.settings import PlanSettings
 from orderbatch.plan.simulator import simulate
@@ -100,7 +100,9 @@ def durable_bench_forecast(scenario: Scenario, settings: BenchSettings) -> dict[
         retrier=retrier,
         map_state=BENCH_MAP_STATES[scenario.source_for(settings.orders)],
     )
-    plan = simulate_durable(workflow, scenario_settings(scenario, settings))
+    # The local cloud retries a throttled chained invoke in the service, so the forecast does too.
+    model = DurableModel(service_retries_chained_throttles=True)
+    plan = simulate_durable(workflow, scenario_settings(scenario, settings), model)
     return {
         "makespan_seconds": round(plan.makespan_seconds, 2),
         "throttles_per_order": round(plan.throttles_per_order, 3),
