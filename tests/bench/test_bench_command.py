@@ -45,6 +45,7 @@ def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
             "--account-concurrency", "2",
             "--work", "0.05",
             "--scenarios", "tuned", "oversubscribed",
+            "--orchestrators", "stepfunctions",
             "--engine-items", "20",
             "--json", str(json_path),
             "--html", str(html_path),

@@ -31,7 +31,7 @@ from orderbatch.reports import (
 )
 
 COLUMNS = (
-    ("scenario", 16),
+    ("scenario", 24),
     ("makespan s", 10),
     ("bound s", 8),
     ("ratio", 6),
@@ -43,6 +43,7 @@ COLUMNS = (
     ("WRU/ord", 7),
     ("$/M std", 8),
     ("$/M expr", 8),
+    ("$/M dur", 8),
     ("tasks/s", 7),
     ("cpu ms/task", 14),
     ("peak PSS", 8),
@@ -73,6 +74,7 @@ def _row(figures: dict[str, Any]) -> list[str]:
         f"{figures['dynamodb']['write_units_per_order']:.1f}",
         f"{cost['total_standard']:.0f}" if children_counted else "-",
         f"{cost['total_express_children']:.0f}" if children_counted else "-",
+        "-",
         f"{figures['lambda']['invocations'] / figures['makespan_seconds']:.0f}"
         if figures["makespan_seconds"]
         else "-",
@@ -84,13 +86,55 @@ def _row(figures: dict[str, Any]) -> list[str]:
     ]
 
 
+def ran_on_step_functions(figures: dict[str, Any]) -> bool:
+    return "makespan_seconds" in figures
+
+
+def _durable_row(figures: dict[str, Any]) -> list[str]:
+    """The same scenario's batch through the durable function: the columns it has a figure for."""
+    durable = figures["durable"]
+    orders = durable["orders"]
+    ratio = durable["bound_ratio"]
+    makespan = durable["makespan_seconds"]
+    return [
+        f"{figures['name']} (durable)",
+        f"{makespan:.1f}",
+        f"{durable['lower_bound_seconds']:.1f}",
+        "-" if ratio is None else f"{ratio:.2f}",
+        f"{orders['succeeded']}/{orders['failed']}/{orders['lost']}",
+        "-",
+        f"{durable['lambda']['attempts_per_order']:.2f}",
+        f"{durable['lambda']['throttles_per_order']:.2f}",
+        "-",
+        f"{durable['dynamodb']['write_units_per_order']:.1f}",
+        "-",
+        "-",
+        f"{durable['cost_per_million_orders']['total_durable']:.0f}",
+        f"{durable['lambda']['invocations'] / makespan:.0f}" if makespan else "-",
+        "-",
+        "-",
+        "-",
+    ]
+
+
+def table_rows(results: list[dict[str, Any]]) -> list[tuple[list[str], dict[str, Any] | None]]:
+    """Each scenario's rows: the state machine's (with its figures, for the target) and the durable
+    function's (no targets: they are the state machine's)."""
+    rows: list[tuple[list[str], dict[str, Any] | None]] = []
+    for figures in results:
+        if ran_on_step_functions(figures):
+            rows.append((_row(figures), figures))
+        if figures.get("durable"):
+            rows.append((_durable_row(figures), None))
+    return rows
+
+
 def format_table(results: list[dict[str, Any]]) -> str:
     header = "  ".join(
         name.rjust(width) if i else name.ljust(width) for i, (name, width) in enumerate(COLUMNS)
     )
     lines = [header, "-" * len(header)]
-    for figures in results:
-        cells = _row(figures)
+    for cells, _ in table_rows(results):
         lines.append(
             "  ".join(
                 cell.rjust(width) if i else cell.ljust(width)
@@ -102,9 +146,13 @@ def format_table(results: list[dict[str, Any]]) -> str:
 
 def format_details(document: dict[str, Any]) -> str:
     """What the table abbreviates: units, prices, targets missed, comparisons and the engine figure."""
-    by_name = {r["name"]: r for r in document["scenarios"]}
+    by_name = {r["name"]: r for r in document["scenarios"] if ran_on_step_functions(r)}
     lines = reading_notes(document)
     for figures in document["scenarios"]:
+        if not ran_on_step_functions(figures):
+            lines.append(f"{figures['name']}: {figures['description']}")
+            lines.extend(f"  {line}" for line in durable_notes(figures))
+            continue
         scenario_lines = scenario_notes(figures, by_name)
         missed = [
             f"target missed: {check['figure']} = {check['actual']} (target {check['target']})"
@@ -114,7 +162,7 @@ def format_details(document: dict[str, Any]) -> str:
         comparison = scenario_lines[-1:] if _compared_with(figures, by_name) else []
         body = scenario_lines[: len(scenario_lines) - len(comparison)]
         lines.append(f"{figures['name']}: {body[0]}")
-        lines.extend(f"  {line}" for line in [*body[1:], *missed, *comparison])
+        lines.extend(f"  {line}" for line in [*body[1:], *missed, *comparison, *durable_notes(figures)])
     lines.extend(engine_notes(document))
     return "\n".join(lines)
 
@@ -146,7 +194,51 @@ def reading_notes(document: dict[str, Any]) -> list[str]:
         f"Lambda ${prices['lambda_per_request'] * 1e6:.2f}/M requests + "
         f"${prices['lambda_per_gb_second']:.10f}/GB-s; "
         f"DynamoDB ${prices['dynamodb_per_write_unit'] * 1e6:.3f}/M write units.",
+        *durable_reading_notes(document),
     ]
+
+
+def durable_reading_notes(document: dict[str, Any]) -> list[str]:
+    if "durable" not in document["settings"].get("orchestrators", []):
+        return []
+    durable = document["unit_prices"]["durable"]
+    return [
+        "(durable) rows: the same batch through DurableOrderBatchFunction on its own fresh local cloud "
+        "(Invoke with DurableExecutionName, polled with GetDurableExecution): makespan = the execution's "
+        "start to end; calls/ord and 429/ord count the task functions' and the orchestrator's own "
+        "invocations (its replays); lost = orders with no final record in the orders table; the targets "
+        "and the exactly-once audit are the state machine's.",
+        f"$/M dur = Lambda (tasks and replays) + DynamoDB + durable functions' own charges "
+        f"(${durable['per_operation'] * 1e6:.2f}/M durable operations, ${durable['per_gb_written']:.2f}/GB "
+        f"written, ${durable['per_gb_month_retained']:.2f}/GB-month retained; {durable['as_of']}).",
+    ]
+
+
+def durable_notes(figures: dict[str, Any]) -> list[str]:
+    """The durable run of one scenario: replays, operations, 429s by kind, and its forecast."""
+    durable = figures.get("durable")
+    if not durable:
+        return []
+    calls = durable["lambda"]
+    lines = [
+        f"durable: {durable['status']}{' (stopped at the deadline)' if durable['timed_out'] else ''}, "
+        f"retrier {durable['retrier']}; {calls['orchestrator_invocations']} orchestrator invocations "
+        f"({calls['replays_per_order']} per order, {calls['mean_replay_ms']} ms each on average), "
+        f"429s {calls['task_throttles']} on chained invokes + {calls['orchestrator_throttles']} on the "
+        f"orchestrator; {durable['durable']['operations']} durable operations "
+        f"({durable['durable']['operations_per_order']} per order)",
+    ]
+    forecast = durable.get("simulated")
+    if forecast:
+        difference = _difference(durable["makespan_seconds"], forecast["makespan_seconds"])
+        lines.append(
+            f"durable, simulated (orderbatch plan's durable model, same parameters): makespan "
+            f"{forecast['makespan_seconds']} s ({difference}), "
+            f"429s per order {forecast['throttles_per_order']} (measured {calls['throttles_per_order']}), "
+            f"replays per order {forecast['replays_per_order']} (measured {calls['replays_per_order']}), "
+            f"operations per order {forecast['operations_per_order']}"
+        )
+    return lines
 
 
 def scenario_notes(figures: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> list[str]:
@@ -257,6 +349,7 @@ SUMMARY_COLUMNS = (
     Column("WRU / ord", explanation="DynamoDB write request units per order"),
     Column("$/M std", explanation="modelled dollars per million orders, Standard workflow"),
     Column("$/M expr", explanation="modelled dollars per million orders, Express children"),
+    Column("$/M durable", explanation="modelled dollars per million orders, durable function"),
     Column("tasks / s", explanation="Lambda invocations / makespan"),
     Column(
         "CPU ms / task",
@@ -278,9 +371,9 @@ def target_mark(figures: dict[str, Any]) -> Mark:
 def summary_table(document: dict[str, Any]) -> Table:
     settings = document["settings"]
     rows = []
-    for figures in document["scenarios"]:
-        cells: list[Cell] = [None if cell == "-" else cell for cell in _row(figures)]
-        cells[-1] = target_mark(figures)
+    for texts, figures in table_rows(document["scenarios"]):
+        cells: list[Cell] = [None if cell == "-" else cell for cell in texts]
+        cells[-1] = target_mark(figures) if figures is not None else Mark(None)
         rows.append(cells)
     return Table(
         SUMMARY_COLUMNS,
@@ -293,46 +386,79 @@ def summary_table(document: dict[str, Any]) -> Table:
 
 
 def scenario_comparison_chart(document: dict[str, Any]) -> Chart:
-    """Every scenario side by side: makespan against its bound, 429s per order, cost per million orders."""
+    """Every scenario side by side, on each orchestrator run: makespan against its bound, 429s per order,
+    cost per million orders."""
     scenarios = document["scenarios"]
     names = [figures["name"] for figures in scenarios]
-    ratios = [
-        "" if figures["bound_ratio"] is None else f"{figures['bound_ratio']:.2f} x the bound"
-        for figures in scenarios
-    ]
+    sfn = [figures if ran_on_step_functions(figures) else None for figures in scenarios]
+    durable = [figures.get("durable") for figures in scenarios]
+
+    def ratio_text(figures: dict[str, Any] | None) -> str:
+        if figures is None or figures["bound_ratio"] is None:
+            return ""
+        return f"{figures['bound_ratio']:.2f} x the bound"
+
+    def figure(runs: list[dict[str, Any] | None], *path: str) -> list[float | None]:
+        values: list[float | None] = []
+        for run in runs:
+            value: Any = run
+            for part in path:
+                value = None if value is None else value[part]
+            values.append(value)
+        return values
+
     # A batch from S3 has no child histories here, so its cost is not measured (see reading_notes).
-    measured = [figures.get("source", "inline") == "inline" for figures in scenarios]
-    costs = [figures["cost_per_million_orders"] for figures in scenarios]
+    def sfn_cost(kind: str) -> list[float | None]:
+        return [
+            f["cost_per_million_orders"][kind]
+            if f is not None and f.get("source", "inline") == "inline"
+            else None
+            for f in sfn
+        ]
 
-    def cost(kind: str) -> list[float | None]:
-        return [c[kind] if ok else None for c, ok in zip(costs, measured, strict=True)]
-
+    makespans: list[Bars] = []
+    throttles: list[Bars] = []
+    costs: list[Bars] = []
+    if any(f is not None for f in sfn):
+        makespans.append(
+            Bars(
+                "makespan, Step Functions",
+                figure(sfn, "makespan_seconds"),
+                "{:,.1f} s",
+                [ratio_text(f) for f in sfn],
+            )
+        )
+        throttles.append(
+            Bars("429s per order, Step Functions", figure(sfn, "lambda", "throttles_per_order"), "{:,.3f}")
+        )
+        costs.append(Bars("cost, Standard", sfn_cost("total_standard"), "${:,.0f}"))
+        costs.append(Bars("cost, Express children", sfn_cost("total_express_children"), "${:,.0f}"))
+    if any(d is not None for d in durable):
+        makespans.append(
+            Bars(
+                "makespan, durable",
+                figure(durable, "makespan_seconds"),
+                "{:,.1f} s",
+                [ratio_text(d) for d in durable],
+            )
+        )
+        throttles.append(
+            Bars("429s per order, durable", figure(durable, "lambda", "throttles_per_order"), "{:,.3f}")
+        )
+        costs.append(
+            Bars("cost, durable", figure(durable, "cost_per_million_orders", "total_durable"), "${:,.0f}")
+        )
+    bounds = [(f or d or {}).get("lower_bound_seconds") for f, d in zip(sfn, durable, strict=True)]
+    makespans.append(Bars("bound", bounds, "{:,.1f} s"))
     return comparison_chart(
         names,
         [
-            BarsPanel(
-                "Makespan against the bound",
-                [
-                    Bars("makespan", [f["makespan_seconds"] for f in scenarios], "{:,.1f} s", ratios),
-                    Bars("bound", [f["lower_bound_seconds"] for f in scenarios], "{:,.1f} s"),
-                ],
-                axis_title="seconds",
-            ),
-            BarsPanel(
-                "429s per order",
-                [Bars("429s per order", [f["lambda"]["throttles_per_order"] for f in scenarios], "{:,.3f}")],
-                axis_title="throttled calls per order",
-            ),
-            BarsPanel(
-                "Cost per million orders",
-                [
-                    Bars("cost, Standard", cost("total_standard"), "${:,.0f}"),
-                    Bars("cost, Express children", cost("total_express_children"), "${:,.0f}"),
-                ],
-                axis_title="dollars (modelled)",
-            ),
+            BarsPanel("Makespan against the bound", makespans, axis_title="seconds"),
+            BarsPanel("429s per order", throttles, axis_title="throttled calls per order"),
+            BarsPanel("Cost per million orders", costs, axis_title="dollars (modelled)"),
         ],
-        title="Every scenario: makespan against the bound, 429s per order, cost per million orders",
+        title="Every scenario on each orchestrator: makespan against the bound, 429s per order, "
+        "cost per million orders",
         element_id="scenario-comparison",
     )
 
@@ -411,13 +537,16 @@ def scenario_section(figures: dict[str, Any], by_name: dict[str, dict[str, Any]]
     section = Section(figures["name"], element_id=f"scenario-{index}")
     changed = ", ".join(figures["changed"])
     section.add(Notes([f"{figures['description']}. Changed: {changed}."], bullets=False))
+    if not ran_on_step_functions(figures):
+        section.add(Notes(durable_notes(figures)))
+        return section
     checks = figures["targets"]["checks"]
     if checks:
         rows: list[list[Cell]] = [
             [check["figure"], check["actual"], check["target"], Mark(bool(check["met"]))] for check in checks
         ]
         section.add(Table(CHECK_COLUMNS, rows, caption="Targets"))
-    section.add(Notes(scenario_notes(figures, by_name)))
+    section.add(Notes([*scenario_notes(figures, by_name), *durable_notes(figures)]))
     section.add(scenario_timeline(figures, f"timeline-{index}"))
     return section
 
@@ -428,7 +557,9 @@ def report_page(document: dict[str, Any]) -> Page:
     page.add(summary_table(document))
     page.add(scenario_comparison_chart(document))
     page.add(Section("How to read it").add(Notes(reading_notes(document))))
-    by_name = {figures["name"]: figures for figures in document["scenarios"]}
+    by_name = {
+        figures["name"]: figures for figures in document["scenarios"] if ran_on_step_functions(figures)
+    }
     for index, figures in enumerate(document["scenarios"]):
         page.add(scenario_section(figures, by_name, index))
     engine = engine_notes(document)

@@ -57,6 +57,26 @@ def lower_bound_seconds(
 
 
 @dataclass(frozen=True)
+class DurablePrices:
+    """Lambda durable functions' own charges, on top of the Lambda requests and duration they also pay.
+
+    Durable operations: $8.00 per million, as https://aws.amazon.com/lambda/pricing/ gives it in its
+    durable functions pricing example (us-east-1), read 2026-12-02 through a transcription of that page
+    dated 2026-09-20 (the page renders its rate tables client-side). Data written ($0.25 per GB) and data
+    retained ($0.15 per GB-month): the rates AWS announced with durable functions at re:Invent 2025, not
+    found in a stored copy of the pricing page on 2026-12-02; check them there before quoting a cost.
+    """
+
+    as_of: str = (
+        "us-east-1, read 2026-12-02: https://aws.amazon.com/lambda/pricing/ (durable operations $8.00/M, "
+        "its pricing example); data written $0.25/GB and retained $0.15/GB-month as announced, unverified"
+    )
+    per_operation: float = 8.00 / 1_000_000
+    per_gb_written: float = 0.25
+    per_gb_month_retained: float = 0.15
+
+
+@dataclass(frozen=True)
 class UnitPrices:
     """us-east-1 list prices the cost model multiplies by; ``as_of`` says where they come from."""
 
@@ -76,6 +96,7 @@ class UnitPrices:
     lambda_per_gb_second: float = 0.0000166667
     # https://aws.amazon.com/dynamodb/pricing/on-demand/ (write request units)
     dynamodb_per_write_unit: float = 0.625 / 1_000_000
+    durable: DurablePrices = DurablePrices()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

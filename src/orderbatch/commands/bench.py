@@ -31,6 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "10000; soak runs on its own)",
     )
     bench.add_argument(
+        "--orchestrators",
+        nargs="+",
+        choices=["stepfunctions", "durable"],
+        default=["stepfunctions", "durable"],
+        help="run each scenario's batch through the state machine, the durable function "
+        "(DurableOrderBatchFunction), or both, each on a fresh local cloud (default both)",
+    )
+    bench.add_argument(
         "--minutes",
         type=float,
         default=30.0,
@@ -78,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from orderbatch.bench.report import format_details, format_table, write_html, write_json
     from orderbatch.bench.runner import progress_printer
     from orderbatch.capacity.scenario import BenchSettings
-    from orderbatch.plan.scenarios import bench_forecast
+    from orderbatch.plan.scenarios import bench_forecast, durable_bench_forecast
 
     if args.orders < 1 or args.account_concurrency < 1 or args.work < 0:
         print("--orders and --account-concurrency must be positive, --work not negative", file=sys.stderr)
@@ -107,10 +115,15 @@ def run(args: argparse.Namespace) -> int:
             progress=progress_printer(sys.stderr, interactive=interactive),
             announce=announce,
             forecast=bench_forecast,
+            orchestrators=tuple(args.orchestrators),
+            durable_forecast=durable_bench_forecast,
         )
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except ValueError as error:
+        print(f"orderbatch bench: {error}", file=sys.stderr)
+        return 2
     print(format_table(document["scenarios"]))
     print()
     print(format_details(document))

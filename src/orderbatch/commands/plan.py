@@ -11,10 +11,14 @@ from typing import TYPE_CHECKING
 from orderbatch.project import default_template
 
 if TYPE_CHECKING:
+    from orderbatch.plan.durable import DurableModel
     from orderbatch.plan.settings import PlanSettings
+
+ORCHESTRATORS = ("stepfunctions", "durable")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from orderbatch.plan import durable as durable_defaults
     from orderbatch.plan import settings as defaults
     from orderbatch.plan.workflow import RETRIER_TRANSFORMS
 
@@ -125,6 +129,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"(default {defaults.DEFAULT_STEP_OVERHEAD_SECONDS}, assumed)",
     )
     plan.add_argument("--retrier", choices=list(RETRIER_TRANSFORMS), default="app", help="retrier variant")
+    plan.add_argument(
+        "--orchestrators",
+        nargs="+",
+        choices=ORCHESTRATORS,
+        default=list(ORCHESTRATORS),
+        help="plan the batch on the state machine, the durable function (DurableOrderBatchFunction), or "
+        "both side by side (default both; a --sweep plans the state machine only)",
+    )
+    plan.add_argument(
+        "--chained-throttles",
+        choices=["orchestrator", "service"],
+        default="orchestrator",
+        help="durable: a 429 on a chained invoke fails the invoke and the orchestrator's retrier waits "
+        "(orchestrator, what the app is written for), or the service retries it unseen (service, as the "
+        "local cloud does); default orchestrator",
+    )
+    plan.add_argument(
+        "--replay",
+        metavar="BASE[,PER_OPERATION]",
+        help="seconds one durable replay takes, and more per checkpointed operation in the execution's "
+        f"history (default {durable_defaults.DEFAULT_REPLAY_BASE_SECONDS:g},"
+        f"{durable_defaults.DEFAULT_REPLAY_PER_OPERATION_SECONDS:g}, assumed)",
+    )
     plan.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same plan")
     plan.add_argument(
         "--sweep",
@@ -148,9 +175,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from orderbatch.lint.template_model import read_template_file
+    from orderbatch.plan.durable import OperationsLimitError
     from orderbatch.plan.report import (
         TABLE_LEGEND,
         document,
+        format_durable_summary,
+        format_side_by_side,
         format_summary,
         format_table,
         write_html,
@@ -169,11 +199,19 @@ def run(args: argparse.Namespace) -> int:
         )
         sweep = Sweep.parse(args.sweep) if args.sweep else None
         results = run_sweep(request, sweep) if sweep else [request.run()]
+        durable = []
+        if "durable" in args.orchestrators and not sweep:
+            try:
+                durable = [request.run_durable(_durable_model(args.replay, args.chained_throttles))]
+            except OperationsLimitError as error:
+                if "stepfunctions" not in args.orchestrators:
+                    raise
+                print(f"orderbatch plan: durable function not planned: {error}", file=sys.stderr)
     except (ValueError, OSError) as error:
         print(f"orderbatch plan: {error}", file=sys.stderr)
         return 2
     best = choose_best(results) if sweep else None
-    doc = document(results, best)
+    doc = document(results, best, durable)
     if args.json == "-":
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -183,8 +221,15 @@ def run(args: argparse.Namespace) -> int:
             print(TABLE_LEGEND)
             assert best is not None
             print(f"Best: {best[1]}")
+        elif durable and "stepfunctions" not in args.orchestrators:
+            print(format_durable_summary(durable[0]))
         else:
             print(format_summary(results[0]))
+            if durable:
+                print()
+                print(format_durable_summary(durable[0]))
+                print()
+                print(format_side_by_side(results[0], durable[0]))
         if args.json:
             write_json(doc, Path(args.json))
             print(f"JSON: {args.json}", file=sys.stderr)
@@ -222,6 +267,28 @@ def _settings(args: argparse.Namespace) -> PlanSettings:
         start_executions_burst=args.start_executions_per_second,
         step_overhead_seconds=args.step_overhead,
         seed=args.seed,
+    )
+
+
+def _durable_model(text: str | None, chained_throttles: str) -> DurableModel:
+    from orderbatch.plan.durable import DurableModel
+
+    service = chained_throttles == "service"
+    if text is None:
+        return DurableModel(service_retries_chained_throttles=service)
+    parts = [part.strip() for part in text.split(",")]
+    try:
+        numbers = [float(part) for part in parts]
+    except ValueError:
+        raise ValueError(f"--replay {text!r} is not BASE[,PER_OPERATION] in seconds") from None
+    if len(numbers) not in (1, 2):
+        raise ValueError(f"--replay {text!r} is not BASE[,PER_OPERATION] in seconds")
+    return DurableModel(
+        replay_base_seconds=numbers[0],
+        replay_per_operation_seconds=numbers[1]
+        if len(numbers) == 2
+        else DurableModel.replay_per_operation_seconds,
+        service_retries_chained_throttles=service,
     )
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orderbatch.plan.durable import DurableResult
 from orderbatch.plan.results import PlanResult
 from orderbatch.reports import (
     Bars,
@@ -97,6 +98,100 @@ def format_summary(result: PlanResult) -> str:
     return "\n".join(lines)
 
 
+def format_durable_summary(result: DurableResult) -> str:
+    settings, counters, model = result.settings, result.counters, result.model
+    cost = result.cost_per_million_orders
+    ratio = result.bound_ratio
+    lines = [
+        f"Durable plan of DurableOrderBatchFunction: {settings.batches} execution(s) x {settings.orders:,} "
+        f"orders, map max_concurrency {result.max_concurrency}, replay {model.replay_base_seconds:g} s + "
+        f"{model.replay_per_operation_seconds:g} s per checkpointed operation (assumed).",
+        f"Makespan {result.makespan_seconds:,.1f} s; bound {result.bound_seconds:,.1f} s"
+        + ("" if ratio is None else f"; ratio {ratio:.2f}")
+        + ".",
+        f"Orders: {counters.succeeded:,} succeeded, {counters.failed_throttled:,} failed after their 429 "
+        f"retries ({counters.compensated:,} compensated, {counters.compensation_failed:,} compensation "
+        "failed).",
+        f"Lambda: {result.throttles_per_order:.3f} 429s per order ({counters.task_throttles:,} on chained "
+        f"invokes, {counters.orchestrator_throttles:,} on the orchestrator's own invocations), "
+        f"{counters.orchestrator_invocations:,} orchestrator invocations ({result.replays_per_order:.3f} "
+        f"per order, {counters.orchestrator_seconds:,.1f} s replaying), {counters.cold_starts:,} cold "
+        f"starts, peak {counters.peak_concurrency} running of {settings.account_concurrency}.",
+        f"Durable: {result.operations_per_order:.2f} operations per order ({counters.waits:,} waits); "
+        f"at most {counters.max_operations_per_execution:,} in one execution (limit 25,000"
+        + ("; OVER IT: split the batches" if result.over_operations_limit else "")
+        + ").",
+        f"Cost per million orders: ${cost['total_durable']:,.2f} (Lambda ${cost['lambda']:,.2f}, "
+        f"DynamoDB ${cost['dynamodb']:,.2f}, durable functions ${cost['durable_functions']:,.2f}).",
+        f"Simulated in {result.wall_seconds:.2f} s (virtual time, seed {settings.seed}).",
+    ]
+    return "\n".join(lines)
+
+
+SIDE_BY_SIDE_COLUMNS = (
+    ("orchestrator", 28),
+    ("makespan s", 11),
+    ("bound s", 10),
+    ("ratio", 6),
+    ("failed", 8),
+    ("429/ord", 8),
+    ("invoc/ord", 9),
+    ("$/M", 9),
+)
+
+
+def format_side_by_side(sfn: PlanResult, durable: DurableResult) -> str:
+    """One line per orchestrator: the same batch, quota and durations; invoc/ord counts every Lambda
+    invocation (tasks, and for durable functions the orchestrator's replays)."""
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            cell.ljust(width) if index == 0 else cell.rjust(width)
+            for index, (cell, (_, width)) in enumerate(zip(cells, SIDE_BY_SIDE_COLUMNS, strict=True))
+        )
+
+    def ratio(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    sfn_cost = sfn.cost_per_million_orders
+    durable_cost = durable.cost_per_million_orders
+    durable_calls = durable.counters.task_calls + durable.counters.orchestrator_invocations
+    rows = [
+        [
+            "Step Functions Standard",
+            f"{sfn.makespan_seconds:,.1f}",
+            f"{sfn.bound_seconds:,.1f}",
+            ratio(sfn.bound_ratio),
+            f"{sfn.failed_orders:,}",
+            f"{sfn.throttles_per_order:.3f}",
+            f"{sfn.calls_per_order:.2f}",
+            f"{sfn_cost['total_standard']:,.2f}",
+        ],
+        [
+            "Step Functions Express child",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            f"{sfn_cost['total_express_children']:,.2f}",
+        ],
+        [
+            "durable function",
+            f"{durable.makespan_seconds:,.1f}",
+            f"{durable.bound_seconds:,.1f}",
+            ratio(durable.bound_ratio),
+            f"{durable.failed_orders:,}",
+            f"{durable.throttles_per_order:.3f}",
+            f"{durable_calls / durable.orders:.2f}",
+            f"{durable_cost['total_durable']:,.2f}",
+        ],
+    ]
+    header = line([name for name, _ in SIDE_BY_SIDE_COLUMNS])
+    return "\n".join([header, "-" * len(header), *(line(row) for row in rows)])
+
+
 def _cells(result: PlanResult) -> list[str]:
     cost = result.cost_per_million_orders
     ratio = result.bound_ratio
@@ -135,9 +230,16 @@ TABLE_LEGEND = (
 )
 
 
-def document(results: list[PlanResult], best: tuple[PlanResult, str] | None = None) -> dict[str, Any]:
-    """The JSON document: every run (its timeline at bounded resolution) and the best setting, if swept."""
+def document(
+    results: list[PlanResult],
+    best: tuple[PlanResult, str] | None = None,
+    durable: list[DurableResult] | None = None,
+) -> dict[str, Any]:
+    """The JSON document: every run (its timeline at bounded resolution), the best setting, if swept, and
+    the durable function's runs of the same batch, if planned."""
     doc: dict[str, Any] = {"runs": [result.to_json() for result in results]}
+    if durable:
+        doc["durable_runs"] = [result.to_json() for result in durable]
     if best is not None:
         doc["best"] = {"label": best[0].label, "reason": best[1]}
     return doc

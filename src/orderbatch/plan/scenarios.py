@@ -15,6 +15,7 @@ from typing import Any
 from orderbatch.capacity.retriers import with_docs_retrier, without_throttle_jitter
 from orderbatch.capacity.scenario import BenchSettings, Scenario, neighbour_for
 from orderbatch.lint.template_model import TemplateModel, read_template_file
+from orderbatch.plan.durable import DurableModel, simulate_durable
 from orderbatch.plan.results import PlanResult
 from orderbatch.plan.settings import PlanSettings
 from orderbatch.plan.simulator import simulate
@@ -82,4 +83,30 @@ def bench_forecast(scenario: Scenario, settings: BenchSettings) -> dict[str, Any
         "throttles_per_order": round(plan.throttles_per_order, 3),
         "failed_orders": plan.failed_orders,
         "transitions_per_order": round(plan.transitions_per_order, 2),
+    }
+
+
+def durable_bench_forecast(scenario: Scenario, settings: BenchSettings) -> dict[str, Any] | None:
+    """The durable model's figures beside a measured durable run: the same N, C, d, MaxConcurrency and
+    neighbour; the docs retrier (429s not retried) as the bench sets it, and the app's retrier where the
+    durable function has no counterpart of a rewrite (no jitter). None where ``bench_forecast`` has none."""
+    if scenario.work_seconds == 0:
+        return None
+    if scenario.work_seconds is not None:
+        settings = dataclasses.replace(settings, work_seconds=scenario.work_seconds)
+    retrier = "docs" if retrier_name(scenario) == "docs" else "app"
+    workflow = load_workflow(
+        read_template_file(settings.template),
+        retrier=retrier,
+        map_state=BENCH_MAP_STATES[scenario.source_for(settings.orders)],
+    )
+    # The local cloud retries a throttled chained invoke in the service, so the forecast does too.
+    model = DurableModel(service_retries_chained_throttles=True)
+    plan = simulate_durable(workflow, scenario_settings(scenario, settings), model)
+    return {
+        "makespan_seconds": round(plan.makespan_seconds, 2),
+        "throttles_per_order": round(plan.throttles_per_order, 3),
+        "failed_orders": plan.failed_orders,
+        "replays_per_order": round(plan.replays_per_order, 3),
+        "operations_per_order": round(plan.operations_per_order, 2),
     }

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from orderbatch.lint.template_model import TemplateModel
+from orderbatch.plan.durable import DurableModel, DurableResult, simulate_durable
 from orderbatch.plan.results import PlanResult
 from orderbatch.plan.settings import PlanSettings
 from orderbatch.plan.simulator import simulate
-from orderbatch.plan.workflow import RETRIER_TRANSFORMS, load_workflow
+from orderbatch.plan.workflow import RETRIER_TRANSFORMS, Workflow, load_workflow
 
 RETRIER_KEY = "retrier"
 MAX_CONCURRENCY_KEY = "MaxConcurrency"
@@ -52,15 +53,23 @@ class PlanRequest:
     state_machine: str | None = None
     map_state: str | None = None
 
-    def run(self, label: str = "") -> PlanResult:
-        workflow = load_workflow(
+    def workflow(self) -> Workflow:
+        return load_workflow(
             self.model,
             parameter_overrides=self.parameter_overrides,
             retrier=self.retrier,
             state_machine=self.state_machine,
             map_state=self.map_state,
         )
-        return simulate(workflow, self.settings).labelled(label)
+
+    def run(self, label: str = "") -> PlanResult:
+        return simulate(self.workflow(), self.settings).labelled(label)
+
+    def run_durable(self, model: DurableModel | None = None, label: str = "") -> DurableResult:
+        """The same batch through DurableOrderBatchFunction: its map reads the same MapMaxConcurrency and
+        its 429 backoff the same ThrottleRetry parameters, so the workflow read for the state machine
+        gives the durable model its steps, memory and retrier."""
+        return simulate_durable(self.workflow(), self.settings, model).labelled(label)
 
     def varied(self, key: str, value: str) -> PlanRequest:
         if key == RETRIER_KEY:
