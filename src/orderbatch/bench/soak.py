@@ -25,8 +25,19 @@ from typing import Any
 from order_processing.contract import BATCH_FUNCTIONS, COMPENSATION_FUNCTION
 from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.bench import resources
+from orderbatch.bench.memory_trace import MemoryTracer, trace_path_from_environment
 from orderbatch.bench.runner import MACHINE_SECONDS_PER_ORDER, STEP_FUNCTIONS
 from orderbatch.bench.scenarios import SOAK
+from orderbatch.faults.crash_cases import STATE_MACHINE
+from orderbatch.localcloud.lambda_service.faults import (
+    Crash,
+    DuplicateExecution,
+    ErrorAfterBody,
+    ErrorBeforeBody,
+    RecordCalls,
+    ResponseDelay,
+    Timeout,
+)
 from orderbatch.reports import (
     Cell,
     Chart,
@@ -48,6 +59,11 @@ CRASH_POINTS = ("before_body", "before_call:1", "after_call:1", "before_response
 RESPONSE_DELAY_SECONDS = 2.0
 POLL_SECONDS = 1.0
 BATCH_SOURCES = ("inline", "s3")
+# The growing allocation sites the JSON report keeps when memory is traced (the trace file has more).
+MEMORY_SITES_IN_REPORT = 10
+LONG_RUN_MINUTES = 30.0
+LONG_RUN_BASELINE_MINUTE = 10.0
+SHORT_RUN_BASELINE_MINUTE = 5.0
 
 
 @dataclass(frozen=True)
@@ -62,10 +78,19 @@ class SoakSettings:
     in_flight: int = 2
     neighbour_on_seconds: float = 30.0
     neighbour_off_seconds: float = 60.0
-    # Memory is judged against the first report at or after this many minutes (warm-up excluded).
-    baseline_minute: float = 5.0
-    max_memory_growth: float = 0.10
+    # Memory is judged against the first report at or after this many minutes (warm-up excluded); None:
+    # minute 10 for runs of 30 minutes or more, minute 5 for shorter ones.
+    baseline_minute: float | None = None
+    max_memory_growth: float = 0.05
     seed: int = 7
+    # Where the allocation sites that grew since the baseline minute are written (None: no tracing).
+    trace_memory: Path | None = None
+
+    @property
+    def judged_from_minute(self) -> float:
+        if self.baseline_minute is not None:
+            return self.baseline_minute
+        return LONG_RUN_BASELINE_MINUTE if self.minutes >= LONG_RUN_MINUTES else SHORT_RUN_BASELINE_MINUTE
 
     @property
     def neighbour_slots(self) -> int:
@@ -73,23 +98,30 @@ class SoakSettings:
 
 
 def fault_plan(settings: SoakSettings, cycle: int) -> dict[str, Any]:
-    """Every outcome fault at ``fault_probability`` on every batch function, plus the neighbour's window."""
+    """Every fault kind the local cloud has, at ``fault_probability``: each outcome kind and ``record_calls``
+    on every batch function, ``latency`` (the work) on the step functions, ``duplicate_execution`` on the
+    state machine's EXPRESS children, plus the neighbour's window."""
     probability = settings.fault_probability
     rules: list[dict[str, Any]] = []
+    machine_rules: list[dict[str, Any]] = []
     if probability > 0:
         rules = [
-            {"kind": "error_before_body", "probability": probability},
-            {"kind": "error_after_body", "probability": probability},
-            {"kind": "timeout", "phase": "before_body", "probability": probability},
-            {"kind": "timeout", "phase": "after_body", "probability": probability},
-            {"kind": "response_delay", "seconds": RESPONSE_DELAY_SECONDS, "probability": probability},
+            {"kind": ErrorBeforeBody.kind, "probability": probability},
+            {"kind": ErrorAfterBody.kind, "probability": probability},
+            {"kind": Timeout.kind, "phase": "before_body", "probability": probability},
+            {"kind": Timeout.kind, "phase": "after_body", "probability": probability},
+            {"kind": ResponseDelay.kind, "seconds": RESPONSE_DELAY_SECONDS, "probability": probability},
+            {"kind": RecordCalls.kind, "probability": probability},
             # One crash kind, its probability spread over the points, so a crash lands at a random one.
             *(
-                {"kind": "crash", "point": point, "probability": probability / len(CRASH_POINTS)}
+                {"kind": Crash.kind, "point": point, "probability": probability / len(CRASH_POINTS)}
                 for point in CRASH_POINTS
             ),
         ]
+        machine_rules = [{"kind": DuplicateExecution.kind, "probability": probability}]
     functions: dict[str, list[dict[str, Any]]] = {name: list(rules) for name in BATCH_FUNCTIONS}
+    if machine_rules:
+        functions[STATE_MACHINE] = machine_rules
     plan: dict[str, Any] = {
         "seed": settings.seed + cycle,
         "functions": functions,
@@ -169,7 +201,9 @@ def format_interval(interval: Interval) -> str:
 
 
 class SoakRun:
-    def __init__(self, cloud: Any, settings: SoakSettings, announce: Announce) -> None:
+    def __init__(
+        self, cloud: Any, settings: SoakSettings, announce: Announce, tracer: MemoryTracer | None = None
+    ) -> None:
         from orderbatch.app_batches import fixture_skus
         from orderbatch.audit import BatchLocations
 
@@ -187,6 +221,8 @@ class SoakRun:
         self.baseline_rss_mib: float | None = None
         self.submitted = 0
         self.cycles = 0
+        self.tracer = tracer
+        self.memory_growth_sites: list[dict[str, Any]] = []
 
     def run(self) -> None:
         settings = self.settings
@@ -213,6 +249,8 @@ class SoakRun:
             if time.monotonic() >= next_report:
                 self._report(started)
                 next_report += settings.report_every_seconds
+            elif self.tracer is not None and self.tracer.dump_requested:
+                self._trace(started)
             time.sleep(POLL_SECONDS)
         service.set_fault_plan(None)
         self._report(started)
@@ -277,7 +315,7 @@ class SoakRun:
     def _report(self, started: float) -> None:
         sample = resources.memory()
         minute = (time.monotonic() - started) / 60
-        if self.baseline_rss_mib is None and minute >= self.settings.baseline_minute:
+        if self.baseline_rss_mib is None and minute >= self.settings.judged_from_minute:
             self.baseline_rss_mib = sample.process_rss_mib
         baseline = self.baseline_rss_mib
         totals = self.totals
@@ -297,6 +335,18 @@ class SoakRun:
         )
         self.intervals.append(interval)
         self.announce(format_interval(interval))
+        if self.tracer is not None and baseline is not None:
+            self._trace(started)
+
+    def _trace(self, started: float) -> None:
+        """The reference snapshot at the baseline minute; the growth since it at every later report."""
+        assert self.tracer is not None
+        label = f"minute {(time.monotonic() - started) / 60:.1f}"
+        if not self.tracer.has_reference:
+            self.tracer.set_reference(label)
+            return
+        sites = self.tracer.dump(label)
+        self.memory_growth_sites = [asdict(site) for site in sites[:MEMORY_SITES_IN_REPORT]]
 
 
 def verdict(settings: SoakSettings, totals: SoakTotals, intervals: list[Interval]) -> dict[str, Any]:
@@ -312,7 +362,7 @@ def verdict(settings: SoakSettings, totals: SoakTotals, intervals: list[Interval
         "doubled": {"actual": totals.doubled, "target": 0, "met": totals.doubled == 0},
         "local_cloud_rss_flat": {
             "actual": None if worst is None else round(worst, 4),
-            "target": f"within {settings.max_memory_growth:.0%} of minute {settings.baseline_minute:g}",
+            "target": f"within {settings.max_memory_growth:.0%} of minute {settings.judged_from_minute:g}",
             # None: the run ended before the baseline minute, so flatness was not judged.
             "met": memory_met,
         },
@@ -329,20 +379,29 @@ def run_soak(settings: SoakSettings, announce: Announce = lambda _text: None) ->
         account_concurrency=settings.quota,
         map_max_concurrency=SOAK.max_concurrency(settings.quota),
         state_dir=state_dir,
+        # S3 batches run EXPRESS children, the only ones duplicate_execution can run twice.
+        parameter_overrides={"ChildExecutionType": "EXPRESS"},
     )
+    trace_path = settings.trace_memory or trace_path_from_environment()
+    tracer = MemoryTracer(trace_path).start() if trace_path is not None else None
     started = time.monotonic()
     try:
         with LocalCloud(config) as cloud:
             announce(
                 f"local cloud up in {time.monotonic() - started:.0f} s; soaking for {settings.minutes:g} min"
             )
-            run = SoakRun(cloud, settings, announce)
+            if tracer is not None:
+                announce(f"tracing allocations to {tracer.path} (kill -USR2 {os.getpid()} dumps now)")
+            run = SoakRun(cloud, settings, announce, tracer)
             run.run()
     finally:
+        if tracer is not None:
+            tracer.stop()
         shutil.rmtree(state_dir, ignore_errors=True)
     document_settings = {
         key: str(value) if isinstance(value, Path) else value for key, value in asdict(settings).items()
     }
+    document_settings["baseline_minute"] = settings.judged_from_minute
     return {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "settings": {**document_settings, "max_concurrency": SOAK.max_concurrency(settings.quota)},
@@ -355,6 +414,7 @@ def run_soak(settings: SoakSettings, announce: Announce = lambda _text: None) ->
             "intervals": [asdict(interval) for interval in run.intervals],
             "batches": run.batches,
             "verdict": verdict(settings, run.totals, run.intervals),
+            "memory_growth_sites": run.memory_growth_sites,
         },
         "seconds": round(time.monotonic() - started, 1),
     }
