@@ -1,11 +1,12 @@
 """Opt-in allocation tracing of the local cloud's process, to name what still grows during a soak.
 
 The soak harness shares the local cloud's process, so ``tracemalloc`` there sees every allocation the
-local cloud keeps. ``MemoryTracer`` takes a reference snapshot at the baseline minute and, at every later
-report (and whenever the process gets SIGUSR2), writes the allocation sites that grew most since then:
-by line, and by the few frames above it that say who holds the memory. Each dump replaces the file, so
-the last one covers the longest stretch. Tracing costs CPU and memory of its own: it is off unless asked
-for (``--trace-memory FILE`` or ``ORDERBATCH_TRACE_MEMORY=FILE``).
+local cloud keeps. ``MemoryTracer`` starts tracing at the reference point (the soak's baseline minute):
+what it sees are only allocations made since, and at every later report (and whenever the process gets
+SIGUSR2) it writes the sites whose memory still alive grew most: by line, and by the few frames above it
+that say who holds the memory. Each dump replaces the file, so the last one covers the longest stretch.
+Tracing slows every allocation of the process, so it starts late and is off unless asked for
+(``--trace-memory FILE`` or ``ORDERBATCH_TRACE_MEMORY=FILE``).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class MemoryTracer:
         self._previous_handler: signal.Handlers | object | None = None
 
     def start(self) -> MemoryTracer:
-        tracemalloc.start(self.frames)
+        """Listens for the dump signal; tracing itself starts with the reference (``set_reference``)."""
         if threading.current_thread() is threading.main_thread():
             self._previous_handler = signal.signal(DUMP_SIGNAL, self._on_signal)
         return self
@@ -69,7 +70,8 @@ class MemoryTracer:
             signal.signal(DUMP_SIGNAL, self._previous_handler)  # type: ignore[arg-type]
             self._previous_handler = None
         self._reference = None
-        tracemalloc.stop()
+        if tracemalloc.is_tracing():
+            tracemalloc.stop()
 
     def _on_signal(self, _signum: int, _frame: FrameType | None) -> None:
         # Taking a snapshot inside a signal handler could run in the middle of any allocation: the
@@ -85,6 +87,8 @@ class MemoryTracer:
         return self._reference is not None
 
     def set_reference(self, label: str) -> None:
+        if not tracemalloc.is_tracing():
+            tracemalloc.start(self.frames)
         self._reference = self._snapshot()
         self._reference_label = label
 
