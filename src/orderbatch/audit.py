@@ -591,7 +591,10 @@ class LogTail:
     lines_read: int = 0
     bytes_read: int = 0
 
-    def new_lines(self) -> Iterator[str]:
+    def new_lines(self, containing: str | None = None) -> Iterator[str]:
+        """The complete lines written since the last read (only those ``containing`` the text, if given:
+        the rest are counted but not decoded, which matters for logs that record every AWS call)."""
+        marker = containing.encode() if containing is not None else None
         if not self.log_dir.exists():
             return
         for path in sorted(self.log_dir.rglob("*.log")):
@@ -608,9 +611,10 @@ class LogTail:
             complete = chunk.rfind(b"\n") + 1
             self.offsets[path] = offset + complete
             self.bytes_read += complete
-            for line in chunk[:complete].decode(errors="replace").splitlines():
-                self.lines_read += 1
-                yield line
+            self.lines_read += chunk.count(b"\n", 0, complete)
+            for line in chunk[:complete].splitlines():
+                if marker is None or marker in line:
+                    yield line.decode(errors="replace")
 
 
 @dataclass
@@ -630,7 +634,7 @@ class BodyRunTally:
     audited: deque[frozenset[str]] = field(default_factory=deque)
 
     def update(self) -> Mapping[tuple[str, str], int]:
-        for line in self.tail.new_lines():
+        for line in self.tail.new_lines(containing=self.message):
             key = _step_and_order(line, self.message)
             if key is not None and not any(key[1] in orders for orders in self.audited):
                 self.pending[key] += 1

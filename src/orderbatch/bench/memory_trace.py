@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sysconfig
 import threading
 import tracemalloc
 from dataclasses import dataclass
@@ -21,15 +22,10 @@ from types import FrameType
 
 TRACE_MEMORY_VARIABLE = "ORDERBATCH_TRACE_MEMORY"
 DUMP_SIGNAL = signal.SIGUSR2
-# Enough frames to get from a generic container (a dict, a list) to the object that keeps it.
-TRACEBACK_FRAMES = 12
+# Enough frames to get out of a deep copy or a JSON decode to the code that asked for it.
+TRACEBACK_FRAMES = 30
 TOP_SITES = 25
-# The tracer's own bookkeeping and the import system are not what the local cloud holds.
-_IGNORED_FILES = (
-    tracemalloc.__file__,
-    "<frozen importlib._bootstrap>",
-    "<frozen importlib._bootstrap_external>",
-)
+_STANDARD_LIBRARY = sysconfig.get_paths()["stdlib"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +106,10 @@ class MemoryTracer:
             "by line: size change KiB, count change, size now KiB, where",
             *(_format_site(site) for site in by_line),
             "",
+            "by caller (the innermost frame outside the standard library): size change KiB, count change, "
+            "size now KiB, where",
+            *(_format_site(site) for site in by_caller(current, self._reference, self.top)),
+            "",
             "by traceback (innermost frame last): size change KiB, count change, size now KiB",
         ]
         for site in by_traceback:
@@ -119,8 +119,9 @@ class MemoryTracer:
         return by_line
 
     def _snapshot(self) -> tracemalloc.Snapshot:
-        snapshot = tracemalloc.take_snapshot()
-        return snapshot.filter_traces([tracemalloc.Filter(False, name) for name in _IGNORED_FILES])
+        # Unfiltered: filtering runs in Python over every trace while holding the GIL, which stalls the
+        # whole local cloud; tracing starts late, so the import system's allocations are not in it.
+        return tracemalloc.take_snapshot()
 
 
 def growth(
@@ -144,6 +145,31 @@ def growth(
             )
         )
     return sites
+
+
+def by_caller(current: tracemalloc.Snapshot, reference: tracemalloc.Snapshot, top: int) -> list[GrowthSite]:
+    """Growth summed by the innermost frame outside the standard library: a ``copy.deepcopy`` or a
+    ``json.loads`` allocates, but the line that called it is what keeps the result."""
+    size: dict[str, int] = {}
+    count: dict[str, int] = {}
+    now: dict[str, int] = {}
+    for difference in current.compare_to(reference, "traceback"):
+        caller = _caller(difference.traceback)
+        size[caller] = size.get(caller, 0) + difference.size_diff
+        count[caller] = count.get(caller, 0) + difference.count_diff
+        now[caller] = now.get(caller, 0) + difference.size
+    ranked = sorted((where for where in size if size[where] > 0), key=lambda where: size[where], reverse=True)
+    return [
+        GrowthSite(where, round(size[where] / 1024, 1), count[where], round(now[where] / 1024, 1))
+        for where in ranked[:top]
+    ]
+
+
+def _caller(traceback: tracemalloc.Traceback) -> str:
+    for frame in reversed(traceback):  # tracemalloc orders frames from the oldest to the innermost
+        if not frame.filename.startswith(_STANDARD_LIBRARY):
+            return f"{frame.filename}:{frame.lineno}"
+    return str(traceback[-1]) if len(traceback) else "?"
 
 
 def _format_site(site: GrowthSite) -> str:
