@@ -167,6 +167,7 @@ class _Batch:
     status: str | None = None
     reconcile_after: float = 0.0
     reconciled: dict[str, int] | None = None
+    stop_requested: bool = False
 
 
 @dataclass
@@ -333,10 +334,10 @@ class SoakRun:
         if batch.status is None:
             status = self.sfn.describe_execution(executionArn=batch.execution_arn)["status"]
             if status == "RUNNING":
-                if seconds <= batch_deadline_seconds(self.settings):
-                    return False
-                self.sfn.stop_execution(executionArn=batch.execution_arn, cause="soak batch deadline")
-                status = self.sfn.describe_execution(executionArn=batch.execution_arn)["status"]
+                if seconds > batch_deadline_seconds(self.settings) and not batch.stop_requested:
+                    self.sfn.stop_execution(executionArn=batch.execution_arn, cause="soak batch deadline")
+                    batch.stop_requested = True
+                return False  # a stopped execution is ABORTED at a later poll
             batch.status = status
         needs_reconcile = batch.status != "SUCCEEDED" and batch.reconciled is None
         if needs_reconcile and (now < batch.reconcile_after or not self._reconcile(batch)):
