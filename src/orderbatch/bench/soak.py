@@ -560,7 +560,7 @@ def format_summary(document: dict[str, Any]) -> str:
         "faults injected: "
         + (", ".join(f"{kind} {count}" for kind, count in totals.get("injected", {}).items()) or "none")
         + f" over {soak['fault_plan_cycles']} cycles of the plan; "
-        + _cycles_line(checks["every_fault_kind_each_cycle"], soak.get("cycle_injections", [])),
+        + _cycles_line(checks.get("every_fault_kind_each_cycle"), soak.get("cycle_injections", [])),
         "goal (0 lost, 0 doubled, RSS flat within "
         f"{settings['max_memory_growth']:.0%}): "
         + ("met" if soak["verdict"]["met"] else "NOT met")
@@ -569,8 +569,10 @@ def format_summary(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _cycles_line(check: dict[str, Any], cycles: list[dict[str, Any]]) -> str:
+def _cycles_line(check: dict[str, Any] | None, cycles: list[dict[str, Any]]) -> str:
     complete = sum(1 for cycle in cycles if cycle["complete"])
+    if check is None:
+        return "not counted (a document of an earlier soak)"
     if check["met"] is None:
         return "no complete cycle to judge"
     if check["met"]:
