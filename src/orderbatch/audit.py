@@ -19,7 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -167,8 +167,14 @@ def audit_batch(
     dynamodb: Any,
     s3: Any,
     body_runs: Mapping[tuple[str, str], int] | None = None,
+    by_order: bool = False,
 ) -> AuditReport:
-    """Audit a batch run by the state machine: its input, its output and the effect tables."""
+    """Audit a batch run by the state machine: its input, its output and the effect tables.
+
+    ``by_order`` reads the records and effects of the batch's own orders only (one BatchGetItem per 100
+    orders, one Query per order and ledger table) instead of scanning the tables: what it costs then
+    depends on the batch, not on how many batches the tables already hold, as a soak needs.
+    """
     try:
         execution = stepfunctions.describe_execution(executionArn=locations.execution_arn(batch_id))
     except stepfunctions.exceptions.ExecutionDoesNotExist:
@@ -189,9 +195,17 @@ def audit_batch(
         ]
     else:
         # No output: the order records say how each order ended (the steps' writes and reconcile's).
-        orders = _outcomes_from_records(batch_id, status, items, _order_records(locations, dynamodb))
+        order_ids = _usable_order_ids(order for _, order, _ in items) if by_order else None
+        records = _order_records(locations, dynamodb, order_ids)
+        orders = _outcomes_from_records(batch_id, status, items, records)
     report = audit_orders(
-        batch_id, orders, locations, dynamodb=dynamodb, body_runs=body_runs, violations=problems
+        batch_id,
+        orders,
+        locations,
+        dynamodb=dynamodb,
+        body_runs=body_runs,
+        violations=problems,
+        by_order=by_order,
     )
     report.execution_status = status
     return report
@@ -255,8 +269,16 @@ def _number(item: Mapping[str, Any], name: str) -> int | None:
     return int(value) if value is not None else None
 
 
-def _order_records(locations: BatchLocations, dynamodb: Any) -> dict[str, dict[str, Any]]:
-    return {item["order_id"]["S"]: item for item in _scan(dynamodb, locations.orders_table)}
+def _order_records(
+    locations: BatchLocations, dynamodb: Any, order_ids: Iterable[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The order records by ID: every one (a scan), or only those of ``order_ids``."""
+    return {item["order_id"]["S"]: item for item in _records(dynamodb, locations.orders_table, order_ids)}
+
+
+def _usable_order_ids(orders: Iterable[Any]) -> list[str]:
+    ids = (order.get("order_id") if isinstance(order, Mapping) else None for order in orders)
+    return [order_id for order_id in ids if isinstance(order_id, str) and USABLE_ORDER_ID.fullmatch(order_id)]
 
 
 def audit_orders(
@@ -267,8 +289,10 @@ def audit_orders(
     dynamodb: Any,
     body_runs: Mapping[tuple[str, str], int] | None = None,
     violations: Iterable[Violation] = (),
+    by_order: bool = False,
 ) -> AuditReport:
-    """The per-order checks on any list of orders: a batch's, or orders a test invoked directly."""
+    """The per-order checks on any list of orders: a batch's, or orders a test invoked directly.
+    ``by_order``: the effects are read per order (keyed reads) rather than by scanning each table."""
     found_violations = list(violations)
     facts: dict[str, OrderFacts] = {}
     lost: list[str] = []
@@ -307,7 +331,7 @@ def audit_orders(
                 found_violations.append(_violation(entry, "final status", detail))
             entry.outcome = outcome.get("outcome")
 
-    _load_effects(facts, locations, dynamodb)
+    _load_effects(facts, locations, dynamodb, list(facts) if by_order else None)
     for (step, order_id), runs in (body_runs or {}).items():
         if order_id in facts:
             facts[order_id].body_runs[step] = runs
@@ -448,13 +472,51 @@ def _scan(dynamodb: Any, table: str) -> Iterable[dict[str, Any]]:
         yield from page["Items"]
 
 
-def _load_effects(facts: dict[str, OrderFacts], locations: BatchLocations, dynamodb: Any) -> None:
-    for item in _scan(dynamodb, locations.orders_table):
+# BatchGetItem's limit of keys per request.
+BATCH_GET_KEYS = 100
+
+
+def _records(dynamodb: Any, table: str, order_ids: Iterable[str] | None) -> Iterable[dict[str, Any]]:
+    """A table's items: all of them (a scan), or those of ``order_ids``, by key (the tables' partition
+    key is the order ID): BatchGetItem for a table keyed by the order alone, a Query per order else."""
+    if order_ids is None:
+        yield from _scan(dynamodb, table)
+        return
+    ids = sorted(set(order_ids))
+    key_schema = dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
+    if len(key_schema) == 1:
+        for start in range(0, len(ids), BATCH_GET_KEYS):
+            keys = [{"order_id": {"S": order_id}} for order_id in ids[start : start + BATCH_GET_KEYS]]
+            while keys:
+                answer = dynamodb.batch_get_item(RequestItems={table: {"Keys": keys, "ConsistentRead": True}})
+                yield from answer["Responses"].get(table, [])
+                keys = answer.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
+        return
+    paginator = dynamodb.get_paginator("query")
+    for order_id in ids:
+        for page in paginator.paginate(
+            TableName=table,
+            KeyConditionExpression="order_id = :order_id",
+            ExpressionAttributeValues={":order_id": {"S": order_id}},
+            ConsistentRead=True,
+        ):
+            yield from page["Items"]
+
+
+def _load_effects(
+    facts: dict[str, OrderFacts],
+    locations: BatchLocations,
+    dynamodb: Any,
+    order_ids: Sequence[str] | None = None,
+) -> None:
+    """The order records, reservations and ledger entries of the orders in ``facts``: read by scanning
+    the tables, or by key for ``order_ids`` (the same orders) when given."""
+    for item in _records(dynamodb, locations.orders_table, order_ids):
         entry = facts.get(item["order_id"]["S"])
         if entry is not None:
             entry.status = item.get("status", {}).get("S")
             entry.holder_batch = item.get("batch_id", {}).get("S")
-    for item in _scan(dynamodb, locations.reservations_table):
+    for item in _records(dynamodb, locations.reservations_table, order_ids):
         entry = facts.get(item["order_id"]["S"])
         if entry is None:
             continue
@@ -465,7 +527,7 @@ def _load_effects(facts: dict[str, OrderFacts], locations: BatchLocations, dynam
             entry.active_reservations += 1
         else:
             entry.released_reservations += 1
-    for item in _scan(dynamodb, locations.payments_table):
+    for item in _records(dynamodb, locations.payments_table, order_ids):
         entry = facts.get(item["order_id"]["S"])
         if entry is None:
             continue
@@ -495,13 +557,93 @@ def log_lines_per_order(log_dir: Path, message: str) -> dict[tuple[str, str], in
     for path in log_dir.rglob("*.log"):
         with path.open(errors="replace") as lines:
             for line in lines:
-                if message not in line:
-                    continue
-                start = line.find("{")
-                try:
-                    record = json.loads(line[start:])
-                except (ValueError, json.JSONDecodeError):
-                    continue
-                if record.get("message") == message and record.get("order_id"):
-                    runs[(str(record.get("step")), str(record["order_id"]))] += 1
+                key = _step_and_order(line, message)
+                if key is not None:
+                    runs[key] += 1
     return runs
+
+
+def _step_and_order(line: str, message: str) -> tuple[str, str] | None:
+    """(step, order_id) of a structured log line with this message, None for any other line."""
+    if message not in line:
+        return None
+    start = line.find("{")
+    try:
+        record = json.loads(line[start:])
+    except (ValueError, json.JSONDecodeError):
+        return None
+    if not isinstance(record, dict) or record.get("message") != message or not record.get("order_id"):
+        return None
+    return str(record.get("step")), str(record["order_id"])
+
+
+@dataclass
+class LogTail:
+    """The functions' log files read from where the last read stopped: every line is read once.
+
+    Environments append to their own file, a line at a time; a line not yet ended by a newline is left
+    for the next read. What one read costs is what was written since the one before (plus listing the
+    files), not the logs' whole length.
+    """
+
+    log_dir: Path
+    offsets: dict[Path, int] = field(default_factory=dict)
+    lines_read: int = 0
+    bytes_read: int = 0
+
+    def new_lines(self, containing: str | None = None) -> Iterator[str]:
+        """The complete lines written since the last read (only those ``containing`` the text, if given:
+        the rest are counted but not decoded, which matters for logs that record every AWS call)."""
+        marker = containing.encode() if containing is not None else None
+        if not self.log_dir.exists():
+            return
+        for path in sorted(self.log_dir.rglob("*.log")):
+            offset = self.offsets.get(path, 0)
+            try:
+                if path.stat().st_size <= offset:
+                    continue
+                with path.open("rb") as log:
+                    log.seek(offset)
+                    chunk = log.read()
+            except FileNotFoundError:
+                self.offsets.pop(path, None)
+                continue
+            complete = chunk.rfind(b"\n") + 1
+            self.offsets[path] = offset + complete
+            self.bytes_read += complete
+            self.lines_read += chunk.count(b"\n", 0, complete)
+            for line in chunk[:complete].splitlines():
+                if marker is None or marker in line:
+                    yield line.decode(errors="replace")
+
+
+@dataclass
+class BodyRunTally:
+    """Body runs per (step, order_id) counted from the logs as they grow, for orders not audited yet.
+
+    ``update`` reads the lines written since the last update; ``forget`` drops a batch's orders once it
+    is audited (lines of the last ``remembered_batches`` audited batches that still arrive, from
+    invocations that outlived their execution, are dropped instead of held), so what the tally holds
+    is bounded by the batches in flight.
+    """
+
+    tail: LogTail
+    message: str = BODY_RAN_MESSAGE
+    remembered_batches: int = 16
+    pending: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    audited: deque[frozenset[str]] = field(default_factory=deque)
+
+    def update(self) -> Mapping[tuple[str, str], int]:
+        for line in self.tail.new_lines(containing=self.message):
+            key = _step_and_order(line, self.message)
+            if key is not None and not any(key[1] in orders for orders in self.audited):
+                self.pending[key] += 1
+        return self.pending
+
+    def forget(self, order_ids: Iterable[str]) -> None:
+        orders = frozenset(order_ids)
+        for key in [key for key in self.pending if key[1] in orders]:
+            del self.pending[key]
+        self.audited.append(orders)
+        while len(self.audited) > self.remembered_batches:
+            self.audited.popleft()

@@ -124,3 +124,42 @@ def test_the_directive_carries_the_outcome_kind_the_recording_and_the_order_key(
     assert crash is not None
     assert (crash["kind"], crash["point"]) == (Crash.kind, "before_response")
     assert Path(str(crash["once_marker"])).parent == tmp_path
+
+
+def test_the_injector_counts_each_kind_it_injected_and_not_an_outcome_an_earlier_rule_took(
+    tmp_path: Path,
+) -> None:
+    plan = FaultPlan.from_dict(
+        {
+            "functions": {
+                "ChargePaymentFunction": [
+                    {"kind": "error_before_body", "attempts": [1]},
+                    # Fires on attempt 1 too, but the first outcome rule took that attempt's outcome.
+                    {"kind": "error_after_body", "attempts": [1, 3]},
+                    {"kind": "response_delay", "seconds": 1, "attempts": [2]},
+                    {"kind": "record_calls", "attempts": [2, 3]},
+                ],
+                "OrderBatchStateMachine": [{"kind": "duplicate_execution", "attempts": [1]}],
+            },
+            "latency": {"ChargePaymentFunction": 0.1},
+        }
+    )
+    injector = FaultInjector(plan, marker_dir=tmp_path, event_keys=order_event_keys())
+    event = json.dumps({"order": {"order_id": "o-1"}, "batch_id": "b-1"}).encode()
+
+    for _ in range(3):
+        injector.decide("ChargePaymentFunction", event)
+    injector.decide("OrderBatchStateMachine", event)
+    injector.decide("ValidateOrderFunction", event)  # no rules: nothing decided, nothing counted
+
+    assert injector.injected() == {
+        "error_before_body": 1,
+        "error_after_body": 1,
+        "response_delay": 1,
+        "record_calls": 2,
+        "latency": 3,
+        "duplicate_execution": 1,
+    }
+    # The counts outlive a new plan: a soak sets one every cycle and diffs the totals.
+    injector.set_plan(FaultPlan())
+    assert injector.injected()["latency"] == 3

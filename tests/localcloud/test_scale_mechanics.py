@@ -30,8 +30,9 @@ from orderbatch.localcloud.dynamodb import CATALOGUE, tables_named
 from orderbatch.localcloud.lambda_service import FunctionSpec, backends
 from orderbatch.localcloud.lambda_service.environments import PortAllocator, listens_on
 from orderbatch.localcloud.moto_seam.installers import install_dynamodb, install_model_registry
+from orderbatch.localcloud.moto_seam.stepfunctions import stepfunctions_parser_backends
 from orderbatch.localcloud.moto_seam.testing import mock_aws
-from orderbatch.localcloud.stepfunctions import HistoryStore
+from orderbatch.localcloud.stepfunctions import HistoryStore, histories
 from orderbatch.project import PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
@@ -535,3 +536,37 @@ def test_stored_dynamodb_values_have_no_dict_and_behave_as_before() -> None:
     (item,) = backend.tables["Compact"].all_items()
     assert all(not hasattr(value, "__dict__") for value in item.attrs.values())
     assert dynamo_type.DynamoType.__slots__ == ("type", "value")
+
+
+def test_a_finished_execution_keeps_its_input_and_output_compressed_and_describes_them_as_before(
+    cloud: LocalCloud,
+) -> None:
+    sfn = cloud.client("stepfunctions")
+    machine = sfn.create_state_machine(
+        name="echo-orders",
+        definition=json.dumps({"StartAt": "Echo", "States": {"Echo": {"Type": "Pass", "End": True}}}),
+        roleArn="arn:aws:iam::123456789012:role/x",
+    )["stateMachineArn"]
+    orders = [{"order_id": f"o-{n}", "items": [{"sku": "SKU-001", "quantity": n}]} for n in range(300)]
+    given = json.dumps({"orders": orders})  # with the spaces json.dumps puts in, as a caller may send
+
+    arn = sfn.start_execution(stateMachineArn=machine, input=given)["executionArn"]
+    assert wait_for_execution(sfn, arn, timeout=60) == "SUCCEEDED"
+    described = sfn.describe_execution(executionArn=arn)
+    execution = cloud_execution(arn)
+
+    assert described["input"] == given
+    assert described["output"] == json.dumps({"orders": orders}, separators=(",", ":"))
+    # Nothing parsed is left on the finished execution; its compressed texts are a fraction of the JSON.
+    assert (execution.input_data, execution.output, execution.execution_input) == (None, None, None)
+    record = histories._details.get(execution)
+    assert record is not None
+    assert record.input_text is not None
+    assert record.output_text is not None
+    assert len(record.input_text) + len(record.output_text) < len(given) / 5
+
+
+def cloud_execution(arn: str) -> Any:
+    """The moto execution behind the ARN (the local cloud serves moto in this process)."""
+    _, _, _, region, account, *_ = arn.split(":")
+    return stepfunctions_parser_backends[account][region].describe_execution(arn)

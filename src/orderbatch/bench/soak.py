@@ -19,14 +19,32 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
+import boto3
+
 from order_processing.contract import BATCH_FUNCTIONS, COMPENSATION_FUNCTION
-from orderbatch.app_batches import audit_local_batch, local_cloud_config
+from orderbatch.api_client import BatchesApiClient
+from orderbatch.app_batches import local_cloud_config
 from orderbatch.bench import resources
+from orderbatch.bench.memory_trace import MemoryTracer, trace_path_from_environment
 from orderbatch.bench.runner import MACHINE_SECONDS_PER_ORDER, STEP_FUNCTIONS
 from orderbatch.bench.scenarios import SOAK
+from orderbatch.bench.soak_audit import IncrementalAuditor
+from orderbatch.faults.crash_cases import STATE_MACHINE
+from orderbatch.localcloud.lambda_service.faults import (
+    Crash,
+    DuplicateExecution,
+    ErrorAfterBody,
+    ErrorBeforeBody,
+    FaultPlan,
+    RecordCalls,
+    ResponseDelay,
+    Timeout,
+)
+from orderbatch.project import DUMMY_CREDENTIALS
 from orderbatch.reports import (
     Cell,
     Chart,
@@ -48,6 +66,11 @@ CRASH_POINTS = ("before_body", "before_call:1", "after_call:1", "before_response
 RESPONSE_DELAY_SECONDS = 2.0
 POLL_SECONDS = 1.0
 BATCH_SOURCES = ("inline", "s3")
+# The growing allocation sites the JSON report keeps when memory is traced (the trace file has more).
+MEMORY_SITES_IN_REPORT = 10
+LONG_RUN_MINUTES = 30.0
+LONG_RUN_BASELINE_MINUTE = 10.0
+SHORT_RUN_BASELINE_MINUTE = 5.0
 
 
 @dataclass(frozen=True)
@@ -62,10 +85,19 @@ class SoakSettings:
     in_flight: int = 2
     neighbour_on_seconds: float = 30.0
     neighbour_off_seconds: float = 60.0
-    # Memory is judged against the first report at or after this many minutes (warm-up excluded).
-    baseline_minute: float = 5.0
-    max_memory_growth: float = 0.10
+    # Memory is judged against the first report at or after this many minutes (warm-up excluded); None:
+    # minute 10 for runs of 30 minutes or more, minute 5 for shorter ones.
+    baseline_minute: float | None = None
+    max_memory_growth: float = 0.05
     seed: int = 7
+    # Where the allocation sites that grew since the baseline minute are written (None: no tracing).
+    trace_memory: Path | None = None
+
+    @property
+    def judged_from_minute(self) -> float:
+        if self.baseline_minute is not None:
+            return self.baseline_minute
+        return LONG_RUN_BASELINE_MINUTE if self.minutes >= LONG_RUN_MINUTES else SHORT_RUN_BASELINE_MINUTE
 
     @property
     def neighbour_slots(self) -> int:
@@ -73,23 +105,30 @@ class SoakSettings:
 
 
 def fault_plan(settings: SoakSettings, cycle: int) -> dict[str, Any]:
-    """Every outcome fault at ``fault_probability`` on every batch function, plus the neighbour's window."""
+    """Every fault kind the local cloud has, at ``fault_probability``: each outcome kind and ``record_calls``
+    on every batch function, ``latency`` (the work) on the step functions, ``duplicate_execution`` on the
+    state machine's EXPRESS children, plus the neighbour's window."""
     probability = settings.fault_probability
     rules: list[dict[str, Any]] = []
+    machine_rules: list[dict[str, Any]] = []
     if probability > 0:
         rules = [
-            {"kind": "error_before_body", "probability": probability},
-            {"kind": "error_after_body", "probability": probability},
-            {"kind": "timeout", "phase": "before_body", "probability": probability},
-            {"kind": "timeout", "phase": "after_body", "probability": probability},
-            {"kind": "response_delay", "seconds": RESPONSE_DELAY_SECONDS, "probability": probability},
+            {"kind": ErrorBeforeBody.kind, "probability": probability},
+            {"kind": ErrorAfterBody.kind, "probability": probability},
+            {"kind": Timeout.kind, "phase": "before_body", "probability": probability},
+            {"kind": Timeout.kind, "phase": "after_body", "probability": probability},
+            {"kind": ResponseDelay.kind, "seconds": RESPONSE_DELAY_SECONDS, "probability": probability},
+            {"kind": RecordCalls.kind, "probability": probability},
             # One crash kind, its probability spread over the points, so a crash lands at a random one.
             *(
-                {"kind": "crash", "point": point, "probability": probability / len(CRASH_POINTS)}
+                {"kind": Crash.kind, "point": point, "probability": probability / len(CRASH_POINTS)}
                 for point in CRASH_POINTS
             ),
         ]
+        machine_rules = [{"kind": DuplicateExecution.kind, "probability": probability}]
     functions: dict[str, list[dict[str, Any]]] = {name: list(rules) for name in BATCH_FUNCTIONS}
+    if machine_rules:
+        functions[STATE_MACHINE] = machine_rules
     plan: dict[str, Any] = {
         "seed": settings.seed + cycle,
         "functions": functions,
@@ -102,6 +141,12 @@ def fault_plan(settings: SoakSettings, cycle: int) -> dict[str, Any]:
     if settings.work_seconds > 0:
         plan["latency"] = {name: settings.work_seconds for name in (*STEP_FUNCTIONS, COMPENSATION_FUNCTION)}
     return plan
+
+
+def planned_kinds(settings: SoakSettings) -> list[str]:
+    """The fault kinds the soak's plan injects (the noisy neighbour aside, which is not a rule)."""
+    plan = FaultPlan.from_dict(fault_plan(settings, 0))
+    return sorted({rule.kind for rules in plan.functions.values() for rule in rules})
 
 
 def batch_deadline_seconds(settings: SoakSettings) -> float:
@@ -117,6 +162,12 @@ class _Batch:
     source: str
     execution_arn: str
     started: float
+    # Once the execution has ended: its status, and when reconcile (for one that did not succeed) may
+    # be asked again (it answers 409 while tasks the stopped execution started may still run).
+    status: str | None = None
+    reconcile_after: float = 0.0
+    reconciled: dict[str, int] | None = None
+    stop_requested: bool = False
 
 
 @dataclass
@@ -129,6 +180,9 @@ class SoakTotals:
     doubled: int = 0
     violations: int = 0
     body_runs_beyond_one: int = 0
+    batches_reconciled: int = 0
+    # Faults the local cloud injected, by kind (from its fault injector), over the whole run.
+    injected: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -169,7 +223,9 @@ def format_interval(interval: Interval) -> str:
 
 
 class SoakRun:
-    def __init__(self, cloud: Any, settings: SoakSettings, announce: Announce) -> None:
+    def __init__(
+        self, cloud: Any, settings: SoakSettings, announce: Announce, tracer: MemoryTracer | None = None
+    ) -> None:
         from orderbatch.app_batches import fixture_skus
         from orderbatch.audit import BatchLocations
 
@@ -181,12 +237,21 @@ class SoakRun:
         self.locations = BatchLocations.from_outputs(cloud.stack.outputs)
         self.bucket = cloud.stack.outputs["BatchBucketName"]
         self.skus = fixture_skus(settings.template)
+        self.auditor = IncrementalAuditor(self.locations, cloud.client, cloud.log_dir)
+        self.api = BatchesApiClient(
+            cloud.api_url, session=boto3.Session(**DUMMY_CREDENTIALS, region_name=cloud.stack.region)
+        )
+        # Per fault plan cycle: the faults injected while it was in force, by kind.
+        self.cycle_injections: list[dict[str, Any]] = []
+        self._injected_at_cycle_start: dict[str, int] = {}
         self.totals = SoakTotals()
         self.batches: list[dict[str, Any]] = []
         self.intervals: list[Interval] = []
         self.baseline_rss_mib: float | None = None
         self.submitted = 0
         self.cycles = 0
+        self.tracer = tracer
+        self.memory_growth_sites: list[dict[str, Any]] = []
 
     def run(self) -> None:
         settings = self.settings
@@ -201,6 +266,7 @@ class SoakRun:
         while True:
             now = time.monotonic()
             if now >= next_cycle:
+                self._close_cycle(complete=now < stop_submitting)
                 service.set_fault_plan(fault_plan(settings, self.cycles))
                 self.cycles += 1
                 next_cycle += cycle_seconds
@@ -213,9 +279,31 @@ class SoakRun:
             if time.monotonic() >= next_report:
                 self._report(started)
                 next_report += settings.report_every_seconds
+            elif self.tracer is not None and self.tracer.dump_requested:
+                self._trace(started)
             time.sleep(POLL_SECONDS)
+        self._close_cycle(complete=False)
         service.set_fault_plan(None)
         self._report(started)
+
+    def _close_cycle(self, *, complete: bool) -> None:
+        """The faults injected under the plan in force since the last cycle began. ``complete``: the
+        cycle ran its whole length with batches being submitted (the last one may not have)."""
+        injected = self.cloud.lambda_service.faults.injected()
+        self.totals.injected = dict(sorted(injected.items()))
+        if self.cycles == 0:
+            self._injected_at_cycle_start = injected
+            return
+        earlier = self._injected_at_cycle_start
+        delta = {kind: count - earlier.get(kind, 0) for kind, count in injected.items()}
+        self.cycle_injections.append(
+            {
+                "cycle": self.cycles,
+                "complete": complete,
+                "injected": {kind: count for kind, count in sorted(delta.items()) if count},
+            }
+        )
+        self._injected_at_cycle_start = injected
 
     def _submit(self) -> _Batch:
         from orderbatch.app_batches import generate_orders
@@ -239,15 +327,54 @@ class SoakRun:
         return _Batch(batch_id, source, execution_arn, time.monotonic())
 
     def _finished(self, batch: _Batch) -> bool:
-        """Audits the batch once it has ended (stopping it past its deadline); False while it runs."""
-        status = self.sfn.describe_execution(executionArn=batch.execution_arn)["status"]
-        seconds = time.monotonic() - batch.started
-        if status == "RUNNING":
-            if seconds <= batch_deadline_seconds(self.settings):
-                return False
-            self.sfn.stop_execution(executionArn=batch.execution_arn, cause="soak batch deadline")
+        """Audits the batch once it has ended (stopping it past its deadline) and, if it did not succeed,
+        once reconcile has finished its orders; False while it runs or waits for reconcile."""
+        now = time.monotonic()
+        seconds = now - batch.started
+        if batch.status is None:
             status = self.sfn.describe_execution(executionArn=batch.execution_arn)["status"]
-        audit = audit_local_batch(self.cloud, batch.batch_id)
+            if status == "RUNNING":
+                if seconds > batch_deadline_seconds(self.settings) and not batch.stop_requested:
+                    self.sfn.stop_execution(executionArn=batch.execution_arn, cause="soak batch deadline")
+                    batch.stop_requested = True
+                return False  # a stopped execution is ABORTED at a later poll
+            batch.status = status
+        needs_reconcile = batch.status != "SUCCEEDED" and batch.reconciled is None
+        if needs_reconcile and (now < batch.reconcile_after or not self._reconcile(batch)):
+            return False
+        self._audit(batch, seconds)
+        return True
+
+    def _reconcile(self, batch: _Batch) -> bool:
+        """Asks the app's API to reconcile the batch, page after page; False when it must wait first."""
+        counts: dict[str, int] = {}
+        start_index = 0
+        while True:
+            response = self.api.request(
+                "POST",
+                f"/batches/{batch.batch_id}/reconcile",
+                json.dumps({"start_index": start_index}).encode(),
+            )
+            wait = response.body.get("retry_after_seconds")
+            if response.status == HTTPStatus.CONFLICT and isinstance(wait, int | float):
+                batch.reconcile_after = time.monotonic() + float(wait)
+                return False
+            if response.status >= HTTPStatus.BAD_REQUEST:
+                # The audit then names the orders left open as lost: the soak reports, it does not hide.
+                self.announce(f"reconcile of {batch.batch_id} refused: {response.status} {response.body}")
+                break
+            for action, count in (response.body.get("counts") or {}).items():
+                counts[action] = counts.get(action, 0) + int(count)
+            if response.body.get("next_index") is None:
+                break
+            start_index = int(response.body["next_index"])
+        batch.reconciled = counts
+        self.totals.batches_reconciled += 1
+        return True
+
+    def _audit(self, batch: _Batch, seconds: float) -> None:
+        status = batch.status or "UNKNOWN"
+        audit = self.auditor.audit(batch.batch_id)
         totals = self.totals
         totals.batches_finished += 1
         totals.batches_by_status[status] = totals.batches_by_status.get(status, 0) + 1
@@ -257,6 +384,7 @@ class SoakRun:
         totals.doubled += len(audit.doubled)
         totals.violations += len(audit.violations)
         totals.body_runs_beyond_one += audit.body_runs_beyond_one
+        work = self.auditor.last_step
         # Only counts are kept: the harness shares the local cloud's process, whose memory is measured.
         self.batches.append(
             {
@@ -266,18 +394,20 @@ class SoakRun:
                 "seconds": round(seconds, 1),
                 "orders": audit.orders_in_input,
                 "outcomes": audit.outcomes,
+                "outcome_sources": audit.outcome_sources,
+                "reconciled": batch.reconciled,
                 "lost": len(audit.lost),
                 "doubled": len(audit.doubled),
                 "violations": len(audit.violations),
                 "body_runs_beyond_one": audit.body_runs_beyond_one,
+                "audit_work": asdict(work),
             }
         )
-        return True
 
     def _report(self, started: float) -> None:
         sample = resources.memory()
         minute = (time.monotonic() - started) / 60
-        if self.baseline_rss_mib is None and minute >= self.settings.baseline_minute:
+        if self.baseline_rss_mib is None and minute >= self.settings.judged_from_minute:
             self.baseline_rss_mib = sample.process_rss_mib
         baseline = self.baseline_rss_mib
         totals = self.totals
@@ -297,24 +427,56 @@ class SoakRun:
         )
         self.intervals.append(interval)
         self.announce(format_interval(interval))
+        if self.tracer is not None and baseline is not None:
+            self._trace(started)
+
+    def _trace(self, started: float) -> None:
+        """The reference snapshot at the baseline minute; the growth since it at every later report."""
+        assert self.tracer is not None
+        label = f"minute {(time.monotonic() - started) / 60:.1f}"
+        if not self.tracer.has_reference:
+            self.tracer.set_reference(label)
+            return
+        sites = self.tracer.dump(label)
+        self.memory_growth_sites = [asdict(site) for site in sites[:MEMORY_SITES_IN_REPORT]]
 
 
-def verdict(settings: SoakSettings, totals: SoakTotals, intervals: list[Interval]) -> dict[str, Any]:
+def verdict(
+    settings: SoakSettings,
+    totals: SoakTotals,
+    intervals: list[Interval],
+    cycle_injections: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The goal: 0 lost, 0 doubled, the local cloud's RSS within ``max_memory_growth`` of the baseline from
-    then on. The local cloud's own process is judged, not its tree: the tree's summed RSS counts the
-    pages runtimes share with their fork server once per process and moves with the number of warm
-    environments (bounded by --environments-per-slot), not with what finished executions leave behind."""
+    then on, and every planned fault kind injected in every complete cycle of the fault plan. The local
+    cloud's own process is judged, not its tree: the tree's summed RSS counts the pages runtimes share
+    with their fork server once per process and moves with the number of warm environments (bounded by
+    --environments-per-slot), not with what finished executions leave behind."""
     judged = [i.rss_change_since_baseline for i in intervals if i.rss_change_since_baseline is not None]
     worst = max(judged, key=abs) if judged else None
     memory_met = None if worst is None else abs(worst) <= settings.max_memory_growth
+    kinds = planned_kinds(settings)
+    complete = [cycle for cycle in cycle_injections or [] if cycle["complete"]]
+    short_cycles = [
+        {"cycle": cycle["cycle"], "missing": [kind for kind in kinds if not cycle["injected"].get(kind)]}
+        for cycle in complete
+        if any(not cycle["injected"].get(kind) for kind in kinds)
+    ]
     checks: dict[str, dict[str, Any]] = {
         "lost": {"actual": totals.lost, "target": 0, "met": totals.lost == 0},
         "doubled": {"actual": totals.doubled, "target": 0, "met": totals.doubled == 0},
         "local_cloud_rss_flat": {
             "actual": None if worst is None else round(worst, 4),
-            "target": f"within {settings.max_memory_growth:.0%} of minute {settings.baseline_minute:g}",
+            "target": f"within {settings.max_memory_growth:.0%} of minute {settings.judged_from_minute:g}",
             # None: the run ended before the baseline minute, so flatness was not judged.
             "met": memory_met,
+        },
+        "every_fault_kind_each_cycle": {
+            "actual": len(short_cycles),
+            "target": f"0 of {len(complete)} complete cycles missing one of {len(kinds)} kinds",
+            # None: no cycle ran its whole length while batches were submitted.
+            "met": (not short_cycles) if complete else None,
+            "cycles_missing_kinds": short_cycles,
         },
     }
     return {"checks": checks, "met": all(check["met"] is not False for check in checks.values())}
@@ -329,20 +491,29 @@ def run_soak(settings: SoakSettings, announce: Announce = lambda _text: None) ->
         account_concurrency=settings.quota,
         map_max_concurrency=SOAK.max_concurrency(settings.quota),
         state_dir=state_dir,
+        # S3 batches run EXPRESS children, the only ones duplicate_execution can run twice.
+        parameter_overrides={"ChildExecutionType": "EXPRESS"},
     )
+    trace_path = settings.trace_memory or trace_path_from_environment()
+    tracer = MemoryTracer(trace_path).start() if trace_path is not None else None
     started = time.monotonic()
     try:
         with LocalCloud(config) as cloud:
             announce(
                 f"local cloud up in {time.monotonic() - started:.0f} s; soaking for {settings.minutes:g} min"
             )
-            run = SoakRun(cloud, settings, announce)
+            if tracer is not None:
+                announce(f"tracing allocations to {tracer.path} (kill -USR2 {os.getpid()} dumps now)")
+            run = SoakRun(cloud, settings, announce, tracer)
             run.run()
     finally:
+        if tracer is not None:
+            tracer.stop()
         shutil.rmtree(state_dir, ignore_errors=True)
     document_settings = {
         key: str(value) if isinstance(value, Path) else value for key, value in asdict(settings).items()
     }
+    document_settings["baseline_minute"] = settings.judged_from_minute
     return {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "settings": {**document_settings, "max_concurrency": SOAK.max_concurrency(settings.quota)},
@@ -354,7 +525,13 @@ def run_soak(settings: SoakSettings, announce: Announce = lambda _text: None) ->
             "totals": asdict(run.totals),
             "intervals": [asdict(interval) for interval in run.intervals],
             "batches": run.batches,
-            "verdict": verdict(settings, run.totals, run.intervals),
+            "verdict": verdict(settings, run.totals, run.intervals, run.cycle_injections),
+            "planned_fault_kinds": planned_kinds(settings),
+            "cycle_injections": run.cycle_injections,
+            # The table printed minute by minute, line for line, for a closing note to quote.
+            "minute_table": [INTERVAL_HEADER, *(format_interval(interval) for interval in run.intervals)],
+            "audit_work": asdict(run.auditor.work),
+            "memory_growth_sites": run.memory_growth_sites,
         },
         "seconds": round(time.monotonic() - started, 1),
     }
@@ -380,12 +557,31 @@ def format_summary(document: dict[str, Any]) -> str:
         f"{intervals[-1]['process_rss_mib'] if intervals else '-'} MiB last; {memory_line}; its process tree "
         f"(runtimes included): {intervals[-1]['tree_rss_mib'] if intervals else '-'} MiB RSS, "
         f"{intervals[-1]['tree_pss_mib'] if intervals else '-'} MiB PSS last",
+        "faults injected: "
+        + (", ".join(f"{kind} {count}" for kind, count in totals.get("injected", {}).items()) or "none")
+        + f" over {soak['fault_plan_cycles']} cycles of the plan; "
+        + _cycles_line(checks.get("every_fault_kind_each_cycle"), soak.get("cycle_injections", [])),
         "goal (0 lost, 0 doubled, RSS flat within "
         f"{settings['max_memory_growth']:.0%}): "
         + ("met" if soak["verdict"]["met"] else "NOT met")
         + ("" if memory["met"] is not None else " (memory not judged)"),
     ]
     return "\n".join(lines)
+
+
+def _cycles_line(check: dict[str, Any] | None, cycles: list[dict[str, Any]]) -> str:
+    complete = sum(1 for cycle in cycles if cycle["complete"])
+    if check is None:
+        return "not counted (a document of an earlier soak)"
+    if check["met"] is None:
+        return "no complete cycle to judge"
+    if check["met"]:
+        return f"every kind in each of the {complete} complete cycles"
+    missing = "; ".join(
+        f"cycle {cycle['cycle']} lacks {', '.join(cycle['missing'])}"
+        for cycle in check["cycles_missing_kinds"]
+    )
+    return f"kinds missing: {missing}"
 
 
 GOAL_COLUMNS = (
@@ -424,6 +620,7 @@ GOAL_FIGURES = {
     "lost": "lost orders",
     "doubled": "doubled orders",
     "local_cloud_rss_flat": "local cloud RSS change",
+    "every_fault_kind_each_cycle": "cycles missing a fault kind",
 }
 
 
@@ -517,6 +714,30 @@ def _batch_row(batch: dict[str, Any]) -> list[Cell]:
     ]
 
 
+FAULT_COLUMNS = (
+    Column("fault kind", numeric=False),
+    Column("injected", explanation="invocations (children, for duplicate_execution) it was decided for"),
+    Column(
+        "complete cycles with it", explanation="cycles of the plan run whole while batches were submitted"
+    ),
+)
+
+
+def fault_table(document: dict[str, Any]) -> Table:
+    soak = document["soak"]
+    complete = [cycle for cycle in soak.get("cycle_injections", []) if cycle["complete"]]
+    injected = soak["totals"].get("injected", {})
+    rows: list[list[Cell]] = [
+        [
+            kind,
+            injected.get(kind, 0),
+            f"{sum(1 for c in complete if c['injected'].get(kind))} of {len(complete)}",
+        ]
+        for kind in soak["planned_fault_kinds"]
+    ]
+    return Table(FAULT_COLUMNS, rows)
+
+
 def soak_page(document: dict[str, Any]) -> Page:
     soak = document["soak"]
     page = Page("orderbatch soak", subtitle=f"Generated {document['generated_at']} on the local cloud.")
@@ -526,6 +747,8 @@ def soak_page(document: dict[str, Any]) -> Page:
     page.add(soak_timeline(document))
     intervals = [_interval_row(interval) for interval in soak["intervals"]]
     page.add(Section("Minute by minute").add(Table(INTERVAL_COLUMNS, intervals)))
+    if soak.get("planned_fault_kinds"):  # documents of earlier soaks did not count them
+        page.add(Section("Faults injected").add(fault_table(document)))
     page.add(Section("Batches").add(Table(BATCH_COLUMNS, [_batch_row(batch) for batch in soak["batches"]])))
     return page
 

@@ -57,6 +57,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="soak only: probability of each fault kind per invocation (default 0.05)",
     )
     bench.add_argument(
+        "--baseline-minute",
+        type=float,
+        default=None,
+        help="soak only: the minute whose RSS later minutes are judged against (default 10 for runs of "
+        "30 minutes or more, else 5)",
+    )
+    bench.add_argument(
+        "--trace-memory",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="soak only: trace allocations (tracemalloc) and write the sites that grew since the baseline "
+        "minute to FILE at every later report and on SIGUSR2 (also ORDERBATCH_TRACE_MEMORY=FILE)",
+    )
+    bench.add_argument(
         "--engine-items",
         type=int,
         default=1000,
@@ -152,6 +167,8 @@ def run_soak_command(args: argparse.Namespace) -> int:
         work_seconds=args.work,
         report_every_seconds=args.report_every,
         fault_probability=args.fault_probability,
+        baseline_minute=args.baseline_minute,
+        trace_memory=args.trace_memory,
     )
     try:
         document = run_soak(settings, announce=lambda text: print(text, flush=True))

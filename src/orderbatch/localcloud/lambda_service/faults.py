@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -543,6 +544,19 @@ class FaultDecision:
     # A state machine's child to run twice (a ``duplicate_execution`` rule fired); no Lambda part.
     duplicate: DuplicateExecution | None = None
 
+    def injected_kinds(self) -> list[str]:
+        """The fault kinds this decision injects (the outcome's, and each that adds to it)."""
+        kinds = [self.outcome.kind] if self.outcome is not None else []
+        if self.latency_seconds > 0:
+            kinds.append(Latency.kind)
+        if self.response_delay_seconds > 0:
+            kinds.append(ResponseDelay.kind)
+        if self.record_calls:
+            kinds.append(RecordCalls.kind)
+        if self.duplicate is not None:
+            kinds.append(DuplicateExecution.kind)
+        return kinds
+
     def directive(self) -> dict[str, Any] | None:
         """The runtime shim's instruction, or None when the runtime has no part in this invocation."""
         directive: dict[str, Any] | None
@@ -598,6 +612,8 @@ class FaultInjector:
         self._markers = Path(marker_dir) if marker_dir else Path(tempfile.gettempdir()) / "orderbatch-crashes"
         self._generation = ""
         self._rng = random.Random()
+        # Faults injected by kind since the injector was made, across plans: one counter per kind.
+        self._injected: Counter[str] = Counter()
         self.set_plan(plan or FaultPlan())
 
     @property
@@ -638,10 +654,17 @@ class FaultInjector:
                 if rule.fires_once() and (function_name, item, rule) in self._crashed:
                     continue
                 decision = rule.add_to(decision)
+            self._injected.update(decision.injected_kinds())
         outcome = decision.outcome
         if outcome is not None and outcome.fires_once():
             decision = replace(decision, once_marker=self._once_marker(function_name, item, outcome))
         return decision
+
+    def injected(self) -> dict[str, int]:
+        """How many invocations (or, for ``duplicate_execution``, children) each fault kind was decided
+        for, since the injector was made: a soak checks that every kind it plans was exercised."""
+        with self._lock:
+            return dict(self._injected)
 
     def _once_marker(self, function_name: str, item: str, rule: FaultRule) -> str:
         """The file the runtime that crashes creates exclusively: at most one does per item and rule."""

@@ -19,6 +19,7 @@ _CLOSED_WITHOUT_STOP_DATE_IN_MOTO = "TIMED_OUT"
 def register_hooks() -> None:
     from orderbatch.localcloud.moto_seam import hooks
     from orderbatch.localcloud.moto_seam.stepfunctions import StepFunctionResponse, StepFunctionsParserBackend
+    from orderbatch.localcloud.stepfunctions.histories import compacted_texts
 
     @hooks.around(StepFunctionsParserBackend, "start_execution", concern="executions")
     def start_execution(
@@ -31,7 +32,13 @@ def register_hooks() -> None:
         answer = proceed(self)
         response: dict[str, Any] = answer.result
         execution = self.stepfunction_backend.describe_execution(response["executionArn"])
-        if "output" in response:
+        texts = compacted_texts(execution)
+        if texts is not None:
+            # Kept compressed since the execution ended (histories.compact_details).
+            response["input"], output = texts
+            if output is not None and response.get("status") == "SUCCEEDED":
+                response["output"] = output
+        elif "output" in response:
             response["output"] = json.dumps(execution.output, separators=(",", ":"))
         if execution.status == _CLOSED_WITHOUT_STOP_DATE_IN_MOTO and execution.stop_date is not None:
             response["stopDate"] = execution.stop_date

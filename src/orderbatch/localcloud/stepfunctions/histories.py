@@ -7,6 +7,12 @@ records for DescribeMapRun/ListMapRuns, the callback registry for SendTask* call
 newest histories in memory up to ``max_events_in_memory`` events in all and writes older ones to disk
 (gzipped JSON, one file per execution), from where GetExecutionHistory reads them back.
 
+A finished STANDARD execution also keeps its input and output, which DescribeExecution answers with for
+as long as AWS keeps the execution (90 days). moto holds both parsed, several times the size of their
+JSON: an inline batch of 200 orders kept about 0.4 MiB of dicts and lists. Here they are kept as
+compressed compact JSON text instead (``CompactDetails``), a few KiB per batch, and parsed again only for
+a redrive, which runs from them.
+
 moto also appends every thread the interpreter starts (one per Task evaluation, Map worker, branch) to a
 module-level list that nothing ever reads or empties: about five finished threads per order, kept for
 the life of the process. The local cloud gives the interpreter a list that keeps none.
@@ -18,9 +24,13 @@ import gzip
 import hashlib
 import json
 import threading
+import zlib
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from orderbatch.localcloud.moto_seam.records import EngineRecords
 
 # About 44 events per order of an inline batch at 1 to 2 KB each (payloads included): 10,000 events keep
 # the last one or two batches' histories at hand (about 15 MB) and send the rest to disk, so memory does
@@ -91,6 +101,59 @@ class HistoryStore:
         return path
 
 
+@dataclass
+class CompactDetails:
+    """A finished execution's input (its text as given) and output (compact JSON text), zlib-compressed;
+    ``input_text`` is None while the execution holds them itself (running, or redriven)."""
+
+    input_text: bytes | None = None
+    output_text: bytes | None = None
+
+
+_details: EngineRecords[CompactDetails] = EngineRecords(CompactDetails)
+
+
+def _text(compressed: bytes) -> str:
+    return zlib.decompress(compressed).decode()
+
+
+def compact_details(execution: Any) -> None:
+    """Keep a finished STANDARD execution's input and output compressed; Express executions are dropped
+    when they end, and StartSyncExecution answers from their parsed values."""
+    from orderbatch.localcloud.moto_seam.stepfunctions import StateMachineType
+
+    if execution.sm_type != StateMachineType.STANDARD or execution.execution_input is None:
+        return
+    record = _details.of(execution)
+    record.input_text = zlib.compress(str(execution.execution_input).encode())
+    output = execution.output
+    record.output_text = (
+        None if output is None else zlib.compress(json.dumps(output, separators=(",", ":")).encode())
+    )
+    execution.execution_input = execution.input_data = execution.output = None
+
+
+def restore_details(execution: Any) -> None:
+    """Parse a compacted execution's input and output back (a redrive runs from them)."""
+    record = _details.get(execution)
+    if record is None or record.input_text is None:
+        return
+    execution.execution_input = _text(record.input_text)
+    execution.input_data = json.loads(execution.execution_input)
+    if record.output_text is not None:
+        execution.output = json.loads(_text(record.output_text))
+    record.input_text = record.output_text = None
+
+
+def compacted_texts(execution: Any) -> tuple[str, str | None] | None:
+    """A compacted execution's input text and output text (None: no output); None if not compacted."""
+    record = _details.get(execution)
+    if record is None or record.input_text is None:
+        return None
+    output = _text(record.output_text) if record.output_text is not None else None
+    return _text(record.input_text), output
+
+
 def current_store() -> HistoryStore | None:
     return _store
 
@@ -154,6 +217,17 @@ def register_hooks() -> None:
         if store is not None:
             _retire(self.execution, store)
 
+    @hooks.around(Execution, "to_describe_output", concern="histories")
+    def describe_output(proceed: Any, self: Any) -> Any:
+        answer = proceed(self)
+        texts = compacted_texts(self)
+        if texts is not None:
+            input_text, output = texts
+            answer["input"] = json.dumps(json.loads(input_text), separators=(",", ":"))
+            if output is not None and self.exec_status == "SUCCEEDED":
+                answer["output"] = output
+        return answer
+
     @hooks.around(Execution, "to_history_output", concern="histories")
     def history_output(proceed: Any, self: Any) -> Any:
         store = _store
@@ -177,3 +251,4 @@ def _retire(finished: Any, store: HistoryStore) -> None:
     environment.heap.clear()
     environment._frames.clear()
     environment.states.reset(input_value=None)
+    compact_details(finished)

@@ -283,6 +283,10 @@ def redrive_execution(backend: Any, execution_arn: str, client_token: str | None
             raise _not_redrivable(reason)
         old_env = execution.exec_worker.env
         progress = _progress_of(old_env) if old_env is not None else None
+        # The worker starts from the execution's input, kept compressed since the execution ended.
+        from orderbatch.localcloud.stepfunctions.histories import restore_details
+
+        restore_details(execution)
         worker = _redrive_worker(
             execution,
             previous_events=_previous_events(execution),
