@@ -24,13 +24,13 @@ def test_memory_is_judged_from_minute_10_in_runs_of_30_minutes_or_more_unless_to
     assert settings(tmp_path, minutes=8, baseline_minute=2).judged_from_minute == 2
 
 
-def test_a_complete_cycle_without_one_of_the_kinds_fails_the_goal_and_names_it(tmp_path: Path) -> None:
+def test_a_complete_cycle_without_a_per_invocation_kind_fails_the_goal_and_names_it(tmp_path: Path) -> None:
     soak = settings(tmp_path)
     every_kind = dict.fromkeys(planned_kinds(soak), 3)
-    without_duplicates = {kind: n for kind, n in every_kind.items() if kind != "duplicate_execution"}
+    without_timeouts = {kind: n for kind, n in every_kind.items() if kind != "timeout"}
     cycles = [
         {"cycle": 1, "complete": True, "injected": every_kind},
-        {"cycle": 2, "complete": True, "injected": without_duplicates},
+        {"cycle": 2, "complete": True, "injected": without_timeouts},
         # The last cycle, cut short when submitting stopped, is not judged.
         {"cycle": 3, "complete": False, "injected": {"latency": 1}},
     ]
@@ -40,11 +40,34 @@ def test_a_complete_cycle_without_one_of_the_kinds_fails_the_goal_and_names_it(t
 
     check = judged["checks"]["every_fault_kind_each_cycle"]
     assert (check["actual"], check["met"], judged["met"]) == (1, False, False)
-    assert check["cycles_missing_kinds"] == [{"cycle": 2, "missing": ["duplicate_execution"]}]
+    assert check["cycles_missing_kinds"] == [{"cycle": 2, "missing": ["timeout"]}]
     assert (clean["checks"]["every_fault_kind_each_cycle"]["met"], clean["met"]) == (True, True)
     assert (
         verdict(soak, SoakTotals(), [], [cycles[2]])["checks"]["every_fault_kind_each_cycle"]["met"] is None
     )
+
+
+def test_duplicate_children_are_judged_over_the_run_not_in_each_cycle(tmp_path: Path) -> None:
+    """A cycle in which no S3 batch started children cannot run one twice; the run as a whole must."""
+    soak = settings(tmp_path)
+    every_kind = dict.fromkeys(planned_kinds(soak), 3)
+    without_duplicates = {kind: n for kind, n in every_kind.items() if kind != "duplicate_execution"}
+    once_in_the_run = verdict(
+        soak,
+        SoakTotals(),
+        [],
+        [
+            {"cycle": 1, "complete": True, "injected": every_kind},
+            {"cycle": 2, "complete": True, "injected": without_duplicates},
+        ],
+    )
+    never = verdict(soak, SoakTotals(), [], [{"cycle": 1, "complete": True, "injected": without_duplicates}])
+
+    assert once_in_the_run["met"] is True
+    assert once_in_the_run["checks"]["every_fault_kind_in_run"]["per_kind"]["duplicate_execution"] == 3
+    assert never["met"] is False
+    assert never["checks"]["every_fault_kind_each_cycle"]["met"] is True
+    assert never["checks"]["every_fault_kind_in_run"]["never_injected"] == ["duplicate_execution"]
 
 
 def test_the_tracer_names_the_line_whose_allocations_grew_since_the_reference(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 from browser_checks import chart_traces, hover_text, open_report, sideways_problems, summary
 
 from orderbatch.bench.report import write_html as write_bench_html
-from orderbatch.bench.soak import write_soak_html
+from orderbatch.bench.soak_report import write_soak_html
 from orderbatch.cli import main
 from orderbatch.compat.report import write_html as write_compat_html
 from orderbatch.compat.runner import AppResult

@@ -151,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
 def run_soak_command(args: argparse.Namespace) -> int:
     """Exit 0 when the goal was met (memory not yet judged in a run shorter than its baseline minute)."""
     from orderbatch.bench.report import write_json
-    from orderbatch.bench.soak import SoakSettings, format_summary, run_soak, write_soak_html
+    from orderbatch.bench.soak import SoakSettings, run_soak
+    from orderbatch.bench.soak_report import format_summary, write_soak_html
 
     if args.scenarios != ["soak"]:
         print("the soak runs on its own: --scenarios soak", file=sys.stderr)
