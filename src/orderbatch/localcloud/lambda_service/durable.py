@@ -40,6 +40,7 @@ from aws_durable_execution_sdk_python_testing.child_dispatcher import (
     function_not_found,
     result_outcome,
 )
+from aws_durable_execution_sdk_python_testing.execution import Execution
 from aws_durable_execution_sdk_python_testing.exceptions import (
     AwsApiException,
     DurableFunctionsTestError,
@@ -243,6 +244,35 @@ def _start_input(
     )
 
 
+class AwsArnExecutionStore(InMemoryExecutionStore):
+    """The executor's store, which gives each new execution the ARN Lambda gives it.
+
+    The testing SDK names an execution ``<uuid>/<uuid>`` (an opaque local key it never parses); Lambda's
+    is ``arn:aws:lambda:<region>:<account>:function:<name>:<version>/durable-execution/<execution name>/<id>``
+    (botocore's ``DurableExecutionArn`` pattern), which callers read the function and the name from. The
+    executor stores an execution before anything else sees its ARN, so the first save is where it is set.
+    """
+
+    def __init__(self, region: str) -> None:
+        super().__init__()
+        self._region = region
+
+    def save(self, execution: Execution) -> None:
+        if not execution.durable_execution_arn.startswith("arn:"):
+            execution.durable_execution_arn = self._aws_arn(execution)
+        super().save(execution)
+
+    def _aws_arn(self, execution: Execution) -> str:
+        start = execution.start_input
+        # The ARN names a version, never an alias: every local alias stands for $LATEST.
+        version = start.function_qualifier if (start.function_qualifier or "").isdigit() else LATEST
+        execution_id = start.invocation_id or str(uuid.uuid4())
+        return (
+            f"arn:aws:lambda:{self._region}:{start.account_id}:function:{start.function_name}:{version}"
+            f"/durable-execution/{start.execution_name}/{execution_id}"
+        )
+
+
 class DurableExecutionAlreadyStartedError(LambdaApiError):
     code = "DurableExecutionAlreadyStartedException"
     status = 409
@@ -291,7 +321,7 @@ class DurableExecutions:
     ) -> None:
         self.account_id = account_id
         self._resolve = resolve
-        store = InMemoryExecutionStore()
+        store = AwsArnExecutionStore(region)
         self._scheduler = Scheduler()
         processor = CheckpointProcessor(store, self._scheduler)
         self.executor = Executor(

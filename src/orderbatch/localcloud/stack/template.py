@@ -182,6 +182,7 @@ def physical_ids(
             name = props.get("FunctionName") or logical_id
             arn = f"arn:aws:lambda:{region}:{account_id}:function:{name}"
             ids[logical_id] = {"Ref": name, "Arn": arn}
+            ids.update(_published_alias_ids(logical_id, arn, props.get("AutoPublishAlias")))
         elif kind in ("AWS::DynamoDB::Table", "AWS::Serverless::SimpleTable"):
             name = props.get("TableName") or f"{stack_name}-{logical_id}"
             ids[logical_id] = {"Ref": name, "Arn": f"arn:aws:dynamodb:{region}:{account_id}:table/{name}"}
@@ -221,6 +222,16 @@ def physical_ids(
         else:
             ids[logical_id] = {"Ref": logical_id}
     return ids
+
+
+def _published_alias_ids(logical_id: str, function_arn: str, alias: Any) -> dict[str, dict[str, str]]:
+    """SAM's ``AutoPublishAlias`` makes an AWS::Lambda::Alias whose Ref is the alias ARN: templates name it
+    ``!Ref <Function>.Alias`` (SAM's shorthand) or by the logical ID SAM gives it, ``<Function>Alias<name>``."""
+    if not alias:
+        return {}
+    alias_arn = {"Ref": f"{function_arn}:{alias}", "Arn": f"{function_arn}:{alias}"}
+    generated_id = f"{logical_id}Alias" + "".join(c for c in str(alias) if c.isalnum())
+    return {f"{logical_id}.Alias": alias_arn, generated_id: alias_arn}
 
 
 def _messaging_ids(
