@@ -17,6 +17,7 @@ fails its operation with ``TooManyRequestsException`` (docs/fidelity.md, "Durabl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -40,13 +41,13 @@ from aws_durable_execution_sdk_python_testing.child_dispatcher import (
     function_not_found,
     result_outcome,
 )
-from aws_durable_execution_sdk_python_testing.execution import Execution
 from aws_durable_execution_sdk_python_testing.exceptions import (
     AwsApiException,
     DurableFunctionsTestError,
     ResourceNotFoundException,
     UnknownRouteError,
 )
+from aws_durable_execution_sdk_python_testing.execution import Execution
 from aws_durable_execution_sdk_python_testing.executor import Executor
 from aws_durable_execution_sdk_python_testing.invoker import InvokeResponse, LambdaInvoker
 from aws_durable_execution_sdk_python_testing.model import StartDurableExecutionInput
@@ -404,8 +405,13 @@ class DurableExecutions:
             )
         if isinstance(route, _CALLBACK_ROUTES):
             self._refuse_closed_callback(route.callback_id)
-        handler = self._handlers[type(route)]
         query = parse_qs(query_string)
+        if isinstance(route, durable_routes.ListDurableExecutionsByFunctionRoute):
+            # The executor matches the bare name; Lambda takes any name form, an alias ARN included.
+            qualifier = (query.get("Qualifier") or [None])[0]
+            named = self._resolve_named(route.function_name, qualifier)
+            route = dataclasses.replace(route, function_name=named)
+        handler = self._handlers[type(route)]
         try:
             if isinstance(route, durable_routes.BytesPayloadRoute):
                 request = HTTPRequest.from_raw_bytes(body, method=method, path=route, query_params=query)
@@ -414,6 +420,9 @@ class DurableExecutions:
         except AwsApiException as error:
             return _error_response(error)
         return _as_response(handler.handle(route, request))
+
+    def _resolve_named(self, function_name: str, qualifier: str | None) -> str:
+        return self._resolve(f"{function_name}:{qualifier}" if qualifier else function_name).name
 
     def _refuse_closed_callback(self, callback_id: str) -> None:
         """The SDK's executor leaves a callback STARTED when its execution stops or ends, and would accept

@@ -225,8 +225,8 @@ def physical_ids(
 
 
 def _published_alias_ids(logical_id: str, function_arn: str, alias: Any) -> dict[str, dict[str, str]]:
-    """SAM's ``AutoPublishAlias`` makes an AWS::Lambda::Alias whose Ref is the alias ARN: templates name it
-    ``!Ref <Function>.Alias`` (SAM's shorthand) or by the logical ID SAM gives it, ``<Function>Alias<name>``."""
+    """SAM's ``AutoPublishAlias`` makes an AWS::Lambda::Alias whose Ref is the alias ARN: templates name
+    it ``!Ref <Function>.Alias`` (SAM's shorthand) or SAM's logical ID for it, ``<Function>Alias<name>``."""
     if not alias:
         return {}
     alias_arn = {"Ref": f"{function_arn}:{alias}", "Arn": f"{function_arn}:{alias}"}
