@@ -408,7 +408,7 @@ class DurableExecutions:
         query = parse_qs(query_string)
         if isinstance(route, durable_routes.ListDurableExecutionsByFunctionRoute):
             # The executor matches the bare name; Lambda takes any name form, an alias ARN included.
-            qualifier = (query.get("Qualifier") or [None])[0]
+            qualifier = query["Qualifier"][0] if query.get("Qualifier") else None
             named = self._resolve_named(route.function_name, qualifier)
             route = dataclasses.replace(route, function_name=named)
         handler = self._handlers[type(route)]
