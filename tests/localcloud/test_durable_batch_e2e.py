@@ -9,18 +9,22 @@ The default run is 20 orders at quota 2; the issue's "done when" (200 orders at 
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
 
 from order_processing.payments import EntryKind
-from orderbatch.app_batches import audit_local_batch, local_cloud_config
+from orderbatch.api_client import BatchesApiClient
+from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.audit import DURABLE, DURABLE_FUNCTION_OUTPUT, body_runs_from_logs
 from orderbatch.cli import main
+from orderbatch.durable_batches import wait_for_durable_batch
 from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.project import PROJECT_ROOT
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -157,7 +161,7 @@ def test_the_alias_arn_output_is_invocable_and_an_unknown_alias_is_not(small_clo
 @pytest.mark.slow
 def test_the_done_when_200_orders_at_quota_10(capsys: pytest.CaptureFixture[str]) -> None:
     batch_id = "durable-e2e-200"
-    # The template's MapMaxConcurrency (8) leaves room on a quota of 10; 20, as in the demo, oversubscribes it.
+    # The template's MapMaxConcurrency (8) leaves room on a quota of 10; 20, as in the demo, oversubscribes.
     with start_cloud(quota=10, map_max_concurrency=20) as cloud:
         exit_code, document = submit_durable(cloud, batch_id, 200, capsys)
         assert exit_code == 0
@@ -166,3 +170,69 @@ def test_the_done_when_200_orders_at_quota_10(capsys: pytest.CaptureFixture[str]
         audit_code, _ = audit_exit_code(cloud, batch_id, capsys)
         assert audit_code == 0
         assert_every_order_ran_once(cloud, batch_id, 200)
+
+
+def api_client(cloud: LocalCloud) -> BatchesApiClient:
+    return BatchesApiClient(
+        cloud.api_url, session=boto3.Session(**DUMMY_CREDENTIALS, region_name="us-east-1")
+    )
+
+
+def test_the_http_api_starts_and_reports_a_durable_batch(small_cloud: LocalCloud) -> None:
+    api = api_client(small_cloud)
+    batch_id = "durable-e2e-api"
+    orders = generate_orders(6, fixture_skus(TEMPLATE), prefix=batch_id)
+    batch = {"batch_id": batch_id, "orders": orders, "orchestrator": DURABLE}
+
+    first = api.submit(batch)
+    again = api.submit(batch)
+    changed = api.submit({**batch, "orders": orders[:-1]})
+
+    assert first.status == 202
+    assert (first.body["orchestrator"], first.body["submitted"]) == (DURABLE, True)
+    assert ":function:DurableOrderBatchFunction:$LATEST/durable-execution/" in first.body["execution_arn"]
+    assert again.status == 200
+    assert again.body["execution_arn"] == first.body["execution_arn"]
+    assert changed.status == 409
+    # Wait on Lambda, not on the API: at quota 2 the API's own function competes with the batch.
+    wait_for_durable_batch(small_cloud.client("lambda"), first.body["execution_arn"], timeout=120)
+    state = api.status(batch_id)
+    assert state.status == 200
+    assert (state.body["orchestrator"], state.body["status"]) == (DURABLE, "SUCCEEDED")
+    assert state.body["summary"]["succeeded"] == 6
+    assert api.submit({**batch, "orchestrator": "airflow"}).status == 400
+
+
+def test_reconcile_finishes_a_stopped_durable_batch_and_the_audit_passes(
+    small_cloud: LocalCloud, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api = api_client(small_cloud)
+    lambda_client = small_cloud.client("lambda")
+    batch_id = "durable-e2e-stopped"
+    orders = generate_orders(10, fixture_skus(TEMPLATE), prefix=batch_id)
+    started = api.submit({"batch_id": batch_id, "orders": orders, "orchestrator": DURABLE})
+    assert started.status == 202
+    # Stopped once some orders are under way, so some are left half-done.
+    deadline = time.monotonic() + 60
+    while not any(
+        step == "reserve_inventory" and order_id.startswith(batch_id)
+        for step, order_id in body_runs_from_logs(small_cloud.log_dir)
+    ):
+        assert time.monotonic() < deadline, "no order of the batch reached reserve in 60 s"
+        time.sleep(0.2)
+    lambda_client.stop_durable_execution(DurableExecutionArn=started.body["execution_arn"])
+    stopped = wait_for_durable_batch(lambda_client, started.body["execution_arn"], timeout=30)
+    assert stopped["Status"] == "STOPPED"
+
+    argv = ["reconcile", batch_id, "--json", "--settle-timeout", "60", "--endpoint", small_cloud.endpoint]
+    assert main(argv) == 0
+    reconciled = json.loads(capsys.readouterr().out)
+    assert reconciled["execution_status"] == "STOPPED"
+    assert reconciled["items_in_batch"] == 10
+
+    audit_code, audit_document = audit_exit_code(small_cloud, batch_id, capsys)
+    assert audit_code == 0, audit_document["violations"]
+    assert audit_document["orchestrator"] == DURABLE
+    assert audit_document["execution_status"] == "STOPPED"
+    assert sum(audit_document["outcomes"].values()) == 10
+    assert "batch output" not in audit_document["outcome_sources"]

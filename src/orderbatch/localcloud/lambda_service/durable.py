@@ -53,6 +53,7 @@ from aws_durable_execution_sdk_python_testing.invoker import InvokeResponse, Lam
 from aws_durable_execution_sdk_python_testing.model import StartDurableExecutionInput
 from aws_durable_execution_sdk_python_testing.scheduler import Scheduler
 from aws_durable_execution_sdk_python_testing.stores.memory import InMemoryExecutionStore
+from aws_durable_execution_sdk_python_testing.threads import DaemonThreadPool
 from aws_durable_execution_sdk_python_testing.token import CallbackToken
 from aws_durable_execution_sdk_python_testing.web import handlers
 from aws_durable_execution_sdk_python_testing.web import routes as durable_routes
@@ -274,6 +275,30 @@ class AwsArnExecutionStore(InMemoryExecutionStore):
         )
 
 
+# Invocations Lambda makes for durable executions at once (replays, plain chained-invoke targets). The
+# account quota bounds them, with 429s, as any invocation; this only bounds the threads that wait on them.
+MAX_DURABLE_INVOCATIONS_IN_FLIGHT = 256
+
+
+class LambdaWidePoolsExecutor(Executor):
+    """The SDK's executor with pools for replays and chained-invoke targets as wide as Lambda's.
+
+    The SDK sizes both pools as ``ThreadPoolExecutor`` does, ``min(32, cpus + 4)``: six on two cores, so a
+    ``map`` of 20 orders would run six chained invokes at a time and a quota of 10 would never throttle
+    it. Lambda starts every one at once and lets the account's quota decide.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for attribute, prefix in (
+            ("_target_pool", "durable-chained-invoke-target"),
+            ("_invocation_pool", "durable-invocation"),
+        ):
+            getattr(self, attribute).shutdown(wait=False)
+            pool = DaemonThreadPool(max_workers=MAX_DURABLE_INVOCATIONS_IN_FLIGHT, thread_name_prefix=prefix)
+            setattr(self, attribute, pool)
+
+
 class DurableExecutionAlreadyStartedError(LambdaApiError):
     code = "DurableExecutionAlreadyStartedException"
     status = 409
@@ -325,7 +350,7 @@ class DurableExecutions:
         store = AwsArnExecutionStore(region)
         self._scheduler = Scheduler()
         processor = CheckpointProcessor(store, self._scheduler)
-        self.executor = Executor(
+        self.executor = LambdaWidePoolsExecutor(
             store=store,
             scheduler=self._scheduler,
             invoker=ServiceInvoker(run_invocation),
