@@ -296,7 +296,7 @@ class EndedBatch:
         return str(self.execution["status"])
 
 
-DURABLE_EXECUTION_ARN_MARK = ":durable-execution/"
+DURABLE_EXECUTION_ARN_MARK = "/durable-execution/"
 # batch ID -> its durable execution in DescribeExecution's shape, or None (order_processing.durable_batches).
 DurableLookup = Callable[[str], "DescribeExecutionOutputTypeDef | None"]
 

@@ -204,8 +204,12 @@ def test_the_http_api_starts_and_reports_a_durable_batch(small_cloud: LocalCloud
 
 
 def test_reconcile_finishes_a_stopped_durable_batch_and_the_audit_passes(
-    small_cloud: LocalCloud, capsys: pytest.CaptureFixture[str]
+    small_cloud: LocalCloud, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # `orderbatch reconcile` signs its API requests with the default credentials.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", DUMMY_CREDENTIALS["aws_access_key_id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", DUMMY_CREDENTIALS["aws_secret_access_key"])
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     api = api_client(small_cloud)
     lambda_client = small_cloud.client("lambda")
     batch_id = "durable-e2e-stopped"
