@@ -22,8 +22,15 @@ from order_processing.batches import (
     submit_batch,
 )
 from order_processing.contract import MAX_INLINE_BATCH_BYTES, MAX_INLINE_ORDERS
+from order_processing.durable_batches import (
+    DURABLE,
+    as_described_execution,
+    durable_execution,
+    submit_durable_batch,
+)
 from order_processing.reconcile import (
     BatchExecutions,
+    DurableLookup,
     OrderStores,
     batch_state,
     ended_batch,
@@ -34,12 +41,15 @@ from order_processing.reconcile import (
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+    from mypy_boto3_stepfunctions.type_defs import DescribeExecutionOutputTypeDef
 
 
 class Environment(AllStoresEnvironment):
     function: ClassVar[str] = "BatchesApiFunction"
 
     state_machine_arn: Required = Field(alias="STATE_MACHINE_ARN")
+    # The durable variant's alias ARN: batches submitted with "orchestrator": "durable" run there.
+    durable_batch_function_arn: str | None = Field(default=None, alias="DURABLE_BATCH_FUNCTION_ARN")
     max_inline_batch_bytes: int = Field(default=MAX_INLINE_BATCH_BYTES, gt=0, alias="MAX_INLINE_BATCH_BYTES")
     max_inline_orders: int = Field(default=MAX_INLINE_ORDERS, gt=0, alias="MAX_INLINE_ORDERS")
     # How long a task a stopped batch started may still run: reconcile waits this long after the stop.
@@ -72,16 +82,22 @@ def post_batch() -> Response[dict[str, Any]]:
         environment.max_inline_batch_bytes,
         environment.max_inline_orders,
     )
-    outcome = submit_batch(
-        submission,
-        state_machine_arn=environment.state_machine_arn,
-        sfn_client=clients.stepfunctions(),
-        s3_client=clients.s3(),
-    )
+    if submission.orchestrator == DURABLE:
+        outcome = submit_durable_batch(
+            submission, function_arn=_durable_function_arn(environment), lambda_client=clients.lambda_()
+        )
+    else:
+        outcome = submit_batch(
+            submission,
+            state_machine_arn=environment.state_machine_arn,
+            sfn_client=clients.stepfunctions(),
+            s3_client=clients.s3(),
+        )
     logger.info(
         "batch submitted" if outcome.submitted else "batch resubmitted",
         batch_id=outcome.batch_id,
         execution_arn=outcome.execution_arn,
+        orchestrator=submission.orchestrator,
     )
     count("BatchesSubmitted" if outcome.submitted else "BatchesResubmitted")
     body: dict[str, Any] = {
@@ -89,6 +105,7 @@ def post_batch() -> Response[dict[str, Any]]:
         "execution_arn": outcome.execution_arn,
         "status": outcome.status,
         "submitted": outcome.submitted,
+        "orchestrator": submission.orchestrator,
     }
     if not outcome.submitted:
         body["message"] = f"batch {outcome.batch_id} was already submitted; this is its execution"
@@ -122,6 +139,7 @@ def post_reconcile(batch_id: str) -> Response[dict[str, Any]]:
         state_machine_arn=environment.state_machine_arn,
         sfn=clients.stepfunctions(),
         settle_seconds=environment.task_function_timeout_seconds,
+        durable=_durable_lookup(environment),
     )
     remaining = app.lambda_context.get_remaining_time_in_millis() / 1000 - RECONCILE_RESERVE_SECONDS
     report = reconcile_batch(
@@ -144,7 +162,30 @@ def _batch_executions(environment: Environment) -> BatchExecutions:
         sfn=clients.stepfunctions(),
         orders=lambda: order_records(environment),
         s3=clients.s3(),
+        durable=_durable_lookup(environment),
     )
+
+
+def _durable_function_arn(environment: Environment) -> str:
+    if not environment.durable_batch_function_arn:
+        raise InvalidBatchRequestError(
+            "this API has no durable function (DURABLE_BATCH_FUNCTION_ARN): submit without orchestrator",
+            field="orchestrator",
+        )
+    return environment.durable_batch_function_arn
+
+
+def _durable_lookup(environment: Environment) -> DurableLookup | None:
+    """Where a batch the state machine never ran may be: the durable function's execution of that name."""
+    function_arn = environment.durable_batch_function_arn
+    if not function_arn:
+        return None
+
+    def lookup(batch_id: str) -> DescribeExecutionOutputTypeDef | None:
+        execution = durable_execution(batch_id, function_arn, clients.lambda_())
+        return as_described_execution(execution) if execution is not None else None
+
+    return lookup
 
 
 def _start_index(body: str | None) -> int:

@@ -15,6 +15,7 @@ from botocore.config import Config
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_lambda.client import LambdaClient
     from mypy_boto3_s3.client import S3Client
     from mypy_boto3_stepfunctions.client import SFNClient
 
@@ -37,7 +38,12 @@ def s3() -> S3Client:
     return boto3.client("s3")
 
 
+@cache
+def lambda_() -> LambdaClient:
+    return boto3.client("lambda")
+
+
 def forget_clients() -> None:
     """The next call of each builds a new client, as a new execution environment would."""
-    for client in (dynamodb, stepfunctions, s3):
+    for client in (dynamodb, stepfunctions, s3, lambda_):
         client.cache_clear()

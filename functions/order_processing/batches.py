@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 BATCH_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,80}")
 SOURCE_FORMATS = ("json", "csv")
-SUBMISSION_FIELDS = frozenset({"batch_id", "orders", "source"})
+SUBMISSION_FIELDS = frozenset({"batch_id", "orders", "source", "orchestrator"})
+# Who runs a batch: the state machine (the default) or the durable function (durable_batches).
+ORCHESTRATORS = ("stepfunctions", "durable")
 SOURCE_FIELDS = frozenset({"bucket", "key", "format"})
 RUNNING = "RUNNING"
 
@@ -78,6 +80,7 @@ class BatchSubmission:
     batch_id: str
     execution_input: str
     source: dict[str, str] | None = None
+    orchestrator: str = ORCHESTRATORS[0]
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,12 @@ def parse_submission(
         raise InvalidBatchRequestError(
             f"batch {batch_id} needs orders (an inline array) or source (an S3 object)", field="orders"
         )
+    orchestrator = document.get("orchestrator", ORCHESTRATORS[0])
+    if orchestrator not in ORCHESTRATORS:
+        raise InvalidBatchRequestError(
+            f"orchestrator must be one of {', '.join(ORCHESTRATORS)}; got {json.dumps(orchestrator)}",
+            field="orchestrator",
+        )
     source = _parse_source(document["source"]) if has_source else None
     execution_input: dict[str, Any] = {"batch_id": batch_id}
     if source is None:
@@ -176,7 +185,7 @@ def parse_submission(
             '{"batch_id": ..., "source": {"bucket": ..., "key": ...}} instead',
             field="orders",
         )
-    return BatchSubmission(batch_id=batch_id, execution_input=text, source=source)
+    return BatchSubmission(batch_id=batch_id, execution_input=text, source=source, orchestrator=orchestrator)
 
 
 def _parse_orders(batch_id: str, document: dict[str, Any]) -> list[Any]:

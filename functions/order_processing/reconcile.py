@@ -60,8 +60,9 @@ if TYPE_CHECKING:
 
 # Statuses in which the execution may still start or finish tasks.
 ACTIVE_STATUSES = frozenset({"RUNNING", "PENDING_REDRIVE"})
-# The statuses RedriveExecution accepts: the execution ended before its orders may have.
-UNSUCCESSFUL_STATUSES = frozenset({"FAILED", "ABORTED", "TIMED_OUT"})
+# The statuses RedriveExecution accepts: the execution ended before its orders may have. A durable
+# execution's are the same but for STOPPED (Step Functions' ABORTED).
+UNSUCCESSFUL_STATUSES = frozenset({"FAILED", "ABORTED", "TIMED_OUT", "STOPPED"})
 # A confirm that loses a race to another writer reads the order again; twice is plenty.
 MAX_ORDER_ATTEMPTS = 2
 OPEN_ORDER_IDS_SHOWN = 50
@@ -295,10 +296,20 @@ class EndedBatch:
         return str(self.execution["status"])
 
 
-def batch_execution(batch_id: str, state_machine_arn: str, sfn: SFNClient) -> DescribeExecutionOutputTypeDef:
-    """The execution named after the batch ID; BatchNotFoundError when there is none."""
+DURABLE_EXECUTION_ARN_MARK = "/durable-execution/"
+# batch ID -> its durable execution in DescribeExecution's shape, or None (order_processing.durable_batches).
+DurableLookup = Callable[[str], "DescribeExecutionOutputTypeDef | None"]
+
+
+def batch_execution(
+    batch_id: str, state_machine_arn: str, sfn: SFNClient, durable: DurableLookup | None = None
+) -> DescribeExecutionOutputTypeDef:
+    """The execution named after the batch ID, the state machine's or else (``durable`` given) the durable
+    function's; BatchNotFoundError when there is none."""
     validate_batch_id(batch_id)
     execution = describe_execution_or_none(sfn, execution_arn_for(state_machine_arn, batch_id))
+    if execution is None and durable is not None:
+        execution = durable(batch_id)
     if execution is None:
         raise BatchNotFoundError(f"batch {batch_id} not found", field="batch_id")
     return execution
@@ -311,13 +322,19 @@ def ended_batch(
     sfn: SFNClient,
     settle_seconds: float,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    durable: DurableLookup | None = None,
 ) -> EndedBatch:
     """The batch's execution once nothing it started can still write; refusals name what to do."""
-    execution = batch_execution(batch_id, state_machine_arn, sfn)
+    execution = batch_execution(batch_id, state_machine_arn, sfn, durable)
     if execution["status"] in ACTIVE_STATUSES:
+        stop = (
+            "StopDurableExecution"
+            if DURABLE_EXECUTION_ARN_MARK in execution["executionArn"]
+            else "StopExecution"
+        )
         raise BatchStillRunningError(
             f"batch {batch_id} is still {execution['status']}: its execution may still finish these orders. "
-            "Stop it first (StopExecution), or let it end, then reconcile",
+            f"Stop it first ({stop}), or let it end, then reconcile",
             field="batch_id",
         )
     stopped_at = execution.get("stopDate")
@@ -445,9 +462,10 @@ class BatchExecutions:
     sfn: SFNClient
     orders: Callable[[], OrderRecordStore]
     s3: S3Client
+    durable: DurableLookup | None = None
 
     def describe(self, batch_id: str) -> DescribeExecutionOutputTypeDef:
-        return batch_execution(batch_id, self.state_machine_arn, self.sfn)
+        return batch_execution(batch_id, self.state_machine_arn, self.sfn, self.durable)
 
     def survey(self, batch_id: str, execution: DescribeExecutionOutputTypeDef) -> OrderSurvey:
         return survey_orders(EndedBatch(batch_id, execution), self.orders(), self.s3)
@@ -458,6 +476,8 @@ def batch_state(batch_id: str, batches: BatchExecutions) -> dict[str, Any]:
     without a final status (what reconcile or a redrive would finish)."""
     execution = batches.describe(batch_id)
     state = batch_status(batch_id, execution)
+    durable = DURABLE_EXECUTION_ARN_MARK in execution["executionArn"]
+    state["orchestrator"] = "durable" if durable else "stepfunctions"
     if execution["status"] in UNSUCCESSFUL_STATUSES:
         survey = batches.survey(batch_id, execution)
         state["open_orders"] = survey.to_dict()
@@ -470,6 +490,12 @@ def redrive_unless_reconciled(batch_id: str, batches: BatchExecutions) -> dict[s
     """RedriveExecution, refused once reconcile has finished some of the batch's orders: the redrive would
     rerun them (reserve, charge) only for their confirm to fail against the final status and be undone."""
     execution = batches.describe(batch_id)
+    if DURABLE_EXECUTION_ARN_MARK in execution["executionArn"]:
+        raise BatchConflictError(
+            f"batch {batch_id} ran on the durable function, which has no redrive: reconcile it, then submit "
+            "the orders to retry as a new batch",
+            field="batch_id",
+        )
     if execution["status"] in UNSUCCESSFUL_STATUSES:
         survey = batches.survey(batch_id, execution)
         if survey.reconciled:

@@ -120,4 +120,5 @@ def audit_stack_batch(
         dynamodb=client("dynamodb"),
         s3=client("s3"),
         body_runs=body_runs_from_logs(log_dir) if log_dir is not None else None,
+        lambda_client=client("lambda"),
     )

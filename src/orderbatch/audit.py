@@ -42,6 +42,10 @@ ACTIVE_EXECUTION_STATUSES = frozenset({"RUNNING", "PENDING_REDRIVE"})
 # An order ID that can key records (the app's own rule); an order without one is only checked for an outcome.
 USABLE_ORDER_ID = ORDER_ID_PATTERN
 BODY_RAN_MESSAGE = TASK_BODY_RAN
+# The stack output naming the durable variant of the workflow (its alias ARN).
+DURABLE_FUNCTION_OUTPUT = "DurableOrderBatchFunctionAliasArn"
+STEP_FUNCTIONS = "stepfunctions"
+DURABLE = "durable"
 # What every per-order invocation logs when it finishes (handlers.observability.log_finished).
 STEP_FINISHED_MESSAGE = "order step finished"
 
@@ -105,6 +109,8 @@ class AuditReport:
     violations: list[Violation]
     body_runs_by_step: dict[str, dict[str, int]] = field(default_factory=dict)
     execution_status: str | None = None
+    # Which orchestrator ran the batch: "stepfunctions" or "durable".
+    orchestrator: str | None = None
     # How many orders' outcomes came from each source, and every order's own.
     outcome_sources: dict[str, int] = field(default_factory=dict)
     orders: list[AuditedOutcome] = field(default_factory=list)
@@ -120,6 +126,17 @@ class AuditReport:
 
 
 @dataclass(frozen=True)
+class BatchRun:
+    """One batch's run, whichever orchestrator ran it: the same statuses (Step Functions' execution
+    statuses and a durable execution's coincide), its input and, once it succeeded, its batch summary."""
+
+    orchestrator: str
+    status: str
+    input: Mapping[str, Any]
+    output: str | None
+
+
+@dataclass(frozen=True)
 class BatchLocations:
     """Where a batch's input, output and effects live: the stack's Outputs, local or deployed."""
 
@@ -127,14 +144,18 @@ class BatchLocations:
     orders_table: str
     reservations_table: str
     payments_table: str
+    # The durable variant's alias ARN, where a batch the state machine never ran may have run instead.
+    durable_function_arn: str | None = None
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, Any]) -> BatchLocations:
+        durable = outputs.get(DURABLE_FUNCTION_OUTPUT)
         return cls(
             state_machine_arn=str(outputs["OrderBatchStateMachineArn"]),
             orders_table=str(outputs["OrdersTableName"]),
             reservations_table=str(outputs["ReservationsTableName"]),
             payments_table=str(outputs["PaymentsTableName"]),
+            durable_function_arn=str(durable) if durable else None,
         )
 
     def execution_arn(self, batch_id: str) -> str:
@@ -168,27 +189,27 @@ def audit_batch(
     s3: Any,
     body_runs: Mapping[tuple[str, str], int] | None = None,
     by_order: bool = False,
+    lambda_client: Any = None,
 ) -> AuditReport:
-    """Audit a batch run by the state machine: its input, its output and the effect tables.
+    """Audit a batch run by the state machine, or by the durable function when the state machine has no
+    execution of it (``lambda_client`` given): its input, its output and the effect tables.
 
     ``by_order`` reads the records and effects of the batch's own orders only (one BatchGetItem per 100
     orders, one Query per order and ledger table) instead of scanning the tables: what it costs then
     depends on the batch, not on how many batches the tables already hold, as a soak needs.
     """
-    try:
-        execution = stepfunctions.describe_execution(executionArn=locations.execution_arn(batch_id))
-    except stepfunctions.exceptions.ExecutionDoesNotExist:
+    run = find_batch_run(batch_id, locations, stepfunctions=stepfunctions, lambda_client=lambda_client)
+    if run is None:
         violation = Violation(None, None, "execution", f"batch {batch_id} has no execution")
         return AuditReport(batch_id, 0, {}, [], [], 0, [], [violation])
-    batch_input = json.loads(execution["input"])
-    status = str(execution["status"])
-    items = list(_input_items(batch_input, s3))
+    status = run.status
+    items = list(_input_items(run.input, s3))
     problems: list[Violation] = []
     if status in ACTIVE_EXECUTION_STATUSES:
         detail = f"execution is {status}: its orders may still change; audit the batch once it has ended"
         problems.append(Violation(None, None, "execution", detail))
     if status == "SUCCEEDED":
-        outcomes_by_index = _outcomes_by_index(execution, s3)
+        outcomes_by_index = _outcomes_by_index(run.output, s3)
         orders = [
             AuditedOrder(index, order, outcomes_by_index.get(index), OutcomeSource.BATCH_OUTPUT)
             for index, order, _ in items
@@ -208,7 +229,44 @@ def audit_batch(
         by_order=by_order,
     )
     report.execution_status = status
+    report.orchestrator = run.orchestrator
     return report
+
+
+def find_batch_run(
+    batch_id: str, locations: BatchLocations, *, stepfunctions: Any, lambda_client: Any = None
+) -> BatchRun | None:
+    """The batch's state machine execution, else its durable execution (named after the batch ID)."""
+    try:
+        execution = stepfunctions.describe_execution(executionArn=locations.execution_arn(batch_id))
+    except stepfunctions.exceptions.ExecutionDoesNotExist:
+        pass
+    else:
+        return BatchRun(
+            STEP_FUNCTIONS, str(execution["status"]), json.loads(execution["input"]), execution.get("output")
+        )
+    if lambda_client is None or locations.durable_function_arn is None:
+        return None
+    durable = durable_execution_of(lambda_client, locations.durable_function_arn, batch_id)
+    if durable is None:
+        return None
+    return BatchRun(
+        DURABLE, str(durable["Status"]), json.loads(durable["InputPayload"]), durable.get("Result")
+    )
+
+
+def durable_execution_of(lambda_client: Any, function_arn: str, batch_id: str) -> dict[str, Any] | None:
+    """GetDurableExecution of the function's execution named ``batch_id``, or None when there is none."""
+    listed = lambda_client.list_durable_executions_by_function(
+        FunctionName=function_arn, DurableExecutionName=batch_id
+    ).get("DurableExecutions", [])
+    named = [e for e in listed if e.get("DurableExecutionName") == batch_id]
+    if not named:
+        return None
+    answer: dict[str, Any] = lambda_client.get_durable_execution(
+        DurableExecutionArn=named[0]["DurableExecutionArn"]
+    )
+    return answer
 
 
 def _outcomes_from_records(
@@ -453,10 +511,10 @@ def _input_items(batch_input: Mapping[str, Any], s3: Any) -> Iterator[tuple[int,
             yield index, order, "json"
 
 
-def _outcomes_by_index(execution: Mapping[str, Any], s3: Any) -> dict[int, dict[str, Any]]:
-    if not execution.get("output"):
+def _outcomes_by_index(output: str | None, s3: Any) -> dict[int, dict[str, Any]]:
+    if not output:
         return {}
-    summary = json.loads(execution["output"])
+    summary = json.loads(output)
     orders = summary.get("orders")
     if orders is None and summary.get("orders_location"):
         bucket, _, key = summary["orders_location"].removeprefix("s3://").partition("/")

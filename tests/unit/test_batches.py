@@ -18,6 +18,7 @@ from order_processing.batches import (
     parse_submission,
     validate_batch_id,
 )
+from order_processing.durable_batches import as_described_execution
 
 LIMIT = 262_144
 ORDER = {
@@ -223,3 +224,52 @@ def test_a_failed_execution_reports_its_error_and_cause_without_a_summary() -> N
         "States.ExceedToleratedFailureThreshold",
         "too many orders failed",
     )
+
+
+def test_the_orchestrator_defaults_to_the_state_machine_and_stays_out_of_the_execution_input() -> None:
+    default = parse({"batch_id": "b-1", "orders": [ORDER]})
+    durable = parse({"batch_id": "b-1", "orders": [ORDER], "orchestrator": "durable"})
+
+    assert default.orchestrator == "stepfunctions"
+    assert durable.orchestrator == "durable"
+    # The same batch either way: the durable function gets the state machine's input.
+    assert durable.execution_input == default.execution_input
+
+
+@pytest.mark.parametrize("orchestrator", ["airflow", "", None, 1])
+def test_an_unknown_orchestrator_is_refused_naming_the_field(orchestrator: Any) -> None:
+    with pytest.raises(InvalidBatchRequestError) as refused:
+        parse({"batch_id": "b-1", "orders": [ORDER], "orchestrator": orchestrator})
+    assert refused.value.field == "orchestrator"
+    assert "stepfunctions, durable" in refused.value.message
+
+
+def test_a_durable_execution_reads_as_a_described_execution() -> None:
+    started, ended = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
+    arn = "arn:aws:lambda:us-east-1:123456789012:function:f:$LATEST/durable-execution/b-1/x"
+    described = as_described_execution(
+        {
+            "DurableExecutionArn": arn,
+            "DurableExecutionName": "b-1",
+            "Status": "STOPPED",
+            "InputPayload": '{"batch_id":"b-1"}',
+            "StartTimestamp": started,
+            "EndTimestamp": ended,
+            "Error": {"ErrorType": "Stopped", "ErrorMessage": "stopped by a caller"},
+        }
+    )
+
+    assert batch_status("b-1", described) | {"redrive_count": 0} == {
+        "batch_id": "b-1",
+        "execution_arn": arn,
+        "status": "STOPPED",
+        "started_at": started.isoformat(),
+        "stopped_at": ended.isoformat(),
+        "summary": None,
+        "error": "Stopped",
+        "cause": "stopped by a caller",
+        "redrive_count": 0,
+        "redrive_date": None,
+        "redrive_status": None,
+        "redrive_status_reason": None,
+    }

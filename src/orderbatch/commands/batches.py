@@ -10,6 +10,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
+from orderbatch.audit import DURABLE, DURABLE_FUNCTION_OUTPUT, STEP_FUNCTIONS
 from orderbatch.aws_limits import MAX_STATE_PAYLOAD_BYTES
 from orderbatch.executions import FINISHED_STATUSES
 from orderbatch.project import DUMMY_CREDENTIALS, default_template, local_cloud_endpoint
@@ -40,7 +41,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     status.set_defaults(func=run_status)
 
 
+def _add_orchestrator_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--orchestrator",
+        choices=(STEP_FUNCTIONS, DURABLE),
+        default=STEP_FUNCTIONS,
+        help="run the batch on the state machine (through the HTTP API) or on the durable function "
+        "(Invoke with the batch ID as the durable execution name, read with GetDurableExecution)",
+    )
+    parser.add_argument(
+        "--function-arn",
+        default=None,
+        help=f"the durable function's alias ARN for --orchestrator {DURABLE} (default: the local stack's "
+        f"{DURABLE_FUNCTION_OUTPUT}; required with --api)",
+    )
+
+
 def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_orchestrator_arguments(parser)
     parser.add_argument(
         "--endpoint", default=None, help="local cloud endpoint (default: AWS_ENDPOINT_URL or :4566)"
     )
@@ -91,6 +109,8 @@ def run_submit(args: argparse.Namespace) -> int:
         }
     else:
         batch = json.loads(args.file.read_text())
+    if args.orchestrator == DURABLE:
+        return _submit_durable(args, batch)
     client = _client(args)
     response = None if _too_large_for_inline(batch) else client.submit(batch)
     if response is None or (response.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE and "orders" in batch):
@@ -143,5 +163,99 @@ def _upload_orders(args: argparse.Namespace, batch: dict[str, Any]) -> dict[str,
 
 
 def run_status(args: argparse.Namespace) -> int:
+    if args.orchestrator == DURABLE:
+        return _durable_status(args, args.batch_id)
     response = _client(args).status(args.batch_id)
     return _report(args, response.status, response.body)
+
+
+def _lambda_client(args: argparse.Namespace) -> Any:
+    import boto3
+
+    local = args.api is None
+    session = boto3.Session(region_name=args.region)
+    if local and session.get_credentials() is None:
+        session = boto3.Session(**DUMMY_CREDENTIALS, region_name=args.region or "us-east-1")
+    endpoint = (args.endpoint or local_cloud_endpoint()) if local else None
+    return session.client("lambda", endpoint_url=endpoint, region_name=args.region or session.region_name)
+
+
+def _durable_function_arn(args: argparse.Namespace) -> str:
+    if args.function_arn:
+        return str(args.function_arn)
+    if args.api is not None:
+        raise ValueError(
+            f"--orchestrator {DURABLE} with --api needs --function-arn "
+            f"(the stack's {DURABLE_FUNCTION_OUTPUT})"
+        )
+    from orderbatch.localcloud.stack import load_stack
+
+    arn = load_stack(default_template()).outputs.get(DURABLE_FUNCTION_OUTPUT)
+    if not arn:
+        raise ValueError(f"the template has no {DURABLE_FUNCTION_OUTPUT} output: give --function-arn")
+    return str(arn)
+
+
+def _submit_durable(args: argparse.Namespace, batch: dict[str, Any]) -> int:
+    from orderbatch.durable_batches import (
+        DurableBatchStillRunningError,
+        batch_document,
+        start_durable_batch,
+        wait_for_durable_batch,
+    )
+
+    if "orders" not in batch:
+        print(
+            f"orderbatch: the {DURABLE} orchestrator takes inline orders only (no S3 source)", file=sys.stderr
+        )
+        return 2
+    try:
+        function_arn = _durable_function_arn(args)
+    except ValueError as error:
+        print(f"orderbatch: {error}", file=sys.stderr)
+        return 2
+    lambda_client = _lambda_client(args)
+    batch_id = str(batch["batch_id"])
+    try:
+        started = start_durable_batch(lambda_client, function_arn, batch)
+    except lambda_client.exceptions.ClientError as error:
+        response = error.response
+        body = {
+            "batch_id": batch_id,
+            "orchestrator": DURABLE,
+            "error": response.get("Error", {}).get("Code"),
+            "message": response.get("Error", {}).get("Message"),
+        }
+        return _report(args, int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 400)), body)
+    if not args.wait:
+        body = {
+            "batch_id": batch_id,
+            "orchestrator": DURABLE,
+            "execution_arn": started.execution_arn,
+            "status": "RUNNING",
+        }
+        return _report(args, started.status_code, body)
+    try:
+        execution = wait_for_durable_batch(
+            lambda_client, started.execution_arn, timeout=args.timeout, poll_seconds=2.0
+        )
+    except DurableBatchStillRunningError:
+        print(f"orderbatch: batch {batch_id} still running after {args.timeout:.0f} s")
+        return 2
+    return _report(args, HTTPStatus.OK, batch_document(batch_id, execution))
+
+
+def _durable_status(args: argparse.Namespace, batch_id: str) -> int:
+    from orderbatch.audit import durable_execution_of
+    from orderbatch.durable_batches import batch_document
+
+    try:
+        function_arn = _durable_function_arn(args)
+    except ValueError as error:
+        print(f"orderbatch: {error}", file=sys.stderr)
+        return 2
+    execution = durable_execution_of(_lambda_client(args), function_arn, batch_id)
+    if execution is None:
+        body = {"batch_id": batch_id, "orchestrator": DURABLE, "message": f"batch {batch_id} not found"}
+        return _report(args, HTTPStatus.NOT_FOUND, body)
+    return _report(args, HTTPStatus.OK, batch_document(batch_id, execution))

@@ -54,6 +54,7 @@ def test_a_new_batch_starts_one_execution_named_after_it(
         "execution_arn": cloud.state_machine_arn.replace(":stateMachine:", ":execution:") + ":b-1",
         "status": "RUNNING",
         "submitted": True,
+        "orchestrator": "stepfunctions",
     }
     started = cloud.sfn.describe_execution(executionArn=body["execution_arn"])
     assert json.loads(started["input"]) == {"batch_id": "b-1", "orders": [an_order("o-1")]}
@@ -79,6 +80,7 @@ def test_the_same_batch_again_answers_with_its_execution_and_starts_nothing(
         "execution_arn": first["execution_arn"],
         "status": "RUNNING",
         "submitted": False,
+        "orchestrator": "stepfunctions",
         "message": "batch b-1 was already submitted; this is its execution",
     }
     assert [execution["name"] for execution in cloud.executions()] == ["b-1"]

@@ -362,6 +362,10 @@ def _lambda_accesses(
     operation: str, params: Mapping[str, Any], environ: Mapping[str, Any], region: str, account_id: str
 ) -> list[Access]:
     action = f"lambda:{_LAMBDA_ACTIONS.get(operation, operation)}"
+    execution = params.get("DurableExecutionArn")
+    if execution:
+        # The durable execution operations act on the execution: its ARN is the resource.
+        return [Access(action, unquote(str(execution)))]
     name = params.get("FunctionName")
     if not name:
         return [Access(action, "*")]

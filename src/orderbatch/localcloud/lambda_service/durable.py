@@ -17,6 +17,7 @@ fails its operation with ``TooManyRequestsException`` (docs/fidelity.md, "Durabl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -46,11 +47,13 @@ from aws_durable_execution_sdk_python_testing.exceptions import (
     ResourceNotFoundException,
     UnknownRouteError,
 )
+from aws_durable_execution_sdk_python_testing.execution import Execution
 from aws_durable_execution_sdk_python_testing.executor import Executor
 from aws_durable_execution_sdk_python_testing.invoker import InvokeResponse, LambdaInvoker
 from aws_durable_execution_sdk_python_testing.model import StartDurableExecutionInput
 from aws_durable_execution_sdk_python_testing.scheduler import Scheduler
 from aws_durable_execution_sdk_python_testing.stores.memory import InMemoryExecutionStore
+from aws_durable_execution_sdk_python_testing.threads import DaemonThreadPool
 from aws_durable_execution_sdk_python_testing.token import CallbackToken
 from aws_durable_execution_sdk_python_testing.web import handlers
 from aws_durable_execution_sdk_python_testing.web import routes as durable_routes
@@ -243,6 +246,59 @@ def _start_input(
     )
 
 
+class AwsArnExecutionStore(InMemoryExecutionStore):
+    """The executor's store, which gives each new execution the ARN Lambda gives it.
+
+    The testing SDK names an execution ``<uuid>/<uuid>`` (an opaque local key it never parses); Lambda's
+    is ``arn:aws:lambda:<region>:<account>:function:<name>:<version>/durable-execution/<execution name>/<id>``
+    (botocore's ``DurableExecutionArn`` pattern), which callers read the function and the name from. The
+    executor stores an execution before anything else sees its ARN, so the first save is where it is set.
+    """
+
+    def __init__(self, region: str) -> None:
+        super().__init__()
+        self._region = region
+
+    def save(self, execution: Execution) -> None:
+        if not execution.durable_execution_arn.startswith("arn:"):
+            execution.durable_execution_arn = self._aws_arn(execution)
+        super().save(execution)
+
+    def _aws_arn(self, execution: Execution) -> str:
+        start = execution.start_input
+        # The ARN names a version, never an alias: every local alias stands for $LATEST.
+        version = start.function_qualifier if (start.function_qualifier or "").isdigit() else LATEST
+        execution_id = start.invocation_id or str(uuid.uuid4())
+        return (
+            f"arn:aws:lambda:{self._region}:{start.account_id}:function:{start.function_name}:{version}"
+            f"/durable-execution/{start.execution_name}/{execution_id}"
+        )
+
+
+# Invocations Lambda makes for durable executions at once (replays, plain chained-invoke targets). The
+# account quota bounds them, with 429s, as any invocation; this only bounds the threads that wait on them.
+MAX_DURABLE_INVOCATIONS_IN_FLIGHT = 256
+
+
+class LambdaWidePoolsExecutor(Executor):
+    """The SDK's executor with pools for replays and chained-invoke targets as wide as Lambda's.
+
+    The SDK sizes both pools as ``ThreadPoolExecutor`` does, ``min(32, cpus + 4)``: six on two cores, so a
+    ``map`` of 20 orders would run six chained invokes at a time and a quota of 10 would never throttle
+    it. Lambda starts every one at once and lets the account's quota decide.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for attribute, prefix in (
+            ("_target_pool", "durable-chained-invoke-target"),
+            ("_invocation_pool", "durable-invocation"),
+        ):
+            getattr(self, attribute).shutdown(wait=False)
+            pool = DaemonThreadPool(max_workers=MAX_DURABLE_INVOCATIONS_IN_FLIGHT, thread_name_prefix=prefix)
+            setattr(self, attribute, pool)
+
+
 class DurableExecutionAlreadyStartedError(LambdaApiError):
     code = "DurableExecutionAlreadyStartedException"
     status = 409
@@ -291,10 +347,10 @@ class DurableExecutions:
     ) -> None:
         self.account_id = account_id
         self._resolve = resolve
-        store = InMemoryExecutionStore()
+        store = AwsArnExecutionStore(region)
         self._scheduler = Scheduler()
         processor = CheckpointProcessor(store, self._scheduler)
-        self.executor = Executor(
+        self.executor = LambdaWidePoolsExecutor(
             store=store,
             scheduler=self._scheduler,
             invoker=ServiceInvoker(run_invocation),
@@ -374,8 +430,13 @@ class DurableExecutions:
             )
         if isinstance(route, _CALLBACK_ROUTES):
             self._refuse_closed_callback(route.callback_id)
-        handler = self._handlers[type(route)]
         query = parse_qs(query_string)
+        if isinstance(route, durable_routes.ListDurableExecutionsByFunctionRoute):
+            # The executor matches the bare name; Lambda takes any name form, an alias ARN included.
+            qualifier = query["Qualifier"][0] if query.get("Qualifier") else None
+            named = self._resolve_named(route.function_name, qualifier)
+            route = dataclasses.replace(route, function_name=named)
+        handler = self._handlers[type(route)]
         try:
             if isinstance(route, durable_routes.BytesPayloadRoute):
                 request = HTTPRequest.from_raw_bytes(body, method=method, path=route, query_params=query)
@@ -384,6 +445,9 @@ class DurableExecutions:
         except AwsApiException as error:
             return _error_response(error)
         return _as_response(handler.handle(route, request))
+
+    def _resolve_named(self, function_name: str, qualifier: str | None) -> str:
+        return self._resolve(f"{function_name}:{qualifier}" if qualifier else function_name).name
 
     def _refuse_closed_callback(self, callback_id: str) -> None:
         """The SDK's executor leaves a callback STARTED when its execution stops or ends, and would accept

@@ -50,6 +50,8 @@ class FunctionSpec:
     layers: tuple[LayerSpec, ...] = ()
     # The template's DurableConfig (ExecutionTimeout, RetentionPeriodInDays): the function is durable.
     durable_config: Mapping[str, Any] | None = None
+    # Alias names (SAM's AutoPublishAlias): locally each is an alias of the one code there is, $LATEST.
+    aliases: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
@@ -98,7 +100,8 @@ class FunctionRegistry:
     def resolve(self, identifier: str, qualifier: str | None = None) -> FunctionSpec:
         """Return the function named by a name, partial ARN or ARN, optionally URL-encoded and qualified.
 
-        Only the ``$LATEST`` qualifier exists locally (no versions or aliases): any other is not found.
+        Only ``$LATEST`` and the function's own aliases (each standing for ``$LATEST``) exist locally: any
+        other qualifier, a version number included, is not found.
         """
         cache_key = f"{identifier}\n{qualifier or ''}"
         name = self._resolved.get(cache_key)
@@ -119,7 +122,7 @@ class FunctionRegistry:
             name not in self._functions
             or (match["region"] and match["region"] != self.region)
             or (match["account"] and match["account"] != self.account_id)
-            or qualifiers - {LATEST}
+            or qualifiers - {LATEST, *self._functions[name].aliases}
         ):
             raise not_found
         return name

@@ -83,6 +83,7 @@ def function_spec(
         reserved_concurrency=int(reserved) if reserved is not None else None,
         layers=layers,
         durable_config=dict(durable_config) if durable_config is not None else None,
+        aliases=(str(props["AutoPublishAlias"]),) if props.get("AutoPublishAlias") else (),
     )
 
 

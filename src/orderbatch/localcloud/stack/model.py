@@ -35,6 +35,8 @@ SILENTLY_LOCAL = {
         "Layers",
         "FunctionName",
         "DurableConfig",
+        # Honoured as an alias of $LATEST (FunctionSpec.aliases): no versions are published locally.
+        "AutoPublishAlias",
     },
     "AWS::DynamoDB::Table": {
         "TableName",

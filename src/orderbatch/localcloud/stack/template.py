@@ -178,10 +178,8 @@ def physical_ids(
     for logical_id, resource in resources.items():
         kind = resource.get("Type", "")
         props = resource.get("Properties") or {}
-        if kind in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
-            name = props.get("FunctionName") or logical_id
-            arn = f"arn:aws:lambda:{region}:{account_id}:function:{name}"
-            ids[logical_id] = {"Ref": name, "Arn": arn}
+        if (lambda_ids := _lambda_ids(resources, logical_id, kind, props, region, account_id)) is not None:
+            ids.update(lambda_ids)
         elif kind in ("AWS::DynamoDB::Table", "AWS::Serverless::SimpleTable"):
             name = props.get("TableName") or f"{stack_name}-{logical_id}"
             ids[logical_id] = {"Ref": name, "Arn": f"arn:aws:dynamodb:{region}:{account_id}:table/{name}"}
@@ -221,6 +219,48 @@ def physical_ids(
         else:
             ids[logical_id] = {"Ref": logical_id}
     return ids
+
+
+def _lambda_ids(
+    resources: Mapping[str, Any],
+    logical_id: str,
+    kind: str,
+    props: Mapping[str, Any],
+    region: str,
+    account_id: str,
+) -> dict[str, dict[str, str]] | None:
+    """Ref and Fn::GetAtt of a function and of its alias; None for any other kind."""
+    if kind in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
+        name = props.get("FunctionName") or logical_id
+        arn = f"arn:aws:lambda:{region}:{account_id}:function:{name}"
+        return {logical_id: {"Ref": name, "Arn": arn}} | _published_alias_ids(
+            logical_id, arn, props.get("AutoPublishAlias")
+        )
+    if kind == "AWS::Lambda::Alias":
+        # SAM's translation of AutoPublishAlias (what IAM reads): Ref is the alias ARN.
+        function_name = _function_name(resources, props.get("FunctionName"))
+        arn = f"arn:aws:lambda:{region}:{account_id}:function:{function_name}:{props.get('Name')}"
+        return {logical_id: {"Ref": arn, "Arn": arn}}
+    return None
+
+
+def _function_name(resources: Mapping[str, Any], function: Any) -> str:
+    """An alias's function as the first pass left it: a function's logical ID (an unresolved Ref), a name
+    or an ARN."""
+    target = resources.get(str(function))
+    if isinstance(target, Mapping):
+        return str((target.get("Properties") or {}).get("FunctionName") or function)
+    return str(function).rsplit(":function:", 1)[-1].split(":", 1)[0]
+
+
+def _published_alias_ids(logical_id: str, function_arn: str, alias: Any) -> dict[str, dict[str, str]]:
+    """SAM's ``AutoPublishAlias`` makes an AWS::Lambda::Alias whose Ref is the alias ARN: templates name
+    it ``!Ref <Function>.Alias`` (SAM's shorthand) or SAM's logical ID for it, ``<Function>Alias<name>``."""
+    if not alias:
+        return {}
+    alias_arn = {"Ref": f"{function_arn}:{alias}", "Arn": f"{function_arn}:{alias}"}
+    generated_id = f"{logical_id}Alias" + "".join(c for c in str(alias) if c.isalnum())
+    return {f"{logical_id}.Alias": alias_arn, generated_id: alias_arn}
 
 
 def _messaging_ids(
