@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orderbatch.audit import AuditReport, BatchLocations, audit_batch, body_runs_from_logs
+from orderbatch.audit import AuditReport, BatchLocations, audit_batch
+from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.project import inventory_fixture
 
 if TYPE_CHECKING:

@@ -30,13 +30,8 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from order_processing.contract import PER_ORDER_FUNCTIONS
 from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
-from orderbatch.audit import (
-    AuditedOrder,
-    AuditReport,
-    BatchLocations,
-    audit_orders,
-    body_runs_from_logs,
-)
+from orderbatch.audit import AuditedOrder, AuditReport, BatchLocations, audit_orders
+from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT

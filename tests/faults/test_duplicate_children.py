@@ -16,7 +16,8 @@ import pytest
 from order_processing.contract import STEP_LOG_NAMES, VALIDATE_ORDER_FUNCTION
 from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
-from orderbatch.audit import AuditReport, BatchLocations, step_invocations_from_logs
+from orderbatch.audit import AuditReport, BatchLocations
+from orderbatch.audit_logs import step_invocations_from_logs
 from orderbatch.executions import wait_for_execution
 from orderbatch.faults.crash_cases import AS_SHIPPED
 from orderbatch.faults.crash_matrix import ConfigurationRun, start_cloud

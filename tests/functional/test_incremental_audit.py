@@ -19,7 +19,8 @@ from task_events import an_order, map_item
 
 from handlers import charge_payment, confirm_order, reserve_inventory, validate_order
 from order_processing.contract import STEP_LOG_NAMES, TASK_BODY_RAN
-from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+from orderbatch.audit import BatchLocations, audit_batch
+from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.bench.soak_audit import IncrementalAuditor, _RequestCounter
 from orderbatch.localcloud.moto_seam.testing import default_user_config
 

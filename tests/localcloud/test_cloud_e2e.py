@@ -19,7 +19,8 @@ from botocore.exceptions import ClientError
 
 from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
-from orderbatch.audit import BatchLocations, body_runs_from_logs
+from orderbatch.audit import BatchLocations
+from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.aws_limits import THROTTLE_ERROR
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud

@@ -20,7 +20,8 @@ import pytest
 from order_processing.payments import EntryKind
 from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
-from orderbatch.audit import DURABLE, DURABLE_FUNCTION_OUTPUT, body_runs_from_logs
+from orderbatch.audit import DURABLE, DURABLE_FUNCTION_OUTPUT
+from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.cli import main
 from orderbatch.durable_batches import wait_for_durable_batch
 from orderbatch.localcloud.cloud import LocalCloud

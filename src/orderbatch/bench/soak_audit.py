@@ -14,7 +14,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from orderbatch.audit import AuditReport, BatchLocations, BodyRunTally, LogTail, audit_batch
+from orderbatch.audit import AuditReport, BatchLocations, audit_batch
+from orderbatch.audit_logs import BodyRunTally, LogTail
 
 
 @dataclass

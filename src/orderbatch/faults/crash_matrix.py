@@ -38,7 +38,8 @@ from typing import Any
 
 from order_processing.contract import Outcome
 from orderbatch.app_batches import local_cloud_config
-from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs
+from orderbatch.audit import BatchLocations, audit_batch
+from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 from orderbatch.faults.crash_cases import (
     ALONE,

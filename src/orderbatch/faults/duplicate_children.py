@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from orderbatch.audit import BatchLocations, audit_batch, body_runs_from_logs, step_invocations_from_logs
+from orderbatch.audit import BatchLocations, audit_batch
+from orderbatch.audit_logs import body_runs_from_logs, step_invocations_from_logs
 from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 from orderbatch.faults.crash_cases import ALONE, CHILDREN, DuplicateChildrenCase
 from orderbatch.faults.crash_results import CaseResult
