@@ -11,7 +11,6 @@ functions' own prices. The exactly-once audit reads Step Functions executions an
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import tempfile
@@ -22,10 +21,10 @@ from typing import Any
 
 from order_processing.contract import COMPENSATION_FUNCTION, FINAL_ORDER_STATUSES, ORDER_STEP_FUNCTIONS
 from orderbatch.app_batches import fixture_skus, generate_orders, local_cloud_config
-from orderbatch.bench.runner import Progress, _warm_up, scenario_deadline
-from orderbatch.capacity.model import UnitPrices, lower_bound_seconds
+from orderbatch.bench.runner import Progress, _warm_up, scenario_deadline, scenario_shape
+from orderbatch.capacity.model import UnitPrices
 from orderbatch.capacity.retriers import with_docs_retrier
-from orderbatch.capacity.scenario import BenchSettings, Scenario, neighbour_for
+from orderbatch.capacity.scenario import BenchSettings, Scenario
 from orderbatch.plan.durable import DurableModel, durable_cost
 
 DURABLE_FUNCTION = "DurableOrderBatchFunction"
@@ -53,18 +52,7 @@ def run_durable_scenario(
 ) -> dict[str, Any]:
     from orderbatch.localcloud.cloud import LocalCloud
 
-    if scenario.work_seconds is not None:
-        settings = dataclasses.replace(settings, work_seconds=scenario.work_seconds)
-    max_concurrency = scenario.max_concurrency(settings.quota)
-    neighbour = neighbour_for(scenario, settings)
-    bound = lower_bound_seconds(
-        settings.orders,
-        settings.steps,
-        settings.work_seconds,
-        settings.quota,
-        max_concurrency=max_concurrency,
-        neighbour=neighbour,
-    )
+    settings, max_concurrency, neighbour, bound = scenario_shape(scenario, settings)
     overrides, retrier = durable_parameter_overrides(scenario)
     state_dir = Path(tempfile.mkdtemp(prefix=f"orderbatch-bench-durable-{scenario.name}-"))
     config = local_cloud_config(

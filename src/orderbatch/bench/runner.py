@@ -50,11 +50,9 @@ def scenario_deadline(bound: float, settings: BenchSettings) -> float:
     return 6 * bound + 120 + MACHINE_SECONDS_PER_ORDER * settings.orders
 
 
-def run_scenario(
-    scenario: Scenario, settings: BenchSettings, prices: UnitPrices, progress: Progress | None = None
-) -> dict[str, Any]:
-    from orderbatch.localcloud.cloud import LocalCloud
-
+def scenario_shape(scenario: Scenario, settings: BenchSettings) -> tuple[BenchSettings, int, Any, float]:
+    """What one scenario's batch runs with, whichever orchestrator runs it: the settings with the
+    scenario's own work per step, its MapMaxConcurrency, its noisy neighbour and the makespan's bound."""
     if scenario.work_seconds is not None:
         settings = dataclasses.replace(settings, work_seconds=scenario.work_seconds)
     max_concurrency = scenario.max_concurrency(settings.quota)
@@ -67,6 +65,15 @@ def run_scenario(
         max_concurrency=max_concurrency,
         neighbour=neighbour,
     )
+    return settings, max_concurrency, neighbour, bound
+
+
+def run_scenario(
+    scenario: Scenario, settings: BenchSettings, prices: UnitPrices, progress: Progress | None = None
+) -> dict[str, Any]:
+    from orderbatch.localcloud.cloud import LocalCloud
+
+    settings, max_concurrency, neighbour, bound = scenario_shape(scenario, settings)
     state_dir = Path(tempfile.mkdtemp(prefix=f"orderbatch-bench-{scenario.name}-"))
     config = local_cloud_config(
         settings.template,
