@@ -28,13 +28,11 @@ from time import time
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from orderbatch.localcloud.http_framing import LINE_END, FramedReader
+
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 SERVER_SOFTWARE = "orderbatch-lean-wsgi"
-_HEADER_END = b"\r\n\r\n"
-_LINE_END = b"\r\n"
-_RECEIVE_BYTES = 65536
-_MAX_HEAD_BYTES = 65536
 _LOG = logging.getLogger(__name__)
 
 
@@ -87,7 +85,11 @@ class _Connection:
         self._address = address
         self._app = app
         self._server_address = server_address
-        self._buffer = bytearray()
+        self._reader = FramedReader(
+            peer,
+            closed=lambda: ConnectionError("the client closed the connection inside a request"),
+            malformed=MalformedRequestError,
+        )
 
     def serve(self) -> None:
         with self._peer:
@@ -101,10 +103,10 @@ class _Connection:
 
     def _serve_one(self) -> bool:
         """Answer one request; False when the connection is to close."""
-        head = self._read_head()
+        head = self._reader.read_head()
         if head is None:
             return False
-        request_line, *header_lines = head.split(_LINE_END)
+        request_line, *header_lines = head.split(LINE_END)
         parts = request_line.split(b" ")
         if len(parts) != 3 or not parts[2].startswith(b"HTTP/"):
             raise MalformedRequestError(f"bad request line {request_line[:200]!r}")
@@ -115,10 +117,10 @@ class _Connection:
         if expects_continue and version == "HTTP/1.1":
             self._peer.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
         if chunked:
-            body = self._read_chunked()
+            body = self._reader.read_chunked()
             environ["CONTENT_LENGTH"] = str(len(body))
         else:
-            body = self._read_exactly(_content_length(environ.get("CONTENT_LENGTH", "")))
+            body = self._reader.read_exactly(_content_length(environ.get("CONTENT_LENGTH", "")))
         environ["wsgi.input"] = io.BytesIO(body)
         keep_alive = (version == "HTTP/1.1" and "close" not in connection_tokens) or (
             version == "HTTP/1.0" and "keep-alive" in connection_tokens
@@ -201,60 +203,6 @@ class _Connection:
             self._send(
                 f"{status.value} {status.phrase}", [("Content-Type", "text/plain")], body, len(body), False
             )
-
-    def _fill(self) -> bool:
-        data = self._peer.recv(_RECEIVE_BYTES)
-        if not data:
-            return False
-        self._buffer += data
-        return True
-
-    def _read_head(self) -> bytes | None:
-        end = self._buffer.find(_HEADER_END)
-        while end < 0:
-            if len(self._buffer) > _MAX_HEAD_BYTES:
-                raise MalformedRequestError("request headers too large")
-            if not self._fill():
-                if self._buffer:
-                    raise MalformedRequestError("connection closed inside the request headers")
-                return None
-            end = self._buffer.find(_HEADER_END)
-        head = bytes(self._buffer[:end])
-        del self._buffer[: end + len(_HEADER_END)]
-        return head
-
-    def _read_exactly(self, size: int) -> bytes:
-        while len(self._buffer) < size:
-            if not self._fill():
-                raise ConnectionError("connection closed inside the request body")
-        body = bytes(self._buffer[:size])
-        del self._buffer[:size]
-        return body
-
-    def _read_line(self) -> bytes:
-        end = self._buffer.find(_LINE_END)
-        while end < 0:
-            if not self._fill():
-                raise ConnectionError("connection closed inside a chunked body")
-            end = self._buffer.find(_LINE_END)
-        line = bytes(self._buffer[:end])
-        del self._buffer[: end + len(_LINE_END)]
-        return line
-
-    def _read_chunked(self) -> bytes:
-        chunks: list[bytes] = []
-        while True:
-            try:
-                size = int(self._read_line().partition(b";")[0].strip(), 16)
-            except ValueError as error:
-                raise MalformedRequestError("bad chunk size") from error
-            if size == 0:
-                while self._read_line():
-                    pass
-                return b"".join(chunks)
-            chunks.append(self._read_exactly(size))
-            if self._read_exactly(len(_LINE_END)) != _LINE_END:
-                raise MalformedRequestError("chunk not followed by CRLF")
 
 
 def _read_headers(header_lines: list[bytes], environ: dict[str, Any]) -> tuple[str, bool, bool]:
