@@ -32,6 +32,7 @@ from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.audit import AuditedOrder, AuditReport, BatchLocations, audit_orders
 from orderbatch.audit_logs import body_runs_from_logs
+from orderbatch.durable_batches import wait_for_durable_batch
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
@@ -235,9 +236,29 @@ def batch_timeout(orders: int) -> float:
     return 240.0 + orders * 3.0
 
 
-def run_batch(cloud: LocalCloud, scenario: Scenario, batch_id: str, orders: list[dict[str, Any]]) -> FaultRun:
+def run_batch(
+    cloud: LocalCloud,
+    scenario: Scenario,
+    batch_id: str,
+    orders: list[dict[str, Any]],
+    *,
+    orchestrator: str = "stepfunctions",
+) -> FaultRun:
+    """POST the batch to the HTTP API for the ``orchestrator`` to run; wait for it; audit it."""
     locations = BatchLocations.from_outputs(cloud.stack.outputs)
     batch: dict[str, Any] = {"batch_id": batch_id, "orders": orders}
+    if orchestrator == "durable":
+        # The durable variant takes inline batches only.
+        submitted = api_client(cloud).submit({**batch, "orchestrator": orchestrator})
+        assert submitted.status == 202, submitted.body
+        arn = str(submitted.body["execution_arn"])
+        lambda_client = cloud.client("lambda")
+        execution = wait_for_durable_batch(lambda_client, arn, timeout=batch_timeout(len(orders)))
+        assert execution["Status"] == "SUCCEEDED", f"batch {batch_id} ended {execution['Status']}"
+        report = audit_local_batch(cloud, batch_id)
+        figures = scenario.figures(report)
+        figures.publish()
+        return FaultRun(report, figures)
     if len(orders) > FEW_ORDERS:
         # A large batch goes through S3 (the Distributed Map), as the API tells its users: inline batches
         # hold at most 500 orders so their outcomes fit the 256 KiB state limit.

@@ -1,9 +1,12 @@
 """Crash points: found by recording each function's AWS calls, crashed once each, audited.
 
 Without a cloud: crash points parse and validate, a ``once`` crash rides on one invocation at a time
-until it has crashed, and a recorded sequence enumerates its points. On a local cloud: the recording
-finds Reserve's and Charge's real calls in order; one point per function, crashed through the real
-state machine, audits clean (the default suite); the whole matrix with its controls is marked slow.
+until it has crashed, a recorded sequence enumerates its points, and a durable replay is keyed by its
+execution with its checkpoints' operation updates recorded. On a local cloud: the recording finds
+Reserve's and Charge's real calls in order; one point per function, crashed through the real state
+machine, audits clean; the durable function's recording finds its checkpoint boundaries and a few of
+them crashed, alone and with a second start under the same execution name, audit clean (the default
+suite); the whole matrix with its controls, and the durable one, are marked slow.
 """
 
 from __future__ import annotations
@@ -16,7 +19,17 @@ from pathlib import Path
 import pytest
 
 from orderbatch.app_batches import order_event_keys
-from orderbatch.faults.crash_cases import AS_SHIPPED, STEPS, VARIANTS, WITH_DUPLICATE
+from orderbatch.faults.crash_cases import (
+    ALONE,
+    AS_SHIPPED,
+    DURABLE,
+    DURABLE_STEPS,
+    ORCHESTRATOR,
+    STEPS,
+    VARIANTS,
+    WITH_DUPLICATE,
+    find_steps,
+)
 from orderbatch.faults.crash_matrix import ConfigurationRun, run_matrix, start_cloud
 from orderbatch.faults.crash_results import MatrixResult, render
 from orderbatch.localcloud.cloud import LocalCloud
@@ -27,7 +40,12 @@ from orderbatch.localcloud.lambda_service.crash_points import (
     idempotency_save,
 )
 from orderbatch.localcloud.lambda_service.faults import FaultDecision, FaultInjector, FaultPlan, FaultRule
-from orderbatch.localcloud.runtime_shim import call_matches, describe_call, parse_crash_point
+from orderbatch.localcloud.runtime_shim import (
+    CHECKPOINT_UPDATES,
+    call_matches,
+    describe_call,
+    parse_crash_point,
+)
 
 NAMES = ResourceNames(
     {
@@ -171,6 +189,95 @@ def test_the_runtime_records_where_a_call_went_and_the_status_it_wrote_never_the
     assert describe_call("s3", "PutObject", {"Bucket": "b", "Key": "k", "Body": b"x"}, 1)["bucket"] == "b"
 
 
+CHECKPOINT = {
+    "DurableExecutionArn": "arn:aws:lambda:us-east-1:123456789012:function:F:$LATEST/durable-execution/b-1/x",
+    "CheckpointToken": "token",
+    "Updates": [
+        {
+            "Id": "c1",
+            "ParentId": "m1",
+            "Type": "CHAINED_INVOKE",
+            "Action": "START",
+            "Name": "charge_payment",
+            "Payload": '{"secret": 1}',
+        },
+        {"Id": "m1", "Type": "CONTEXT", "SubType": "MapIteration", "Action": "SUCCEED", "Name": "order 0"},
+    ],
+}
+
+
+def test_a_durable_checkpoint_is_recorded_by_its_operation_updates_never_their_payloads() -> None:
+    call = describe_call("lambda", "CheckpointDurableExecution", CHECKPOINT, 4)
+
+    assert call[CHECKPOINT_UPDATES] == ["c1:START", "m1:SUCCEED"]
+    assert call["operations"][0] == {
+        "Id": "c1",
+        "ParentId": "m1",
+        "Type": "CHAINED_INVOKE",
+        "Name": "charge_payment",
+        "Action": "START",
+    }
+    assert "secret" not in json.dumps(call)
+    recorded = RecordedCall.from_log(call)
+    assert recorded.checkpoint == ("c1:START", "m1:SUCCEED")
+    assert [operation.key for operation in recorded.operations] == ["c1:START", "m1:SUCCEED"]
+    # A checkpoint boundary names the update it carries, whatever the call's number in its replay.
+    assert call_matches(call, "lambda.CheckpointDurableExecution@c1:START")
+    assert not call_matches(call, "lambda.CheckpointDurableExecution@c1:SUCCEED")
+    assert parse_crash_point("before_checkpoint") == ("before_checkpoint", 0)
+    assert parse_crash_point("after_checkpoint") == ("after_checkpoint", 0)
+
+
+def test_a_durable_replay_is_keyed_by_its_execution_and_its_batch_read_from_the_executions_input(
+    tmp_path: Path,
+) -> None:
+    arn = CHECKPOINT["DurableExecutionArn"]
+    rule = {
+        "kind": "crash",
+        "point": "after_checkpoint",
+        "once": True,
+        "batch_ids": ["b-1"],
+        "call": "lambda.CheckpointDurableExecution@c1:START",
+    }
+    injector = FaultInjector(
+        FaultPlan.from_dict({"functions": {"F": [rule]}}), marker_dir=tmp_path, event_keys=order_event_keys()
+    )
+
+    def replay(token: str, batch_id: str = "b-1") -> FaultDecision | None:
+        execution = {
+            "Id": "e",
+            "Type": "EXECUTION",
+            "Status": "STARTED",
+            "ExecutionDetails": {"InputPayload": json.dumps({"batch_id": batch_id, "orders": []})},
+        }
+        event = {
+            "DurableExecutionArn": arn,
+            "CheckpointToken": token,
+            "InitialExecutionState": {"Operations": [execution]},
+        }
+        return injector.decide("F", json.dumps(event).encode())
+
+    first, second = replay("t-1"), replay("t-2")
+    assert first is not None
+    assert second is not None
+    assert (first.attempt, second.attempt) == (1, 2), "attempts count the execution's replays"
+    assert first.item_key == arn
+    assert first.batch_key == "b-1"
+    directive = first.directive()
+    assert directive is not None
+    assert (directive["tag"], directive["batch"]) == (arn, "b-1")
+    assert directive["call"] == "lambda.CheckpointDurableExecution@c1:START"
+    other = replay("t-3", batch_id="b-2")
+    assert other is not None
+    assert other.outcome is None, "the rule names another batch"
+
+
+def test_the_orchestrator_is_a_step_of_the_durable_matrix_only() -> None:
+    assert find_steps(["orchestrator"]) == [ORCHESTRATOR]
+    assert find_steps(["DurableOrderBatchFunction", "charge"]) == [STEPS[2], ORCHESTRATOR]
+    assert "summarize" not in [step.name for step in DURABLE_STEPS]
+
+
 # ---------------------------------------------------------------------------------- on a local cloud
 
 
@@ -283,4 +390,70 @@ def test_the_whole_matrix_and_its_controls(capsys: pytest.CaptureFixture[str]) -
     assert "charge: the response lost" in shown["idempotency"]
     doubled = [c for control in result.controls for c in control.cases if c.doubled]
     assert all(c.doubled == [c.batch_id + "-s"] for c in doubled), "the audit names the doubled subject"
+    assert result.ok
+
+
+# ------------------------------------------------------------------- the durable function's own points
+
+
+@pytest.fixture(scope="module")
+def durable_crash_run(crash_run: ConfigurationRun) -> ConfigurationRun:
+    """The module's cloud, its batches run by the durable function."""
+    return ConfigurationRun(crash_run.cloud, AS_SHIPPED, orchestrator=DURABLE)
+
+
+@pytest.mark.e2e
+def test_the_durable_functions_checkpoint_boundaries_crashed_lose_nothing_and_double_nothing(
+    durable_crash_run: ConfigurationRun,
+) -> None:
+    updates = durable_crash_run.record_checkpoints()
+    named = {(update.type, update.action, update.name) for update in updates}
+    # The Map, each order's branch and its invokes, the failing confirmation's backoff and its cancel.
+    assert ("CONTEXT", "START", "process orders") in named
+    assert ("CONTEXT", "SUCCEED", "process orders") in named
+    assert {("CONTEXT", "START", f"order {index}") for index in range(4)} <= named
+    for step in ("validate_order", "reserve_inventory", "charge_payment", "confirm_order", "cancel_order"):
+        assert ("CHAINED_INVOKE", "START", step) in named, step
+    assert ("WAIT", "START", "confirm_order backoff") in named
+
+    cases = durable_crash_run.orchestrator_cases(updates, VARIANTS)
+    assert len(cases) == (2 * len(updates) + 3) * len(VARIANTS)
+    wanted = {
+        ("before the body", ALONE),
+        ("before START map 'process orders'", WITH_DUPLICATE),
+        ("after START invoke 'charge_payment' in 'order 0'", ALONE),
+        ("after START invoke 'cancel_order' in 'order 3'", WITH_DUPLICATE),
+        ("the response lost", ALONE),
+    }
+    picked = [case for case in cases if (case.point.key, case.variant) in wanted]
+    assert {(case.point.key, case.variant) for case in picked} == wanted
+
+    results = durable_crash_run.run(picked)
+
+    for result in results:
+        assert result.crashes == 1, f"{result.label} {result.variant}: {result.verdict}"
+        assert (result.lost, result.doubled, result.violations) == ([], [], []), result.verdict
+        assert result.ok, f"{result.label} {result.variant}: {result.verdict}"
+        assert result.subject_outcome == "SUCCEEDED"
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+# Every task function's points under the durable function, then its own checkpoint boundaries, both
+# variants: about 10 minutes alone on two cores.
+@pytest.mark.timeout(1800)
+def test_the_whole_durable_matrix(capsys: pytest.CaptureFixture[str]) -> None:
+    result: MatrixResult = run_matrix([*DURABLE_STEPS, ORCHESTRATOR], orchestrator=DURABLE)
+    with capsys.disabled():
+        print("\n" + render(result))
+
+    not_clean = [f"{c.step} {c.label} {c.variant}: {c.verdict}" for c in result.main.cases if not c.ok]
+    assert not_clean == []
+    assert result.main.orchestrator == DURABLE
+    assert result.controls == []
+    boundaries = [p for p in result.main.points[ORCHESTRATOR.name] if p["update"]]
+    assert len(boundaries) >= 2 * 20, "before and after each update of a 4-order batch"
+    for step in [*DURABLE_STEPS, ORCHESTRATOR]:
+        runs = [c for c in result.main.cases if c.step == step.name]
+        assert len(runs) == len(result.main.points[step.name]) * len(VARIANTS), step.name
     assert result.ok

@@ -1,7 +1,9 @@
 """Every fault kind of GitHub issue 4 against the app as shipped: 0 orders lost, 0 effects doubled.
 
 One local cloud serves the module (quota 10, MapMaxConcurrency 8, function timeout 8 s). Each scenario
-sets its fault plan, runs a batch (or, for the client timeout, direct calls) and audits it.
+sets its fault plan, runs a batch (or, for the client timeout, direct calls) and audits it. The batch
+scenarios run twice: on the state machine, and on the durable function, whose chained invokes of the
+same task functions take the same faults and go through its own retriers.
 """
 
 from __future__ import annotations
@@ -33,12 +35,19 @@ def assert_clean(run_report: object) -> None:
     assert run_report.outcomes == {"SUCCEEDED": ORDERS}
 
 
-@pytest.mark.parametrize("kind", ["latency", "error_before_body", "error_after_body", "timeout"])
-def test_a_batch_under_the_fault_loses_nothing_and_doubles_nothing(cloud: LocalCloud, kind: str) -> None:
-    batch_id = f"fm-{kind.replace('_', '-')}"
-    with Scenario(cloud, kind, CONFIGURATION, fault_plan(kind)) as scenario:
-        run = run_batch(cloud, scenario, batch_id, orders_for(batch_id))
+ORCHESTRATORS = ("stepfunctions", "durable")
 
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS)
+@pytest.mark.parametrize("kind", ["latency", "error_before_body", "error_after_body", "timeout"])
+def test_a_batch_under_the_fault_loses_nothing_and_doubles_nothing(
+    cloud: LocalCloud, kind: str, orchestrator: str
+) -> None:
+    batch_id = f"fm-{kind.replace('_', '-')}" + ("-durable" if orchestrator == "durable" else "")
+    with Scenario(cloud, kind, CONFIGURATION, fault_plan(kind)) as scenario:
+        run = run_batch(cloud, scenario, batch_id, orders_for(batch_id), orchestrator=orchestrator)
+
+    assert run.report.orchestrator == orchestrator
     assert_clean(run.report)
     if kind == "error_after_body":
         # Powertools replays the stored result: the body ran once, only the response was lost, where
@@ -49,10 +58,13 @@ def test_a_batch_under_the_fault_loses_nothing_and_doubles_nothing(cloud: LocalC
         assert run.figures.retries > 0, "the fault never fired"
 
 
-def test_a_noisy_neighbour_throttles_a_map_that_fits_the_quota_and_nothing_is_lost(cloud: LocalCloud) -> None:
-    batch_id = "fm-noisy-neighbour"
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS)
+def test_a_noisy_neighbour_throttles_a_map_that_fits_the_quota_and_nothing_is_lost(
+    cloud: LocalCloud, orchestrator: str
+) -> None:
+    batch_id = "fm-noisy-neighbour" + ("-durable" if orchestrator == "durable" else "")
     with Scenario(cloud, "noisy_neighbour", CONFIGURATION, fault_plan("noisy_neighbour")) as scenario:
-        run = run_batch(cloud, scenario, batch_id, orders_for(batch_id))
+        run = run_batch(cloud, scenario, batch_id, orders_for(batch_id), orchestrator=orchestrator)
 
     assert_clean(run.report)
     assert run.figures.throttles > 0

@@ -28,8 +28,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="+",
         default=None,
         metavar="FUNCTION",
-        help="steps to crash, by name (validate reserve charge confirm cancel summarize) or logical ID; "
-        "comma-separated lists work too (default: all six)",
+        help="steps to crash, by name (validate reserve charge confirm cancel summarize, and orchestrator: "
+        "the durable function) or logical ID; comma-separated lists work too (default: every step the "
+        "orchestrator has)",
+    )
+    matrix.add_argument(
+        "--orchestrator",
+        choices=("stepfunctions", "durable"),
+        default="stepfunctions",
+        help="what runs the batches: the state machine, or the durable function, whose own checkpoint "
+        "boundaries are crashed too, alone and with a second start under the same execution name "
+        "(default stepfunctions)",
     )
     matrix.add_argument(
         "--no-controls",
@@ -51,14 +60,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_crash_matrix(args: argparse.Namespace) -> int:
-    from orderbatch.faults.crash_cases import STEPS, find_steps
+    from orderbatch.faults.crash_cases import DURABLE, DURABLE_STEPS, ORCHESTRATOR, STEPS, find_steps
     from orderbatch.faults.crash_matrix import DEFAULT_PARALLEL_BATCHES, run_matrix
     from orderbatch.faults.crash_results import render
     from orderbatch.faults.powertools_modes import render_failure_modes, run_failure_modes
 
     names = [name for value in args.functions or () for name in value.split(",") if name]
     try:
-        steps = find_steps(names) if names else list(STEPS)
+        default_steps = [*DURABLE_STEPS, ORCHESTRATOR] if args.orchestrator == DURABLE else list(STEPS)
+        steps = find_steps(names) if names else default_steps
     except ValueError as error:
         print(f"orderbatch: {error}", file=sys.stderr)
         return 2
@@ -70,11 +80,17 @@ def run_crash_matrix(args: argparse.Namespace) -> int:
     parallel = args.parallel or DEFAULT_PARALLEL_BATCHES
     template = args.template or default_template()
     result = run_matrix(
-        steps, controls=not args.no_controls, parallel=parallel, template=template, progress=progress
+        steps,
+        controls=not args.no_controls,
+        parallel=parallel,
+        template=template,
+        progress=progress,
+        orchestrator=args.orchestrator,
     )
+    # Powertools' failure modes are the task functions' own, measured under the state machine.
     modes = (
         None
-        if args.no_failure_modes
+        if args.no_failure_modes or args.orchestrator == DURABLE
         else run_failure_modes(steps, parallel=parallel, template=template, progress=progress)
     )
     if args.json:

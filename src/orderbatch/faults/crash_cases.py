@@ -7,9 +7,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from order_processing.contract import PER_ORDER_FUNCTIONS, STEP_LOG_NAMES, SUMMARIZE_BATCH_FUNCTION, Outcome
+from order_processing.contract import (
+    DURABLE_ORDER_BATCH_FUNCTION,
+    PER_ORDER_FUNCTIONS,
+    STEP_LOG_NAMES,
+    SUMMARIZE_BATCH_FUNCTION,
+    Outcome,
+)
 from orderbatch.localcloud.lambda_service.crash_points import CrashPoint, RecordedCall
 from orderbatch.localcloud.lambda_service.faults import Crash, DuplicateExecution, ErrorBeforeBody
+from orderbatch.localcloud.runtime_shim import CHECKPOINT_OPERATION
 
 CONFIRMATION_FAILURE = "InjectedConfirmationFailure"
 
@@ -37,15 +44,18 @@ CONFIRM = STEPS_BY_NAME["confirm"]
 
 
 def find_steps(names: Iterable[str]) -> list[Step]:
-    """Steps by short name (``reserve``) or logical ID (``ReserveInventoryFunction``), in workflow order."""
+    """Steps by short name (``reserve``) or logical ID (``ReserveInventoryFunction``), in workflow order;
+    ``orchestrator`` is the durable function itself."""
     wanted = set()
     for name in names:
-        step = STEPS_BY_NAME.get(name) or next((s for s in STEPS if s.function == name), None)
+        step = STEPS_BY_NAME.get(name) or next(
+            (s for s in (*STEPS, ORCHESTRATOR) if s.function == name), None
+        )
         if step is None:
-            known = ", ".join(step.name for step in STEPS)
+            known = ", ".join(step.name for step in (*STEPS, ORCHESTRATOR))
             raise ValueError(f"unknown function {name!r}; expected one of {known} (or their logical IDs)")
         wanted.add(step.name)
-    return [step for step in STEPS if step.name in wanted]
+    return [step for step in (*STEPS, ORCHESTRATOR) if step.name in wanted]
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,17 @@ CONTROL_STEPS = tuple(step.name for step in STEPS)
 ALONE = "alone"
 WITH_DUPLICATE = "with duplicate"
 VARIANTS = (ALONE, WITH_DUPLICATE)
+
+# The orchestrators a matrix runs the app's batches on.
+STEPFUNCTIONS = "stepfunctions"
+DURABLE = "durable"
+ORCHESTRATORS = (STEPFUNCTIONS, DURABLE)
+# The durable variant's own function, crashed at every checkpoint boundary. Its "with duplicate" variant
+# is a second start of the batch under the same durable execution name, as the two starts race.
+ORCHESTRATOR = Step("orchestrator", DURABLE_ORDER_BATCH_FUNCTION, None, per_order=False)
+STEPS_BY_NAME[ORCHESTRATOR.name] = ORCHESTRATOR
+# The durable variant has no summary function: it summarizes the batch inside its own code.
+DURABLE_STEPS = tuple(step for step in STEPS if step.function != SUMMARIZE_BATCH_FUNCTION)
 
 
 def subject_order(order_id: str) -> dict[str, Any]:
@@ -102,10 +123,22 @@ class CrashCase:
     call: RecordedCall | None = None
     # More of the crash rule's fields (a Powertools failure mode's ``no_time_left``, say).
     rule_fields: Mapping[str, Any] = field(default_factory=dict)
+    # A checkpoint boundary's operation update (``<Id>:<Action>``), for the orchestrator's points.
+    update: str | None = None
 
     @property
     def subject(self) -> str:
         return f"{self.batch_id}-s"
+
+    @property
+    def orchestrator_crashed(self) -> bool:
+        return self.step == ORCHESTRATOR
+
+    @property
+    def compensated_order(self) -> str | None:
+        """The orchestrator's batch has an order that is compensated, so that its crash points include
+        the cancel path's checkpoints (the failed confirmation's retries, the cancel invoke)."""
+        return f"{self.batch_id}-c" if self.orchestrator_crashed else None
 
     @property
     def compensated(self) -> bool:
@@ -119,14 +152,24 @@ class CrashCase:
     def orders(self) -> list[dict[str, Any]]:
         subject = subject_order(self.subject)
         bystanders = [bystander_order(f"{self.batch_id}-{number}") for number in (1, 2)]
+        if self.compensated_order is not None:
+            # The same orders in both variants: the durable operation IDs the points name follow them.
+            return [subject, *bystanders, subject_order(self.compensated_order)]
         if self.variant == WITH_DUPLICATE:
             return [subject, dict(subject), *bystanders]
         return [subject, *bystanders]
+
+    @property
+    def duplicate_start(self) -> bool:
+        """The batch is started twice under one durable execution name (the orchestrator's duplicate)."""
+        return self.orchestrator_crashed and self.variant == WITH_DUPLICATE
 
     def crash_rule(self) -> dict[str, Any]:
         scope = {"item_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
         # The call pins the point: a racing duplicate's N-th call may be another (a replay's read, say).
         call = {"call": self.call.spec()} if self.call is not None else {}
+        if self.update is not None:
+            call = {"call": f"lambda.{CHECKPOINT_OPERATION}@{self.update}"}
         rule = {"kind": Crash.kind, "point": self.point.point, "once": True, **call, **self.rule_fields}
         return {**rule, **scope}
 

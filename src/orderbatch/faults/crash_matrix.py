@@ -40,6 +40,11 @@ from order_processing.contract import Outcome
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.audit import BatchLocations, audit_batch
 from orderbatch.audit_logs import body_runs_from_logs
+from orderbatch.durable_batches import (
+    DurableBatchStillRunningError,
+    start_durable_batch,
+    wait_for_durable_batch,
+)
 from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 from orderbatch.faults.crash_cases import (
     ALONE,
@@ -48,6 +53,10 @@ from orderbatch.faults.crash_cases import (
     CONFIRM,
     CONTROL_STEPS,
     CONTROLS,
+    DURABLE,
+    DURABLE_STEPS,
+    ORCHESTRATOR,
+    STEPFUNCTIONS,
     STEPS,
     VARIANTS,
     WITH_DUPLICATE,
@@ -61,6 +70,7 @@ from orderbatch.faults.crash_results import CaseResult, ConfigurationResult, Mat
 from orderbatch.faults.duplicate_children import run_duplicate_children_row
 from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.lambda_service.crash_points import (
+    CheckpointOperation,
     CrashPoint,
     CrashRecord,
     RecordedCall,
@@ -68,9 +78,19 @@ from orderbatch.localcloud.lambda_service.crash_points import (
     crash_records,
     enumerate_crash_points,
     recorded_calls,
+    recorded_invocations,
 )
 from orderbatch.localcloud.lambda_service.faults import RecordCalls
-from orderbatch.localcloud.runtime_shim import AFTER_CALL, BEFORE_CALL, parse_crash_point
+from orderbatch.localcloud.runtime_shim import (
+    AFTER_CALL,
+    AFTER_CHECKPOINT,
+    BEFORE_BODY,
+    BEFORE_CALL,
+    BEFORE_CHECKPOINT,
+    BEFORE_RESPONSE,
+    RESPONSE_LOST,
+    parse_crash_point,
+)
 from orderbatch.project import PROJECT_ROOT
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
@@ -119,9 +139,11 @@ class ConfigurationRun:
         *,
         parallel: int = DEFAULT_PARALLEL_BATCHES,
         progress: Callable[[str], None] | None = None,
+        orchestrator: str = STEPFUNCTIONS,
     ) -> None:
         self.cloud = cloud
         self.configuration = configuration
+        self.orchestrator = orchestrator
         self.parallel = parallel
         self.progress = progress or (lambda _message: None)
         self.locations = BatchLocations.from_outputs(cloud.stack.outputs)
@@ -133,10 +155,10 @@ class ConfigurationRun:
     # ---------------------------------------------------------------------------- recording
     def record(self, steps: Sequence[Step]) -> dict[str, list[RecordedCall]]:
         """Each step's AWS calls in one run without faults: a normal order, and one that is cancelled."""
-        batch_id = f"cm-{self.configuration.slug}-record"
+        batch_id = f"cm-{self.configuration.slug}-{self.orchestrator}-record"
         normal, cancelled = f"{batch_id}-s", f"{batch_id}-c"
         record = {"kind": RecordCalls.kind, "batch_ids": [batch_id]}
-        rules: dict[str, list[dict[str, Any]]] = {step.function: [record] for step in STEPS}
+        rules: dict[str, list[dict[str, Any]]] = {step.function: [record] for step in self._steps()}
         rules[CONFIRM.function].insert(0, confirmation_failure([cancelled]))
         self.lambda_service.set_fault_plan({"functions": rules})
         try:
@@ -177,10 +199,73 @@ class ConfigurationRun:
                     cases.append(CrashCase(self.configuration, step, point, variant, batch_id, call))
         return cases
 
+    def _steps(self) -> Sequence[Step]:
+        return DURABLE_STEPS if self.orchestrator == DURABLE else STEPS
+
+    # ------------------------------------------------------------ the durable orchestrator's points
+    def record_checkpoints(self) -> list[CheckpointOperation]:
+        """Every operation update the durable orchestrator checkpoints for a batch shaped as its crash
+        cases are (a subject, two bystanders, an order that is compensated), in the order first sent."""
+        shape = CrashCase(
+            self.configuration, ORCHESTRATOR, _PLAIN[0], ALONE, f"cm-{self.configuration.slug}-orch"
+        )
+        record = {"kind": RecordCalls.kind, "batch_ids": [shape.batch_id]}
+        rules = {
+            ORCHESTRATOR.function: [record],
+            CONFIRM.function: [confirmation_failure([str(shape.compensated_order)])],
+        }
+        self.lambda_service.set_fault_plan({"functions": rules})
+        try:
+            status = self._run_batch(shape.batch_id, shape.orders())
+        finally:
+            self.lambda_service.set_fault_plan(None)
+        if status != "SUCCEEDED":
+            raise RuntimeError(f"the recording batch {shape.batch_id} ended {status}")
+        updates: dict[str, CheckpointOperation] = {}
+        for invocation in recorded_invocations(self.log_dir):
+            if not invocation.labels.matches(ORCHESTRATOR.function, batch_id=shape.batch_id):
+                continue
+            for call in invocation.calls:
+                if call.error is None:
+                    for operation in call.operations:
+                        updates.setdefault(operation.key, operation)
+        if not updates:
+            raise RuntimeError(f"the recording batch {shape.batch_id} logged no checkpoint")
+        return list(updates.values())
+
+    def orchestrator_cases(
+        self, updates: Sequence[CheckpointOperation], variants: Sequence[str]
+    ) -> list[CrashCase]:
+        """Before and after every checkpoint boundary, and the invocation's own points, in each variant."""
+        names = {update.id: update.name for update in updates if update.name}
+        points = [_PLAIN[0]]
+        for update in updates:
+            label = _operation_label(update, names)
+            points.append(
+                CrashPoint(BEFORE_CHECKPOINT, f"before the checkpoint of {label}", f"before {label}")
+            )
+            points.append(CrashPoint(AFTER_CHECKPOINT, f"after the checkpoint of {label}", f"after {label}"))
+        points.extend(_PLAIN[1:])
+        boundaries = [
+            None,
+            *(update.key for update in updates for _ in (BEFORE_CHECKPOINT, AFTER_CHECKPOINT)),
+        ]
+        boundaries.extend(None for _ in _PLAIN[1:])
+        cases = []
+        for index, (point, update_key) in enumerate(zip(points, boundaries, strict=True), start=1):
+            for variant in variants:
+                suffix = "d" if variant == WITH_DUPLICATE else "a"
+                batch_id = f"cm-{self.configuration.slug}-orch-{index:02d}{suffix}"
+                cases.append(
+                    CrashCase(self.configuration, ORCHESTRATOR, point, variant, batch_id, update=update_key)
+                )
+        return cases
+
     # ------------------------------------------------------------------------------ crashing
     def run(self, cases: Sequence[CrashCase]) -> list[CaseResult]:
         rules: dict[str, list[dict[str, Any]]] = {}
         compensated = [case.subject for case in cases if case.compensated]
+        compensated += [case.compensated_order for case in cases if case.compensated_order is not None]
         if compensated:
             rules[CONFIRM.function] = [confirmation_failure(compensated)]
         for case in cases:
@@ -200,14 +285,16 @@ class ConfigurationRun:
 
     def _run_case(self, case: CrashCase) -> tuple[str, float]:
         started = time.monotonic()
-        status = self._run_batch(case.batch_id, case.orders())
+        status = self._run_batch(case.batch_id, case.orders(), starts=2 if case.duplicate_start else 1)
         seconds = time.monotonic() - started
         self.progress(
             f"{self.configuration.name}: {case.step.name} {case.point.label} {case.variant}: {status}"
         )
         return status, seconds
 
-    def _run_batch(self, batch_id: str, orders: list[dict[str, Any]]) -> str:
+    def _run_batch(self, batch_id: str, orders: list[dict[str, Any]], *, starts: int = 1) -> str:
+        if self.orchestrator == DURABLE:
+            return self._run_durable_batch(batch_id, orders, starts)
         stepfunctions = self.cloud.client("stepfunctions")
         stepfunctions.start_execution(
             stateMachineArn=self.locations.state_machine_arn,
@@ -223,6 +310,30 @@ class ConfigurationRun:
             )
         except ExecutionStillRunningError:
             return "STILL RUNNING"
+
+    def _run_durable_batch(self, batch_id: str, orders: list[dict[str, Any]], starts: int) -> str:
+        """Start the batch ``starts`` times at once under its durable execution name; wait for it."""
+        function_arn = self.locations.durable_function_arn
+        if function_arn is None:
+            raise RuntimeError("the template has no durable variant of the workflow")
+        lambda_client = self.cloud.client("lambda")
+        batch = {"batch_id": batch_id, "orders": orders}
+        with ThreadPoolExecutor(max_workers=starts) as pool:
+            arns = {
+                start.execution_arn
+                for start in pool.map(
+                    lambda _: start_durable_batch(lambda_client, function_arn, batch), range(starts)
+                )
+            }
+        if len(arns) != 1:
+            return f"{len(arns)} EXECUTIONS"
+        try:
+            execution = wait_for_durable_batch(
+                lambda_client, arns.pop(), timeout=BATCH_TIMEOUT_SECONDS, poll_seconds=0.5
+            )
+        except DurableBatchStillRunningError:
+            return "STILL RUNNING"
+        return str(execution["Status"])
 
     # ------------------------------------------------------------------------------- judging
     def judge(
@@ -240,6 +351,7 @@ class ConfigurationRun:
             dynamodb=self.cloud.client("dynamodb"),
             s3=self.cloud.client("s3"),
             body_runs=body_runs,
+            lambda_client=self.cloud.client("lambda") if self.orchestrator == DURABLE else None,
         )
         subject_tag = case.subject if case.step.per_order else None
         fired = [
@@ -249,6 +361,7 @@ class ConfigurationRun:
         ]
         outcomes = self.outcomes(case.batch_id)
         unprocessed, problems = _one_outcome_per_order(case.orders(), outcomes)
+        problems += self._orchestrator_problems(case, outcomes)
         lost = sorted({*report.lost, *unprocessed})
         problems = [violation.detail for violation in report.violations] + problems
         subject_outcomes = [
@@ -281,13 +394,73 @@ class ConfigurationRun:
         )
 
     def outcomes(self, batch_id: str) -> list[dict[str, Any]]:
-        execution = self.cloud.client("stepfunctions").describe_execution(
-            executionArn=self.locations.execution_arn(batch_id)
-        )
-        if not execution.get("output"):
+        if self.orchestrator == DURABLE:
+            output = self._durable_execution(batch_id).get("Result")
+        else:
+            output = (
+                self.cloud.client("stepfunctions")
+                .describe_execution(executionArn=self.locations.execution_arn(batch_id))
+                .get("output")
+            )
+        if not output:
             return []
-        orders: list[dict[str, Any]] = json.loads(execution["output"]).get("orders") or []
+        orders: list[dict[str, Any]] = json.loads(output).get("orders") or []
         return orders
+
+    def _durable_executions(self, batch_id: str) -> list[dict[str, Any]]:
+        listed: list[dict[str, Any]] = self.cloud.client("lambda").list_durable_executions_by_function(
+            FunctionName=str(self.locations.durable_function_arn), DurableExecutionName=batch_id
+        )["DurableExecutions"]
+        return [execution for execution in listed if execution.get("DurableExecutionName") == batch_id]
+
+    def _durable_execution(self, batch_id: str) -> dict[str, Any]:
+        named = self._durable_executions(batch_id)
+        if not named:
+            return {}
+        answer: dict[str, Any] = self.cloud.client("lambda").get_durable_execution(
+            DurableExecutionArn=named[0]["DurableExecutionArn"]
+        )
+        return answer
+
+    def _orchestrator_problems(self, case: CrashCase, outcomes: Sequence[Mapping[str, Any]]) -> list[str]:
+        """The orchestrator's own cases: one execution under the batch's name, however many starts; the
+        compensated order compensated."""
+        if not case.orchestrator_crashed:
+            return []
+        problems = []
+        executions = len(self._durable_executions(case.batch_id))
+        if executions != 1:
+            problems.append(f"{executions} durable executions named {case.batch_id}")
+        compensated = [o.get("outcome") for o in outcomes if o.get("order_id") == case.compensated_order]
+        if compensated != [Outcome.FAILED.value]:
+            problems.append(f"order {case.compensated_order} ended {compensated}, expected its compensation")
+        return problems
+
+
+# The orchestrator's points that are not checkpoint boundaries; each fires in the first replay.
+_PLAIN = (
+    CrashPoint(BEFORE_BODY, "a replay killed before the handler ran", "before the body"),
+    CrashPoint(
+        BEFORE_RESPONSE,
+        "a replay killed after the handler returned, before its answer",
+        "before the response",
+    ),
+    CrashPoint(RESPONSE_LOST, "a replay's answer lost on its way", "the response lost"),
+)
+
+
+def _operation_label(update: CheckpointOperation, names: Mapping[str, str]) -> str:
+    """``START invoke 'charge_payment' in 'order 3'``: an operation update as a reader knows it."""
+    kind = {
+        "CHAINED_INVOKE": "invoke",
+        "CONTEXT": (update.sub_type or "context").lower(),
+        "WAIT": "wait",
+    }.get(update.type, update.type.lower())
+    label = f"{update.action} {kind}"
+    if update.name:
+        label += f" '{update.name}'"
+    parent = names.get(update.parent_id or "")
+    return f"{label} in '{parent}'" if parent else label
 
 
 def _one_outcome_per_order(
@@ -327,6 +500,8 @@ def _verdict(
         return f"crashed {len(fired)} times"
     if case.call is not None and (fired[0].call is None or not fired[0].call.same_call(case.call)):
         return "crashed at another call"
+    if case.update is not None and (fired[0].call is None or case.update not in fired[0].call.checkpoint):
+        return "crashed at another checkpoint"
     if lost:
         return "LOST " + ", ".join(lost)
     if doubled:
@@ -348,39 +523,63 @@ def run_configuration(
     progress: Callable[[str], None] | None = None,
     keep: Callable[[Step, CrashPoint], bool] | None = None,
     expect_clean: bool = True,
+    orchestrator: str = STEPFUNCTIONS,
 ) -> ConfigurationResult:
     """Start a local cloud for the configuration, record, crash every point, judge; stop the cloud.
 
-    Its state folder is removed, unless a run ``expect_clean`` was not: then its logs are kept to read.
+    On the durable orchestrator the task steps are invoked by the durable function instead of the state
+    machine (there is no summary function), and ``ORCHESTRATOR`` among ``steps`` adds the durable
+    function's own points: before and after each checkpoint boundary it records. Its state folder is
+    removed, unless a run ``expect_clean`` was not: then its logs are kept to read.
     """
     started = time.monotonic()
+    task_steps = [step for step in steps if step != ORCHESTRATOR]
+    if orchestrator == DURABLE:
+        task_steps = [step for step in task_steps if step in DURABLE_STEPS]
     cloud = start_cloud(configuration, template)
     try:
-        run = ConfigurationRun(cloud, configuration, parallel=parallel, progress=progress)
-        recorded = run.record(steps)
-        cases = run.cases(recorded, steps, variants, keep=keep)
-        results = run.run(cases)
+        run = ConfigurationRun(
+            cloud, configuration, parallel=parallel, progress=progress, orchestrator=orchestrator
+        )
+        recorded = run.record(task_steps) if task_steps else {}
+        cases = run.cases(recorded, task_steps, variants, keep=keep)
         points = {
             step.name: [
                 {"point": point.point, "label": point.label, "key": point.key}
                 for point in enumerate_crash_points(recorded[step.name], run.names)
             ]
-            for step in steps
+            for step in task_steps
         }
-        if configuration == AS_SHIPPED and ALONE in variants:
+        if orchestrator == DURABLE and ORCHESTRATOR in steps:
+            orchestrator_cases = run.orchestrator_cases(run.record_checkpoints(), variants)
+            cases += orchestrator_cases
+            points[ORCHESTRATOR.name] = [
+                {
+                    "point": case.point.point,
+                    "label": case.point.label,
+                    "key": case.point.key,
+                    "update": case.update or "",
+                }
+                for case in orchestrator_cases
+                if case.variant == variants[0]
+            ]
+            task_steps.append(ORCHESTRATOR)
+        results = run.run(cases)
+        if orchestrator == STEPFUNCTIONS and configuration == AS_SHIPPED and ALONE in variants:
             row = run_duplicate_children_row(run)
             results.append(row)
-            steps = [*steps, CHILDREN]
+            task_steps.append(CHILDREN)
             points[CHILDREN.name] = [{"point": row.point, "label": row.label, "key": row.key}]
     finally:
         cloud.stop()
         reset_moto()
     result = ConfigurationResult(
         configuration.name,
-        [step.name for step in steps],
+        [step.name for step in task_steps],
         points,
         results,
         round(time.monotonic() - started, 1),
+        orchestrator=orchestrator,
     )
     if expect_clean and not result.ok:
         result.kept_state_dir = str(cloud.state_dir)
@@ -396,12 +595,17 @@ def run_matrix(
     parallel: int = DEFAULT_PARALLEL_BATCHES,
     template: Path = TEMPLATE,
     progress: Callable[[str], None] | None = None,
+    orchestrator: str = STEPFUNCTIONS,
 ) -> MatrixResult:
     """Every point of ``steps`` alone and with a duplicate as shipped; then the controls, on the
-    controlled steps among ``steps``, alone."""
+    controlled steps among ``steps``, alone. The controls show what each defence of the task functions
+    prevents; they run on the state machine only, since those functions are the same under both."""
     started = time.monotonic()
-    main = run_configuration(AS_SHIPPED, steps, parallel=parallel, template=template, progress=progress)
-    control_steps = [step for step in steps if step.name in CONTROL_STEPS] if controls else []
+    main = run_configuration(
+        AS_SHIPPED, steps, parallel=parallel, template=template, progress=progress, orchestrator=orchestrator
+    )
+    controlled = controls and orchestrator == STEPFUNCTIONS
+    control_steps = [step for step in steps if step.name in CONTROL_STEPS] if controlled else []
     results = [
         run_configuration(
             configuration,

@@ -54,6 +54,8 @@ class ConfigurationResult:
     seconds: float
     # The local cloud's state folder (environment logs included), kept when a run was not clean.
     kept_state_dir: str | None = None
+    # Which orchestrator ran the batches: "stepfunctions" or "durable".
+    orchestrator: str = "stepfunctions"
 
     @property
     def ok(self) -> bool:
@@ -104,6 +106,7 @@ class MatrixResult:
         def configuration(result: ConfigurationResult) -> dict[str, Any]:
             return {
                 "configuration": result.configuration,
+                "orchestrator": result.orchestrator,
                 "ok": result.ok,
                 "seconds": result.seconds,
                 "points": result.points,
@@ -121,7 +124,11 @@ class MatrixResult:
 
 
 def render(result: MatrixResult) -> str:
-    lines = [f"Crash-point matrix, {AS_SHIPPED.name}: each point crashed once per subject order"]
+    on = "the durable function" if result.main.orchestrator == "durable" else "the state machine"
+    lines = [
+        f"Crash-point matrix, {AS_SHIPPED.name}, batches run by {on}: each point crashed once per subject "
+        "order (the durable function's own points once per batch)"
+    ]
     for step_name in result.main.steps:
         cases = [case for case in result.main.cases if case.step == step_name]
         if not cases:

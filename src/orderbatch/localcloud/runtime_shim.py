@@ -17,9 +17,11 @@ awslambdaric itself imports the handler's module and reports a failed import exa
   service's ``FAULT_KINDS``); the key is always removed before the real handler runs. A ``crash``
   kills this process (SIGKILL, as a Lambda timeout or an out-of-memory kills the runtime) at a point
   of the invocation:
-  before the body, before or after its N-th AWS call, as the handler returns, or as the finished
-  response is sent. ``record_calls`` logs every AWS call the invocation makes, one JSON line each
-  (``CALL_LOG_KEY``), so the crash points of a function can be enumerated from a real run;
+  before the body, before or after its N-th AWS call, before or after the first durable-execution
+  checkpoint that carries a given operation update (a checkpoint boundary, whichever call number it
+  gets in that replay), as the handler returns, or as the finished response is sent. ``record_calls``
+  logs every AWS call the invocation makes, one JSON line each (``CALL_LOG_KEY``), so the crash
+  points of a function can be enumerated from a real run;
 - an unhandled error's ``stackTrace`` shows the function's files under /var/task and its layers' under
   /opt, where AWS has them, and no frame of this module.
 
@@ -45,6 +47,7 @@ FAULT_EVENT_KEY = "__orderbatch_fault__"
 RECORD_CALLS_FLAG = "record_calls"  # also log the AWS calls, whatever the kind
 ONCE_MARKER = "once_marker"
 TAG = "tag"
+BATCH = "batch"
 # Where a timeout strikes (``phase``); before_body is also a crash point.
 AFTER_BODY = "after_body"
 
@@ -54,8 +57,17 @@ AFTER_CALL = "after_call"  # after_call:N, once the N-th AWS call of the invocat
 BEFORE_CALL = "before_call"  # before_call:N, before the N-th AWS call is sent
 BEFORE_RESPONSE = "before_response"  # the handler returned; its response was not serialised yet
 RESPONSE_LOST = "response_lost"  # the response was serialised and is being sent to the Runtime API
+# A durable function's checkpoint boundaries: before the CheckpointDurableExecution call that first
+# carries the crash rule's operation update is sent, and once it has answered. The rule's ``call`` names
+# the update (``lambda.CheckpointDurableExecution@<operation Id>:<Action>``): replays number their calls
+# differently, but the SDK's operation IDs are the same in every replay.
+BEFORE_CHECKPOINT = "before_checkpoint"
+AFTER_CHECKPOINT = "after_checkpoint"
 NUMBERED_POINTS = frozenset({AFTER_CALL, BEFORE_CALL})
-PLAIN_POINTS = frozenset({BEFORE_BODY, BEFORE_RESPONSE, RESPONSE_LOST})
+CHECKPOINT_POINTS = frozenset({BEFORE_CHECKPOINT, AFTER_CHECKPOINT})
+PLAIN_POINTS = frozenset({BEFORE_BODY, BEFORE_RESPONSE, RESPONSE_LOST, *CHECKPOINT_POINTS})
+CHECKPOINT_OPERATION = "CheckpointDurableExecution"
+CHECKPOINT_UPDATES = "checkpoint"  # a recorded call's key: the "<Id>:<Action>" of each update it carries
 # Keys of the JSON lines written to the environment's log.
 CALL_LOG_KEY = "orderbatch_aws_call"
 CRASH_LOG_KEY = "orderbatch_crash"
@@ -99,7 +111,8 @@ def parse_crash_point(point: str) -> tuple[str, int]:
         return where, 0
     raise ValueError(
         f"unknown crash point {point!r}; expected {BEFORE_BODY}, {AFTER_CALL}:N, {BEFORE_CALL}:N, "
-        f"{BEFORE_RESPONSE} or {RESPONSE_LOST} (N counts the invocation's AWS calls from 1)"
+        f"{BEFORE_CHECKPOINT}, {AFTER_CHECKPOINT}, {BEFORE_RESPONSE} or {RESPONSE_LOST} (N counts the "
+        "invocation's AWS calls from 1)"
     )
 
 
@@ -123,7 +136,8 @@ class Invocation:
         self.labels = {
             "function": _function_name(),
             "tag": fault.get(TAG),
-            "batch_id": event.get("batch_id"),
+            # The service names the batch when the event does not carry it (a durable replay's).
+            "batch_id": fault.get(BATCH) or event.get("batch_id"),
         }
         self.calls = 0
 
@@ -153,10 +167,17 @@ class Invocation:
         _log_line({CRASH_LOG_KEY: point, "call": call, **self.labels})
         os.kill(os.getpid(), signal.SIGKILL)
 
+    def calling(self, call: dict[str, Any]) -> None:
+        self.crash(BEFORE_CALL, call["number"], call)
+        if CHECKPOINT_UPDATES in call:
+            self.crash(BEFORE_CHECKPOINT, 0, call)
+
     def called(self, call: dict[str, Any]) -> None:
         if self.record:
             _log_line({CALL_LOG_KEY: call, **self.labels})
         self.crash(AFTER_CALL, call["number"], call)
+        if CHECKPOINT_UPDATES in call and not call.get("error"):
+            self.crash(AFTER_CHECKPOINT, 0, call)
 
 
 # One invocation at a time per runtime, as on Lambda.
@@ -164,7 +185,11 @@ _current: Invocation | None = None
 
 
 def call_matches(call: dict[str, Any], expected: str) -> bool:
-    """Whether a call is ``service.Operation[:table+table][!ErrorCode]`` (an error code only if given)."""
+    """Whether a call is ``service.Operation[:table+table][!ErrorCode][@OperationId:Action]`` (an error
+    code only if given; with ``@``, a durable checkpoint carrying that operation update)."""
+    expected, _, update = expected.partition("@")
+    if update and update not in (call.get(CHECKPOINT_UPDATES) or ()):
+        return False
     head, _, error = expected.partition("!")
     name, _, tables = head.partition(":")
     if f"{call.get('service')}.{call.get('operation')}" != name or (call.get("error") or "") != error:
@@ -210,7 +235,18 @@ def describe_call(service: str, operation: str, params: dict[str, Any], number: 
         call["status"] = _status_written(operation, params)
     elif params.get("Bucket"):
         call["bucket"] = params["Bucket"]
+    if operation == CHECKPOINT_OPERATION:
+        updates = [update for update in params.get("Updates") or () if isinstance(update, dict)]
+        call[CHECKPOINT_UPDATES] = [checkpoint_update_key(update) for update in updates]
+        # What names each update in a report: its type, name and parent (IDs are hashes).
+        named = ("Id", "ParentId", "Type", "SubType", "Name", "Action")
+        call["operations"] = [{key: update[key] for key in named if key in update} for update in updates]
     return call
+
+
+def checkpoint_update_key(update: dict[str, Any]) -> str:
+    """``<operation Id>:<Action>``: one operation update of a durable checkpoint, the same in every replay."""
+    return f"{update.get('Id')}:{update.get('Action')}"
 
 
 def _observe_aws_calls() -> None:
@@ -230,7 +266,7 @@ def _observe_aws_calls() -> None:
         if invocation.drop_in_progress_expiry:
             api_params = _without_in_progress_expiry(operation_name, api_params)
         call = describe_call(service, operation_name, api_params, invocation.calls)
-        invocation.crash(BEFORE_CALL, invocation.calls, call)
+        invocation.calling(call)
         try:
             result = original(client, operation_name, api_params)
         except Exception as error:

@@ -31,6 +31,7 @@ from orderbatch.localcloud.runtime_shim import (
     BEFORE_CALL,
     BEFORE_RESPONSE,
     CALL_LOG_KEY,
+    CHECKPOINT_UPDATES,
     CRASH_LOG_KEY,
     RESPONSE_LOST,
 )
@@ -40,6 +41,33 @@ RECORD_IN_PROGRESS = "INPROGRESS"
 RECORD_COMPLETED = "COMPLETED"
 TABLE_OUTPUT_SUFFIX = "TableName"
 BUCKET_OUTPUT_SUFFIX = "BucketName"
+
+
+@dataclass(frozen=True)
+class CheckpointOperation:
+    """One operation update a durable checkpoint carried: enough to name it in a report."""
+
+    id: str
+    action: str
+    type: str
+    name: str | None = None
+    sub_type: str | None = None
+    parent_id: str | None = None
+
+    @classmethod
+    def from_update(cls, update: Mapping[str, Any]) -> CheckpointOperation:
+        return cls(
+            id=str(update.get("Id")),
+            action=str(update.get("Action")),
+            type=str(update.get("Type")),
+            name=update.get("Name"),
+            sub_type=update.get("SubType"),
+            parent_id=update.get("ParentId"),
+        )
+
+    @property
+    def key(self) -> str:
+        return f"{self.id}:{self.action}"
 
 
 @dataclass(frozen=True)
@@ -55,6 +83,9 @@ class RecordedCall:
     writes: tuple[tuple[str, str | None, str | None], ...] = ()
     bucket: str | None = None
     error: str | None = None
+    # A durable checkpoint's operation updates, ``<Id>:<Action>`` each, and what names them.
+    checkpoint: tuple[str, ...] = ()
+    operations: tuple[CheckpointOperation, ...] = ()
 
     @classmethod
     def from_log(cls, document: Mapping[str, Any]) -> RecordedCall:
@@ -71,6 +102,12 @@ class RecordedCall:
             writes=writes,
             bucket=document.get("bucket"),
             error=document.get("error"),
+            checkpoint=tuple(document.get(CHECKPOINT_UPDATES) or ()),
+            operations=tuple(
+                CheckpointOperation.from_update(update)
+                for update in document.get("operations") or ()
+                if isinstance(update, Mapping)
+            ),
         )
 
     @property

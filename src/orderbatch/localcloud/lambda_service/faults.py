@@ -28,7 +28,10 @@ A rule fires on the listed ``attempts`` (attempt n = the n-th admitted invocatio
 with the same item key, counted from when the plan was set), with ``probability``, or always; and
 only for the ``item_ids`` (item keys) and ``batch_ids`` (batch keys) it lists, if any. What the item and
 the batch of an event are is the app's business: whoever runs the app passes its ``EventKeys`` in. An
-event they find no item in is keyed by a hash of its payload.
+event they find no item in is keyed by a hash of its payload. A durable function's replay is keyed by its
+execution ARN, its batch read from the execution's input: its attempts are the execution's replays, and
+a ``crash`` at ``before_checkpoint``/``after_checkpoint`` with a ``call`` naming an operation update
+crashes the orchestrator at that checkpoint boundary, whichever replay first reaches it.
 """
 
 from __future__ import annotations
@@ -539,6 +542,8 @@ class FaultDecision:
     record_calls: bool = False
     # What the attempts were counted by; the runtime tags its log lines with it.
     item_key: str = ""
+    # The batch the event belongs to, if known; the runtime labels its log lines with it.
+    batch_key: str | None = None
     # For a `once` crash: the file whose exclusive creation lets exactly one runtime crash.
     once_marker: str | None = None
     # A state machine's child to run twice (a ``duplicate_execution`` rule fired); no Lambda part.
@@ -573,6 +578,8 @@ class FaultDecision:
         if self.once_marker:
             directive[runtime_shim.ONCE_MARKER] = self.once_marker
         directive[runtime_shim.TAG] = self.item_key
+        if self.batch_key is not None:
+            directive[runtime_shim.BATCH] = self.batch_key
         return directive
 
 
@@ -591,6 +598,37 @@ class EventKeys:
     def item_of(self, event: Any, payload: bytes) -> str:
         key = self.item(event)
         return key if key is not None else hashlib.sha256(payload).hexdigest()
+
+    def keys_of(self, event: Any, payload: bytes) -> tuple[str, str | None]:
+        """(item, batch) of an invocation's event.
+
+        A durable function's replay is keyed by its execution: the item is the execution's ARN (so its
+        attempts count the execution's replays) and the batch is read from the input the execution was
+        started with, which the replay's event carries as its EXECUTION operation.
+        """
+        replay = durable_replay(event)
+        if replay is not None:
+            execution_arn, execution_input = replay
+            return execution_arn, self.batch(execution_input)
+        return self.item_of(event, payload), self.batch(event)
+
+
+def durable_replay(event: Any) -> tuple[str, Any] | None:
+    """(execution ARN, the execution's input) when ``event`` is a durable function's invocation input."""
+    if not isinstance(event, dict) or not isinstance(event.get("DurableExecutionArn"), str):
+        return None
+    state = event.get("InitialExecutionState")
+    operations = state.get("Operations") if isinstance(state, dict) else None
+    execution_input: Any = None
+    for operation in operations or ():
+        if isinstance(operation, dict) and operation.get("Type") == "EXECUTION":
+            payload = (operation.get("ExecutionDetails") or {}).get("InputPayload")
+            try:
+                execution_input = json.loads(payload) if isinstance(payload, str) else None
+            except ValueError:
+                execution_input = None
+            break
+    return event["DurableExecutionArn"], execution_input
 
 
 class FaultInjector:
@@ -641,13 +679,12 @@ class FaultInjector:
             event = json.loads(payload)
         except ValueError:
             event = None
-        item = self._event_keys.item_of(event, payload)
-        batch = self._event_keys.batch(event)
+        item, batch = self._event_keys.keys_of(event, payload)
         key = (function_name, item)
         with self._lock:
             attempt = self._attempts.get(key, 0) + 1
             self._attempts[key] = attempt
-            decision = FaultDecision(attempt, item_key=item)
+            decision = FaultDecision(attempt, item_key=item, batch_key=batch)
             for rule in rules:
                 if not rule.applies_to(item, batch) or not rule.fires(attempt, self._rng):
                     continue
