@@ -47,6 +47,7 @@ from typing import Any
 
 from orderbatch.capacity.model import DurablePrices, UnitPrices, lower_bound_seconds
 from orderbatch.plan import writes
+from orderbatch.plan.results import OrchestratorResult
 from orderbatch.plan.settings import PlanSettings
 from orderbatch.plan.simulator import _duration_stream
 from orderbatch.plan.workflow import TaskStep, Workflow
@@ -136,7 +137,7 @@ class DurableCounters:
 
 
 @dataclass(frozen=True)
-class DurableResult:
+class DurableResult(OrchestratorResult):
     settings: PlanSettings
     model: DurableModel
     counters: DurableCounters
@@ -146,26 +147,9 @@ class DurableResult:
     wall_seconds: float
     label: str = ""
 
-    def labelled(self, label: str) -> DurableResult:
-        from dataclasses import replace
-
-        return replace(self, label=label)
-
     @property
     def orchestrator(self) -> str:
         return "durable"
-
-    @property
-    def orders(self) -> int:
-        return self.counters.orders
-
-    @property
-    def makespan_seconds(self) -> float:
-        return self.counters.makespan_seconds
-
-    @property
-    def bound_ratio(self) -> float | None:
-        return self.makespan_seconds / self.bound_seconds if self.bound_seconds > 0 else None
 
     @property
     def failed_orders(self) -> int:
@@ -175,10 +159,6 @@ class DurableResult:
     def throttles(self) -> int:
         """Every 429: the task functions' and the orchestrator's own."""
         return self.counters.task_throttles + self.counters.orchestrator_throttles
-
-    @property
-    def throttles_per_order(self) -> float:
-        return self.throttles / self.orders
 
     @property
     def replays_per_order(self) -> float:

@@ -2,14 +2,56 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Self
 
 from orderbatch.capacity.model import MeasuredWork, UnitPrices, cost_per_million_orders
 
 if TYPE_CHECKING:
     from orderbatch.plan.settings import PlanSettings
     from orderbatch.plan.workflow import Workflow
+
+
+class _OrdersAndMakespan(Protocol):
+    @property
+    def orders(self) -> int: ...
+    @property
+    def makespan_seconds(self) -> float: ...
+
+
+class OrchestratorResult:
+    """What the plan of either orchestrator reports alike: its label, its makespan against the bound and
+    its 429s per order. A frozen dataclass with ``counters``, ``bound_seconds`` and ``label`` fields, whose
+    ``throttles`` counts every 429 of the run, mixes it in."""
+
+    counters: _OrdersAndMakespan
+    bound_seconds: float
+    label: str
+
+    @property
+    def throttles(self) -> int:
+        raise NotImplementedError
+
+    def labelled(self, label: str) -> Self:
+        labelled: Self = dataclasses.replace(self, label=label)  # type: ignore[type-var]
+        return labelled
+
+    @property
+    def orders(self) -> int:
+        return self.counters.orders
+
+    @property
+    def makespan_seconds(self) -> float:
+        return self.counters.makespan_seconds
+
+    @property
+    def bound_ratio(self) -> float | None:
+        return self.makespan_seconds / self.bound_seconds if self.bound_seconds > 0 else None
+
+    @property
+    def throttles_per_order(self) -> float:
+        return self.throttles / self.orders
 
 
 @dataclass(frozen=True)
@@ -81,7 +123,7 @@ class RunCounters:
 
 
 @dataclass(frozen=True)
-class PlanResult:
+class PlanResult(OrchestratorResult):
     workflow: Workflow
     settings: PlanSettings
     counters: RunCounters
@@ -133,24 +175,7 @@ class PlanResult:
             wall_seconds=wall_seconds,
         )
 
-    def labelled(self, label: str) -> PlanResult:
-        from dataclasses import replace
-
-        return replace(self, label=label)
-
     # --- figures
-
-    @property
-    def makespan_seconds(self) -> float:
-        return self.counters.makespan_seconds
-
-    @property
-    def bound_ratio(self) -> float | None:
-        return self.makespan_seconds / self.bound_seconds if self.bound_seconds > 0 else None
-
-    @property
-    def orders(self) -> int:
-        return self.counters.orders
 
     @property
     def failed_orders(self) -> int:
@@ -159,10 +184,6 @@ class PlanResult:
     @property
     def throttles(self) -> int:
         return sum(self.counters.throttles)
-
-    @property
-    def throttles_per_order(self) -> float:
-        return self.throttles / self.orders
 
     @property
     def retries(self) -> int:
