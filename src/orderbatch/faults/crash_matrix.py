@@ -449,13 +449,22 @@ _PLAIN = (
 )
 
 
+# What a durable operation is called in a label: by its type, a context by its SDK sub-type.
+_OPERATION_KINDS = {"CHAINED_INVOKE": "invoke", "WAIT": "wait", "STEP": "step", "CALLBACK": "callback"}
+_CONTEXT_KINDS = {
+    "Map": "map",
+    "MapIteration": "map branch",
+    "Parallel": "parallel",
+    "ParallelBranch": "branch",
+}
+
+
 def _operation_label(update: CheckpointOperation, names: Mapping[str, str]) -> str:
     """``START invoke 'charge_payment' in 'order 3'``: an operation update as a reader knows it."""
-    kind = {
-        "CHAINED_INVOKE": "invoke",
-        "CONTEXT": (update.sub_type or "context").lower(),
-        "WAIT": "wait",
-    }.get(update.type, update.type.lower())
+    if update.type == "CONTEXT":
+        kind = _CONTEXT_KINDS.get(update.sub_type or "", "context")
+    else:
+        kind = _OPERATION_KINDS.get(update.type, update.type.lower())
     label = f"{update.action} {kind}"
     if update.name:
         label += f" '{update.name}'"
