@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from handlers.environment import IdempotencyEnvironment, PaymentsTableEnvironment
+from handlers.environment import IdempotencyEnvironment, OrdersTableEnvironment, PaymentsTableEnvironment
 from handlers.observability import logger, metrics, tracer
 from handlers.order_step import run_forward_step
 from handlers.stores import payment_ledger
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
-class Environment(IdempotencyEnvironment, PaymentsTableEnvironment):
+class Environment(IdempotencyEnvironment, PaymentsTableEnvironment, OrdersTableEnvironment):
     function: ClassVar[str] = CHARGE_PAYMENT_FUNCTION
 
     max_charge_amount: Decimal = Field(ge=0, alias="MAX_CHARGE_AMOUNT")
@@ -36,7 +36,8 @@ OUTCOME_METRICS = {
 
 
 def charge(state: PlacedOrderState, environment: Environment) -> OrderState:
-    return charge_payment(state, payment_ledger(environment), environment.max_charge_amount)
+    ledger = payment_ledger(environment, orders_table_name=environment.orders_table_name)
+    return charge_payment(state, ledger, environment.max_charge_amount)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from handlers.environment import IdempotencyEnvironment, InventoryTablesEnvironment
+from handlers.environment import IdempotencyEnvironment, InventoryTablesEnvironment, OrdersTableEnvironment
 from handlers.observability import logger, metrics, tracer
 from handlers.order_step import run_forward_step
 from handlers.stores import inventory
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
-class Environment(IdempotencyEnvironment, InventoryTablesEnvironment):
+class Environment(IdempotencyEnvironment, InventoryTablesEnvironment, OrdersTableEnvironment):
     function: ClassVar[str] = RESERVE_INVENTORY_FUNCTION
 
 
@@ -32,7 +32,7 @@ OUTCOME_METRICS = {
 
 
 def reserve(state: PlacedOrderState, environment: Environment) -> OrderState:
-    return reserve_inventory(state, inventory(environment))
+    return reserve_inventory(state, inventory(environment, orders_table_name=environment.orders_table_name))
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -47,6 +47,8 @@ class Code(StrEnum):
     TASK_FAILED = "TASK_FAILED"
     DUPLICATE_ORDER = "DUPLICATE_ORDER"
     RECONCILED = "RECONCILED"
+    # A late run of an order reached reserve or charge after another run had compensated it.
+    ORDER_CLOSED = "ORDER_CLOSED"
 
 
 class OrderStatus(StrEnum):

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.exceptions import ClientError
 
+from order_processing.contract import OrderStatus
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailed"
 CONDITIONAL_CHECK_FAILED_EXCEPTION = "ConditionalCheckFailedException"
@@ -38,6 +42,56 @@ class DynamoDBStore:
 
     def unique_suffix(self, key: str) -> str:
         return key if self.keyed else f"{key}-{uuid.uuid4().hex[:12]}"
+
+
+def order_open_check(orders_table_name: str, order_id: str) -> TransactWriteItemTypeDef:
+    """A transaction's ConditionCheck that the order has not been closed as FAILED or REJECTED.
+
+    A forward effect (a reservation, a charge) lands only with it: compensation records the order's final
+    status before it undoes anything, so an effect that a late run of the order (an Express child run
+    twice, a retry that outlived the Catch) would add after that undo can no longer land. The old record
+    comes back on failure, to say how the order was closed.
+    """
+    return {
+        "ConditionCheck": {
+            "TableName": orders_table_name,
+            "Key": {"order_id": {"S": order_id}},
+            "ConditionExpression": "attribute_not_exists(order_id) OR NOT #status IN (:failed, :rejected)",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": {
+                ":failed": {"S": OrderStatus.FAILED},
+                ":rejected": {"S": OrderStatus.REJECTED},
+            },
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
+
+
+@dataclass(frozen=True)
+class ClosedOrder:
+    """An order found closed by a forward effect's ConditionCheck: its status and who closed it."""
+
+    order_id: str
+    status: str
+    batch_id: str | None
+    item_index: int | None
+
+    @classmethod
+    def from_reason(cls, order_id: str, reason: dict[str, Any]) -> ClosedOrder:
+        item = reason.get("Item") or {}
+        return cls(
+            order_id,
+            string_value(item, "status") or "closed",
+            string_value(item, "batch_id"),
+            number_value(item, "item_index"),
+        )
+
+    def explain(self, effect: str) -> str:
+        by = f" by batch {self.batch_id} item {self.item_index}" if self.batch_id is not None else ""
+        return (
+            f"order {self.order_id} was already closed as {self.status}{by} (another run of the order "
+            f"compensated it); {effect}"
+        )
 
 
 def now_iso() -> str:

@@ -11,11 +11,13 @@ from botocore.exceptions import ClientError
 
 from order_processing.dynamodb import (
     CONDITIONAL_CHECK_FAILED,
+    ClosedOrder,
     DynamoDBStore,
     cancellation_reasons,
     now_iso,
     number_value,
     only_condition_failures,
+    order_open_check,
     string_value,
 )
 from order_processing.models import OrderLine
@@ -40,6 +42,8 @@ class ReserveVerdict(StrEnum):
     ALREADY_RESERVED = "ALREADY_RESERVED"
     UNKNOWN_SKU = "UNKNOWN_SKU"
     OUT_OF_STOCK = "OUT_OF_STOCK"
+    # Another run of the order compensated it first: nothing may be reserved for it any more.
+    ORDER_CLOSED = "ORDER_CLOSED"
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class ReserveResult:
     verdict: ReserveVerdict
     unknown_skus: tuple[str, ...] = ()
     short_lines: tuple[ShortLine, ...] = field(default_factory=tuple)
+    closed: ClosedOrder | None = None
 
 
 class ReleaseRaceError(RuntimeError):
@@ -61,7 +66,11 @@ class ReleaseRaceError(RuntimeError):
 
 
 class InventoryStore(DynamoDBStore):
-    """The Inventory table (stock per SKU) and the Reservations table (one row per order line)."""
+    """The Inventory table (stock per SKU) and the Reservations table (one row per order line).
+
+    With ``orders_table_name`` a reservation lands only while the order is open (not closed as FAILED or
+    REJECTED): what reserves must pass it; what only releases need not.
+    """
 
     def __init__(
         self,
@@ -70,9 +79,11 @@ class InventoryStore(DynamoDBStore):
         client: DynamoDBClient | None = None,
         *,
         keyed: bool = True,
+        orders_table_name: str | None = None,
     ) -> None:
         super().__init__(inventory_table_name, client, keyed=keyed)
         self.reservations_table_name = reservations_table_name
+        self.orders_table_name = orders_table_name
 
     def reserve(self, order_id: str, batch_id: str, lines: Sequence[OrderLine]) -> ReserveResult:
         actions: list[TransactWriteItemTypeDef] = []
@@ -80,13 +91,15 @@ class InventoryStore(DynamoDBStore):
         for number, line in enumerate(lines, start=1):
             actions.append(self._put_reservation(order_id, batch_id, number, line, created_at))
             actions.append(self._take_stock(line))
+        if self.orders_table_name is not None:
+            actions.append(order_open_check(self.orders_table_name, order_id))
         try:
             self.client.transact_write_items(TransactItems=actions)
         except ClientError as error:
             reasons = cancellation_reasons(error)
             if not only_condition_failures(reasons):
                 raise
-            return self._explain(reasons, lines)
+            return self._explain(order_id, reasons, lines)
         return ReserveResult(ReserveVerdict.RESERVED)
 
     def release(self, order_id: str) -> int:
@@ -200,8 +213,12 @@ class InventoryStore(DynamoDBStore):
         return [{"Update": mark}, {"Update": give_back}]  # type: ignore[typeddict-item]
 
     @staticmethod
-    def _explain(reasons: list[dict[str, Any]], lines: Sequence[OrderLine]) -> ReserveResult:
-        """Read the transaction's cancellation reasons: actions alternate reservation, stock."""
+    def _explain(order_id: str, reasons: list[dict[str, Any]], lines: Sequence[OrderLine]) -> ReserveResult:
+        """Read the transaction's cancellation reasons: actions alternate reservation, stock, then the
+        order's ConditionCheck, if any. A closed order comes first: nothing may be reserved for it."""
+        fence = reasons[2 * len(lines)] if len(reasons) > 2 * len(lines) else {}
+        if fence.get("Code") == CONDITIONAL_CHECK_FAILED:
+            return ReserveResult(ReserveVerdict.ORDER_CLOSED, closed=ClosedOrder.from_reason(order_id, fence))
         unknown: list[str] = []
         short: list[ShortLine] = []
         for position, line in enumerate(lines):

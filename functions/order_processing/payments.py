@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from order_processing.dynamodb import (
+    CONDITIONAL_CHECK_FAILED,
+    ClosedOrder,
     DynamoDBStore,
     cancellation_reasons,
     is_condition_failure,
     now_iso,
     only_condition_failures,
+    order_open_check,
     string_value,
 )
 from order_processing.models import decimal_text
@@ -57,21 +60,68 @@ class LedgerEntry:
         )
 
 
+class ChargeVerdict(StrEnum):
+    CHARGED = "CHARGED"
+    ALREADY_CHARGED = "ALREADY_CHARGED"
+    # Another run of the order compensated it first: it may not be charged any more.
+    ORDER_CLOSED = "ORDER_CLOSED"
+
+
+@dataclass(frozen=True)
+class ChargeResult:
+    verdict: ChargeVerdict
+    closed: ClosedOrder | None = None
+
+
 class PaymentLedger(DynamoDBStore):
-    def charge(self, order_id: str, batch_id: str, amount: Decimal, currency: str) -> bool:
-        """Write the order's charge; False when it was already charged (nothing written)."""
+    """The Payments table: charge and refund entries per order.
+
+    With ``orders_table_name`` a charge lands only while the order is open (not closed as FAILED or
+    REJECTED), in one transaction with that check; refunds need no such table.
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        client: Any = None,
+        *,
+        keyed: bool = True,
+        orders_table_name: str | None = None,
+    ) -> None:
+        super().__init__(table_name, client, keyed=keyed)
+        self.orders_table_name = orders_table_name
+
+    def charge(self, order_id: str, batch_id: str, amount: Decimal, currency: str) -> ChargeResult:
+        """Write the order's charge, unless it was already charged or the order is closed."""
         item = self._entry(
             order_id, self.unique_suffix(CHARGE_ENTRY), EntryKind.CHARGE, amount, currency, batch_id
         )
         item["status"] = {"S": EntryStatus.CHARGED}
-        condition = {"ConditionExpression": "attribute_not_exists(order_id)"} if self.keyed else {}
+        put: dict[str, Any] = {"TableName": self.table_name, "Item": item}
+        if self.keyed:
+            put["ConditionExpression"] = "attribute_not_exists(order_id)"
+        if self.orders_table_name is None:
+            try:
+                self.client.put_item(**put)
+            except ClientError as error:
+                if not is_condition_failure(error):
+                    raise
+                return ChargeResult(ChargeVerdict.ALREADY_CHARGED)
+            return ChargeResult(ChargeVerdict.CHARGED)
+        actions: list[TransactWriteItemTypeDef] = [
+            {"Put": put},  # type: ignore[typeddict-item]
+            order_open_check(self.orders_table_name, order_id),
+        ]
         try:
-            self.client.put_item(TableName=self.table_name, Item=item, **condition)  # type: ignore[arg-type]
+            self.client.transact_write_items(TransactItems=actions)
         except ClientError as error:
-            if not is_condition_failure(error):
+            reasons = cancellation_reasons(error)
+            if not only_condition_failures(reasons):
                 raise
-            return False
-        return True
+            if reasons[1].get("Code") == CONDITIONAL_CHECK_FAILED:
+                return ChargeResult(ChargeVerdict.ORDER_CLOSED, ClosedOrder.from_reason(order_id, reasons[1]))
+            return ChargeResult(ChargeVerdict.ALREADY_CHARGED)
+        return ChargeResult(ChargeVerdict.CHARGED)
 
     def refund(self, order_id: str, batch_id: str) -> list[LedgerEntry]:
         """Refund every CHARGED charge of the order that has no refund yet; returns the refunds written."""

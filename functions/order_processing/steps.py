@@ -135,6 +135,10 @@ def reserve_inventory(state: PlacedOrderState, inventory: InventoryStore) -> Ord
     result = inventory.reserve(state.order_id, state.batch_id, state.order.items)
     if result.verdict in (ReserveVerdict.RESERVED, ReserveVerdict.ALREADY_RESERVED):
         return state.finished(Outcome.RESERVED)
+    if result.closed is not None:
+        return state.finished(
+            Outcome.FAILED, Code.ORDER_CLOSED, result.closed.explain("nothing was reserved")
+        )
     position = {line.sku: index for index, line in enumerate(state.order.items)}
     if result.verdict is ReserveVerdict.UNKNOWN_SKU:
         unknown = ", ".join(f"items[{position[sku]}].sku {sku}" for sku in result.unknown_skus)
@@ -164,7 +168,11 @@ def charge_payment(state: PlacedOrderState, ledger: PaymentLedger, max_charge_am
             f"order {state.order_id}: payment declined, total {decimal_text(total)} {state.order.currency} "
             f"is above the charge limit {decimal_text(max_charge_amount)}",
         )
-    ledger.charge(state.order_id, state.batch_id, total, state.order.currency)
+    charged = ledger.charge(state.order_id, state.batch_id, total, state.order.currency)
+    if charged.closed is not None:
+        return state.finished(
+            Outcome.FAILED, Code.ORDER_CLOSED, charged.closed.explain("nothing was charged")
+        )
     return state.finished(Outcome.CHARGED)
 
 

@@ -310,12 +310,13 @@ def test_the_recording_finds_reserves_and_charges_calls_in_order(
 
     assert calls("reserve") == [
         ("dynamodb.PutItem", ("idempotency",), ("INPROGRESS",)),
-        ("dynamodb.TransactWriteItems", ("inventory", "reservations"), ("RESERVED",)),
+        # The order's ConditionCheck rides in the transaction: nothing is reserved for a closed order.
+        ("dynamodb.TransactWriteItems", ("inventory", "orders", "reservations"), ("RESERVED",)),
         ("dynamodb.UpdateItem", ("idempotency",), ("COMPLETED",)),
     ]
     assert calls("charge") == [
         ("dynamodb.PutItem", ("idempotency",), ("INPROGRESS",)),
-        ("dynamodb.PutItem", ("payments",), ("CHARGED",)),
+        ("dynamodb.TransactWriteItems", ("orders", "payments"), ("CHARGED",)),
         ("dynamodb.UpdateItem", ("idempotency",), ("COMPLETED",)),
     ]
     # Cancel releases the stock and refunds the charge: two writes between its idempotency record's two.
@@ -337,8 +338,8 @@ def test_the_recording_finds_reserves_and_charges_calls_in_order(
 # racing for the order (the holder must still be the one to process it).
 ONE_POINT_EACH = {
     "validate": ("after dynamodb.PutItem (orders RECEIVED)", WITH_DUPLICATE),
-    "reserve": ("after dynamodb.TransactWriteItems (inventory, reservations RESERVED)", VARIANTS[0]),
-    "charge": ("after dynamodb.PutItem (payments CHARGED)", VARIANTS[0]),
+    "reserve": ("after dynamodb.TransactWriteItems (inventory, orders, reservations RESERVED)", VARIANTS[0]),
+    "charge": ("after dynamodb.TransactWriteItems (orders, payments CHARGED)", VARIANTS[0]),
     "confirm": ("after dynamodb.UpdateItem (orders SUCCEEDED)", VARIANTS[0]),
     "cancel": ("after dynamodb.TransactWriteItems (inventory, reservations RELEASED)", VARIANTS[0]),
     "summarize": ("the response lost", VARIANTS[0]),
@@ -386,7 +387,7 @@ def test_the_whole_matrix_and_its_controls(capsys: pytest.CaptureFixture[str]) -
         runs = [c for c in result.main.cases if c.step == step.name]
         assert len(runs) == len(result.main.points[step.name]) * len(VARIANTS)
     shown = result.defences_shown()
-    assert "charge: after dynamodb.PutItem (payments CHARGED)" in shown["effect keys"]
+    assert "charge: after dynamodb.TransactWriteItems (orders, payments CHARGED)" in shown["effect keys"]
     assert "charge: the response lost" in shown["idempotency"]
     doubled = [c for control in result.controls for c in control.cases if c.doubled]
     assert all(c.doubled == [c.batch_id + "-s"] for c in doubled), "the audit names the doubled subject"

@@ -138,7 +138,8 @@ def dynamodb_calls(task_env: Any) -> CallCounter:
 
 @pytest.fixture
 def fail_once(task_env: Any) -> Callable[[str, str], list[str]]:
-    """Make the functions' next `operation` on `table_name` fail with a 500, once.
+    """Make the functions' next `operation` on `table_name` (a transaction: with an action on it) fail
+    with a 500, once.
 
     Returns the failures injected so far.
     """
@@ -146,9 +147,13 @@ def fail_once(task_env: Any) -> Callable[[str, str], list[str]]:
 
     failures: list[str] = []
 
+    def tables(params: dict[str, Any]) -> set[str]:
+        in_actions = {next(iter(action.values()))["TableName"] for action in params.get("TransactItems", [])}
+        return in_actions | ({params["TableName"]} if "TableName" in params else set())
+
     def arm(operation: str, table_name: str) -> list[str]:
         def fail(params: dict[str, Any], model: Any, **_: Any) -> None:
-            if model.name == operation and params.get("TableName") == table_name and not failures:
+            if model.name == operation and table_name in tables(params) and not failures:
                 failures.append(f"{operation} {table_name}")
                 raise ClientError(
                     {"Error": {"Code": "InternalServerError", "Message": "injected by the test"}}, operation

@@ -150,11 +150,12 @@ def test_a_failed_run_frees_its_key_so_the_retry_runs_again(
         validate_order.lambda_handler(map_item(an_order("o-retry", ("SKU-001", 1, "5.00"))), lambda_context),
         lambda_context,
     )
-    failures = fail_once("PutItem", task_env.names.payments)
+    # The charge and its order's ConditionCheck are one transaction.
+    failures = fail_once("TransactWriteItems", task_env.names.payments)
 
     with pytest.raises(ClientError, match="injected by the test"):
         charge_payment.lambda_handler(state, lambda_context)
-    assert failures == [f"PutItem {task_env.names.payments}"]
+    assert failures == [f"TransactWriteItems {task_env.names.payments}"]
     assert [r for r in task_env.idempotency_records() if "charge" in r["id"]] == []
 
     result = charge_payment.lambda_handler(state, lambda_context)
@@ -341,3 +342,60 @@ def test_with_idempotency_disabled_the_order_record_still_tells_duplicates_from_
     assert (
         conflict["reason"] == "order o-claim was already submitted with different content by batch b-1 item 0"
     )
+
+
+# ---------------------------------------------------------------- a late run after the compensation
+# Found by the 2-hour soak (2026-12-02): an S3 batch's Express child ran twice. Its first run's
+# reserve kept failing, so the Catch sent the order to Cancel, which recorded it FAILED with nothing to
+# undo; the second run then reserved and charged it, its confirmation was refused (the record is FAILED),
+# and its Cancel returned the first Cancel's stored result: stock and charge were left standing.
+
+RESERVE_TIMED_OUT = {"Error": "States.Timeout", "Cause": "Task timed out"}
+
+
+def test_a_late_run_cannot_reserve_or_charge_an_order_already_compensated(
+    task_env: Any, lambda_context: Any, task_log: Any
+) -> None:
+    item = map_item(an_order("o-late", ("SKU-020", 2, "4.00")))
+    first = validate_order.lambda_handler(item, lambda_context)
+    compensated = cancel_order.lambda_handler(first | {"error": RESERVE_TIMED_OUT}, lambda_context)
+    assert compensated["outcome"] == "FAILED"
+
+    # The second run: validate replays, reserve and charge meet the closed order and land nothing.
+    second = validate_order.lambda_handler(item, lambda_context)
+    reserved = reserve_inventory.lambda_handler(second, lambda_context)
+    charged = charge_payment.lambda_handler(second | {"outcome": "RESERVED"}, lambda_context)
+    cancelled = cancel_order.lambda_handler(reserved, lambda_context)
+
+    for refused, effect in ((reserved, "reserved"), (charged, "charged")):
+        assert (refused["outcome"], refused["code"]) == ("FAILED", "ORDER_CLOSED")
+        assert refused["reason"] == (
+            "order o-late was already closed as FAILED by batch b-1 item 0 (another run of the order "
+            f"compensated it); nothing was {effect}"
+        )
+    assert cancelled == compensated, "Cancel replays the first compensation"
+    assert task_env.stock("SKU-020") == 1_000_000
+    assert task_env.reservations("o-late") == []
+    assert task_env.ledger("o-late") == []
+    assert task_log.runs("reserve_inventory", "o-late") == task_log.runs("charge_payment", "o-late") == 1
+
+
+def test_a_reservation_made_just_before_the_compensation_is_released_and_the_late_charge_refused(
+    task_env: Any, lambda_context: Any
+) -> None:
+    item = map_item(an_order("o-race", ("SKU-019", 3, "4.00")))
+    first = validate_order.lambda_handler(item, lambda_context)
+    # The second run reserves while the order is still open; then the first run's Cancel closes it.
+    late = reserve_inventory.lambda_handler(
+        validate_order.lambda_handler(item, lambda_context), lambda_context
+    )
+    assert late["outcome"] == "RESERVED"
+    cancel_order.lambda_handler(first | {"error": RESERVE_TIMED_OUT}, lambda_context)
+
+    charged = charge_payment.lambda_handler(late, lambda_context)
+
+    assert (charged["outcome"], charged["code"]) == ("FAILED", "ORDER_CLOSED")
+    assert task_env.stock("SKU-019") == 1_000_000
+    assert [row["status"] for row in task_env.reservations("o-race")] == ["RELEASED"]
+    assert task_env.ledger("o-race") == []
+    assert task_env.order_record("o-race")["status"] == "FAILED"
