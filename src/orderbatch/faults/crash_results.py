@@ -124,10 +124,12 @@ class MatrixResult:
 
 
 def render(result: MatrixResult) -> str:
-    on = "the durable function" if result.main.orchestrator == "durable" else "the state machine"
+    durable = result.main.orchestrator == "durable"
+    on = "the durable function" if durable else "the state machine"
+    own_points = " (the durable function's own points once per batch)" if durable else ""
     lines = [
         f"Crash-point matrix, {AS_SHIPPED.name}, batches run by {on}: each point crashed once per subject "
-        "order (the durable function's own points once per batch)"
+        f"order{own_points}"
     ]
     for step_name in result.main.steps:
         cases = [case for case in result.main.cases if case.step == step_name]
