@@ -352,6 +352,8 @@ class ConfigurationRun:
             s3=self.cloud.client("s3"),
             body_runs=body_runs,
             lambda_client=self.cloud.client("lambda") if self.orchestrator == DURABLE else None,
+            # Keyed reads of the batch's own orders: a scan per case would grow with every case run before.
+            by_order=True,
         )
         subject_tag = case.subject if case.step.per_order else None
         fired = [
