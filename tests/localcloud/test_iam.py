@@ -458,8 +458,9 @@ def test_a_charge_function_without_the_payments_table_is_denied_exactly_that_wri
         for event in events
         if event["type"] == "TaskFailed" and event["taskFailedEventDetails"]["error"] == "ClientError"
     ]
+    # The charge is a transaction with the order's ConditionCheck; IAM judges each action's own permission.
     expected = (
-        "An error occurred (AccessDeniedException) when calling the PutItem operation: "
+        "An error occurred (AccessDeniedException) when calling the TransactWriteItems operation: "
         + not_authorized(
             "ChargePaymentFunctionRole",
             "ChargePaymentFunction",
