@@ -14,7 +14,6 @@ from order_processing.dynamodb import (
     ClosedOrder,
     DynamoDBStore,
     cancellation_reasons,
-    is_condition_failure,
     now_iso,
     only_condition_failures,
     order_open_check,
@@ -23,6 +22,7 @@ from order_processing.dynamodb import (
 from order_processing.models import decimal_text
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
 
 CHARGE_ENTRY = "charge"
@@ -83,7 +83,7 @@ class PaymentLedger(DynamoDBStore):
     def __init__(
         self,
         table_name: str,
-        client: Any = None,
+        client: DynamoDBClient | None = None,
         *,
         keyed: bool = True,
         orders_table_name: str | None = None,
@@ -101,13 +101,7 @@ class PaymentLedger(DynamoDBStore):
         if self.keyed:
             put["ConditionExpression"] = "attribute_not_exists(order_id)"
         if self.orders_table_name is None:
-            try:
-                self.client.put_item(**put)
-            except ClientError as error:
-                if not is_condition_failure(error):
-                    raise
-                return ChargeResult(ChargeVerdict.ALREADY_CHARGED)
-            return ChargeResult(ChargeVerdict.CHARGED)
+            raise ValueError("a charge needs the Orders table: it lands only while its order is open")
         actions: list[TransactWriteItemTypeDef] = [
             {"Put": put},  # type: ignore[typeddict-item]
             order_open_check(self.orders_table_name, order_id),
