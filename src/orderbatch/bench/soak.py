@@ -187,8 +187,10 @@ class Interval:
     processes: int
     rss_change_since_baseline: float | None
     load_average: tuple[float, float, float]
-    # What the stack stores in the local cloud's own process, read through the APIs: the objects in its
-    # buckets and the stored bytes of its log groups. Data, not leaks: what RSS growth they explain.
+    # What the stack stores in the local cloud's own process, read through the APIs: the items in its
+    # tables, the objects in its buckets and the stored bytes of its log groups. Data, not leaks: what
+    # RSS growth they explain.
+    rows: int = 0
     s3_mib: float = 0.0
     logs_mib: float = 0.0
 
@@ -198,7 +200,7 @@ Announce = Callable[[str], None]
 INTERVAL_HEADER = (
     f"{'minute':>6} {'batches':>7} {'orders':>7} {'lost':>5} {'doubled':>7} {'violations':>10} "
     f"{'cloud RSS MiB':>13} {'vs baseline':>11} {'tree RSS MiB':>12} {'tree PSS MiB':>12} {'procs':>5}"
-    f" {'S3 MiB':>7} {'logs MiB':>8}  load 1/5/15"
+    f" {'rows':>7} {'S3 MiB':>7} {'logs MiB':>8}  load 1/5/15"
 )
 
 
@@ -210,7 +212,7 @@ def format_interval(interval: Interval) -> str:
         f"{interval.doubled:7d} {interval.violations:10d} {interval.process_rss_mib:13.1f} "
         f"{'-' if change is None else f'{change:+.1%}':>11} {interval.tree_rss_mib:12.1f} "
         f"{interval.tree_pss_mib:12.1f} "
-        f"{interval.processes:5d} {interval.s3_mib:7.2f} {interval.logs_mib:8.2f}  {load}"
+        f"{interval.processes:5d} {interval.rows:7d} {interval.s3_mib:7.2f} {interval.logs_mib:8.2f}  {load}"
     )
 
 
@@ -227,6 +229,7 @@ class SoakRun:
         self.sfn = cloud.client("stepfunctions")
         self.s3 = cloud.client("s3")
         self.logs = cloud.client("logs")
+        self.dynamodb = cloud.client("dynamodb")
         self.locations = BatchLocations.from_outputs(cloud.stack.outputs)
         self.bucket = cloud.stack.outputs["BatchBucketName"]
         self.skus = fixture_skus(settings.template)
@@ -417,6 +420,7 @@ class SoakRun:
             processes=sample.processes,
             rss_change_since_baseline=None if baseline is None else sample.process_rss_mib / baseline - 1,
             load_average=os.getloadavg(),
+            rows=self._stored_rows(),
             s3_mib=round(self._stored_objects_bytes() / MIB, 2),
             logs_mib=round(self._stored_log_bytes() / MIB, 2),
         )
@@ -424,6 +428,12 @@ class SoakRun:
         self.announce(format_interval(interval))
         if self.tracer is not None and baseline is not None:
             self._trace(started)
+
+    def _stored_rows(self) -> int:
+        return sum(
+            int(self.dynamodb.describe_table(TableName=table.name)["Table"].get("ItemCount", 0))
+            for table in self.cloud.stack.tables
+        )
 
     def _stored_objects_bytes(self) -> int:
         stored = 0
