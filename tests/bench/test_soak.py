@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 INTERVAL_LINE = re.compile(
     r"^\s*(?P<minute>\d+\.\d)\s+(?P<batches>\d+)\s+(?P<orders>\d+)\s+(?P<lost>\d+)\s+(?P<doubled>\d+)\s+"
     r"(?P<violations>\d+)\s+(?P<rss>\d+\.\d)\s+(?P<change>-|[+-]\d+\.\d%)\s+(?P<tree_rss>\d+\.\d)\s+"
-    r"(?P<pss>\d+\.\d)\s+\d+\s+(?P<rows>\d+)\s+(?P<s3>\d+\.\d\d)\s+(?P<logs>\d+\.\d\d)\s+"
+    r"(?P<pss>\d+\.\d)\s+\d+\s+(?P<rows>\d+)\s+(?P<data_plane>\d+\.\d)\s+(?P<s3>\d+\.\d\d)\s+(?P<logs>\d+\.\d\d)\s+"
     r"\d+\.\d\d \d+\.\d\d \d+\.\d\d$",
     re.MULTILINE,
 )
@@ -77,7 +77,7 @@ def test_a_short_soak_audits_every_batch_and_reports_memory_every_interval(
     assert len(lines) >= 5, printed
     assert all(
         float(tree_rss) > float(rss) > 0 and float(pss) > 0
-        for *_, rss, _change, tree_rss, pss, _rows, _s3, _logs in lines
+        for *_, rss, _change, tree_rss, pss, _rows, _data_plane, _s3, _logs in lines
     )
     assert "goal (0 lost, 0 doubled, RSS flat within 5%): met (memory not judged)" in printed
 
@@ -97,6 +97,7 @@ def test_a_short_soak_audits_every_batch_and_reports_memory_every_interval(
     assert last["s3_mib"] > 0
     # Every audited order has at least its order record in the stack's tables.
     assert last["rows"] >= last["orders"]
+    assert last["data_plane_rss_mib"] > 0
     assert soak["verdict"]["checks"]["local_cloud_rss_flat"]["met"] is None
     # The printed table, line for line, for a closing note to quote.
     assert soak["minute_table"][0] == INTERVAL_HEADER

@@ -487,6 +487,26 @@ def test_a_writer_config_alone_makes_the_transformed_results_the_state_output(cl
     assert json.loads(output[0]["Output"]) == {"Items": ORDERS[:2]}
 
 
+def test_a_finished_map_holds_no_child_input_or_output(cloud: LocalCloud) -> None:
+    written_to_s3 = distributed_map(
+        failing_on_quantity(2),
+        ItemsPath="$.orders",
+        ToleratedFailureCount=1,
+        ResultWriter=result_writer("held"),
+    )
+    in_the_state_output = distributed_map(pass_through("EXPRESS"), ItemsPath="$.orders")
+    past_the_tolerance = distributed_map(failing_on_quantity(2), ItemsPath="$.orders")
+
+    statuses = [
+        execute(cloud, definition, {"orders": ORDERS})["status"]
+        for definition in (written_to_s3, in_the_state_output, past_the_tolerance)
+    ]
+
+    assert statuses == ["SUCCEEDED", "SUCCEEDED", "FAILED"]
+    # Each run's record lives as long as moto keeps its execution; the children's payloads must not.
+    assert data_plane.child_outcomes_held() == 0
+
+
 # --- The app's own template with Express children ------------------------------------------------------
 
 

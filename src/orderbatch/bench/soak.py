@@ -191,6 +191,8 @@ class Interval:
     # tables, the objects in its buckets and the stored bytes of its log groups. Data, not leaks: what
     # RSS growth they explain.
     rows: int = 0
+    # The data plane's own process holds the tables' items: its RSS follows ``rows``.
+    data_plane_rss_mib: float = 0.0
     s3_mib: float = 0.0
     logs_mib: float = 0.0
 
@@ -200,7 +202,7 @@ Announce = Callable[[str], None]
 INTERVAL_HEADER = (
     f"{'minute':>6} {'batches':>7} {'orders':>7} {'lost':>5} {'doubled':>7} {'violations':>10} "
     f"{'cloud RSS MiB':>13} {'vs baseline':>11} {'tree RSS MiB':>12} {'tree PSS MiB':>12} {'procs':>5}"
-    f" {'rows':>7} {'S3 MiB':>7} {'logs MiB':>8}  load 1/5/15"
+    f" {'rows':>7} {'data plane MiB':>14} {'S3 MiB':>7} {'logs MiB':>8}  load 1/5/15"
 )
 
 
@@ -211,8 +213,8 @@ def format_interval(interval: Interval) -> str:
         f"{interval.minute:6.1f} {interval.batches_finished:7d} {interval.orders:7d} {interval.lost:5d} "
         f"{interval.doubled:7d} {interval.violations:10d} {interval.process_rss_mib:13.1f} "
         f"{'-' if change is None else f'{change:+.1%}':>11} {interval.tree_rss_mib:12.1f} "
-        f"{interval.tree_pss_mib:12.1f} "
-        f"{interval.processes:5d} {interval.rows:7d} {interval.s3_mib:7.2f} {interval.logs_mib:8.2f}  {load}"
+        f"{interval.tree_pss_mib:12.1f} {interval.processes:5d} {interval.rows:7d} "
+        f"{interval.data_plane_rss_mib:14.1f} {interval.s3_mib:7.2f} {interval.logs_mib:8.2f}  {load}"
     )
 
 
@@ -265,7 +267,10 @@ class SoakRun:
                 self._close_cycle(complete=now < stop_submitting)
                 service.set_fault_plan(fault_plan(settings, self.cycles))
                 self.cycles += 1
-                next_cycle += cycle_seconds
+                # A loop held up past a cycle's end (a long audit) makes that cycle longer: closing the
+                # cycles it overran one after the other would judge cycles in which nothing ran.
+                while next_cycle <= now:
+                    next_cycle += cycle_seconds
             if now < stop_submitting:
                 while len(running) < settings.in_flight:
                     running.append(self._submit())
@@ -274,7 +279,9 @@ class SoakRun:
                 break
             if time.monotonic() >= next_report:
                 self._report(started)
-                next_report += settings.report_every_seconds
+                # An audit longer than the interval skips the reports it overran: one line per interval.
+                while next_report <= time.monotonic():
+                    next_report += settings.report_every_seconds
             elif self.tracer is not None and self.tracer.dump_requested:
                 self._trace(started)
             time.sleep(POLL_SECONDS)
@@ -421,6 +428,7 @@ class SoakRun:
             rss_change_since_baseline=None if baseline is None else sample.process_rss_mib / baseline - 1,
             load_average=os.getloadavg(),
             rows=self._stored_rows(),
+            data_plane_rss_mib=round(self._data_plane_rss_kib() / 1024, 1),
             s3_mib=round(self._stored_objects_bytes() / MIB, 2),
             logs_mib=round(self._stored_log_bytes() / MIB, 2),
         )
@@ -428,6 +436,10 @@ class SoakRun:
         self.announce(format_interval(interval))
         if self.tracer is not None and baseline is not None:
             self._trace(started)
+
+    def _data_plane_rss_kib(self) -> int:
+        data_plane = getattr(self.cloud, "data_plane", None)
+        return resources.rss_kib(data_plane.pid) if data_plane is not None else 0
 
     def _stored_rows(self) -> int:
         return sum(

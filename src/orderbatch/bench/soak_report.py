@@ -88,6 +88,7 @@ INTERVAL_COLUMNS = (
     Column("tree PSS MiB", explanation="the process tree, shared pages counted once"),
     Column("procs"),
     Column("rows", explanation="items in the stack's tables, held in the local cloud's process"),
+    Column("data plane MiB", explanation="RSS of the data plane's process, which holds the tables' items"),
     Column("S3 MiB", explanation="objects in the stack's buckets, held in the local cloud's process"),
     Column(
         "logs MiB", explanation="stored bytes of the stack's log groups, held in the local cloud's process"
@@ -188,6 +189,7 @@ def _interval_row(interval: dict[str, Any]) -> list[Cell]:
         interval["processes"],
         # Reports of earlier soaks did not measure what the stack stores.
         interval.get("rows", 0),
+        f"{interval.get('data_plane_rss_mib', 0):.1f}",
         f"{interval.get('s3_mib', 0):.2f}",
         f"{interval.get('logs_mib', 0):.2f}",
         " ".join(f"{value:.2f}" for value in interval["load_average"]),

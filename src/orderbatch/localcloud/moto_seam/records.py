@@ -51,6 +51,12 @@ class EngineRecords(Generic[RecordT]):
             if entry is not None and entry[0]() is moto_object:
                 del self._records[id(moto_object)]
 
+    def records(self) -> list[RecordT]:
+        """The records of the objects still alive."""
+        with self._lock:
+            entries = list(self._records.values())
+        return [record for reference, record in entries if reference() is not None]
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._records)

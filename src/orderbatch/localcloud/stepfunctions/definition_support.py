@@ -91,6 +91,8 @@ class MapSupport:
     reader_config: ReaderConfig | None = None
     item_batcher: ItemBatcher | None = None
     writer_config: WriterConfig | None = None
+    # The ResultWriter names a Resource: the results go to S3 after the children have run.
+    writes_results_to_s3: bool = False
     tolerated_failure_count_declared: bool = False
     tolerated_failure_percentage_declared: bool = False
 
@@ -273,7 +275,10 @@ def _reader_config(state: dict[str, Any], path: str, maps: dict[str, MapSupport]
 def _writer_config(state: dict[str, Any], path: str, maps: dict[str, MapSupport]) -> None:
     support = _map_support(state, path, maps)
     writer = state.get("ResultWriter")
-    if support is None or not isinstance(writer, dict) or "WriterConfig" not in writer:
+    if support is None or not isinstance(writer, dict):
+        return
+    support.writes_results_to_s3 = "Resource" in writer
+    if "WriterConfig" not in writer:
         return
     _refuse_unless_distributed(state, "ResultWriter", path)
     where = f"{path}/ResultWriter/WriterConfig"

@@ -161,8 +161,27 @@ def _run_children_with_batches_and_tolerance() -> None:
         if batched:
             _count_items_not_batches(eval_input.map_run_record, outcomes, ran=set(run.outcomes) - kept)
         if _tolerance_exceeded(support, eval_input, outcomes):
+            _release_outcomes(run)
             _raise_failure(env, "StatesExceedToleratedFailureThreshold", EXCEEDED_CAUSE)
         env.stack.append(_state_result(support, outcomes, eval_input.map_run_record.map_run_arn))
+        if support is not None and not support.writes_results_to_s3:
+            _release_outcomes(run)
+
+
+def _release_outcomes(run: MapRun) -> None:
+    """Drops every child's input and output once the Map has its result (and wrote it, if it writes it).
+
+    moto keeps a Map Run's record as long as its execution, and this module's record lives as long: kept,
+    the outcomes held every child's input and output for the process's life (a soak's S3 batches grew the
+    local cloud with every batch). What DescribeMapRun reads are the counts on moto's record.
+    """
+    with run.lock:
+        run.outcomes.clear()
+
+
+def child_outcomes_held() -> int:
+    """The children's outcomes the engine still holds, over every Map Run alive: 0 once all have ended."""
+    return sum(len(run.outcomes) for run in _runs.records())
 
 
 def _selected_items(env: Any, eval_input: Any, items: list[Any]) -> list[Any]:
@@ -503,6 +522,9 @@ def _write_results_as_documented() -> None:
             manifest = write_results(s3, parameters, record.map_run_arn, outcomes, writer)
         except Exception as error:  # S3 refused: AWS names it the writer's failure
             _raise_failure(env, "StatesResultWriterFailed", str(error))
+        finally:
+            if run is not None:
+                _release_outcomes(run)
         env.stack.append(
             {
                 "MapRunArn": record.map_run_arn,
