@@ -187,11 +187,10 @@ class Interval:
     processes: int
     rss_change_since_baseline: float | None
     load_average: tuple[float, float, float]
-    # What the stack stores in the local cloud's own process, read through the APIs: the items in its
-    # tables, the objects in its buckets and the stored bytes of its log groups. Data, not leaks: what
-    # RSS growth they explain.
+    # What the stack stores, read through the APIs. Data, not leaks: what RSS growth they explain. The
+    # items in its tables live in the data plane's process, whose RSS follows them; the objects in its
+    # buckets and the stored bytes of its log groups live in the local cloud's own process.
     rows: int = 0
-    # The data plane's own process holds the tables' items: its RSS follows ``rows``.
     data_plane_rss_mib: float = 0.0
     s3_mib: float = 0.0
     logs_mib: float = 0.0
@@ -438,7 +437,7 @@ class SoakRun:
             self._trace(started)
 
     def _data_plane_rss_kib(self) -> int:
-        data_plane = getattr(self.cloud, "data_plane", None)
+        data_plane = self.cloud.data_plane
         return resources.rss_kib(data_plane.pid) if data_plane is not None else 0
 
     def _stored_rows(self) -> int:

@@ -87,7 +87,7 @@ INTERVAL_COLUMNS = (
     Column("tree RSS MiB", explanation="summed over the process tree, runtimes included"),
     Column("tree PSS MiB", explanation="the process tree, shared pages counted once"),
     Column("procs"),
-    Column("rows", explanation="items in the stack's tables, held in the local cloud's process"),
+    Column("rows", explanation="items in the stack's tables, held in the data plane's process"),
     Column("data plane MiB", explanation="RSS of the data plane's process, which holds the tables' items"),
     Column("S3 MiB", explanation="objects in the stack's buckets, held in the local cloud's process"),
     Column(
