@@ -248,3 +248,33 @@ def test_an_execution_still_times_out_while_its_program_runs_on_a_parked_thread(
     described = sfn.describe_execution(executionArn=execution)
     assert status == "TIMED_OUT"
     assert (described["stopDate"] - described["startDate"]).total_seconds() < 10
+
+
+def test_iterations_and_states_without_a_timeout_hand_no_work_to_another_thread(
+    sfn: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orderbatch.localcloud.stepfunctions import worker_threads
+
+    # Given a 50-item Map whose iterations pass through a Parallel state (no TimeoutSeconds anywhere),
+    # and every job handed to the parked threads counted
+    handed_over: list[Any] = []
+    original_submit = worker_threads.POOL.submit
+
+    def counting_submit(job: Any) -> None:
+        handed_over.append(job)
+        original_submit(job)
+
+    monkeypatch.setattr(worker_threads.POOL, "submit", counting_submit)
+    branch = {"StartAt": "Keep", "States": {"Keep": {"Type": "Pass", "End": True}}}
+    definition = map_over_items(
+        {"value.$": "$$.Map.Item.Value"}, {"Type": "Parallel", "Branches": [branch], "OutputPath": "$[0]"}
+    )
+    definition["States"]["Each item"]["MaxConcurrency"] = 10
+
+    # When it runs
+    output = succeeded_output(sfn, definition, {"items": list(range(50))})
+
+    # Then every item ran, and no program or state waited on a thread of its own: the Map, each
+    # iteration's program and each Parallel state ran where moto would have waited for them
+    assert output == [{"value": item} for item in range(50)]
+    assert handed_over == []

@@ -87,6 +87,9 @@ from moto.stepfunctions.parser.asl.component.common.timeouts.heartbeat import (
     HeartbeatSecondsPath as HeartbeatSecondsPath,
 )
 from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import (
+    TimeoutSeconds as TimeoutSeconds,
+)
+from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import (
     TimeoutSecondsJSONata as TimeoutSecondsJSONata,
 )
 from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import (
@@ -355,6 +358,7 @@ from moto.stepfunctions.parser.asl.eval import variable_store as variable_store
 from moto.stepfunctions.parser.asl.eval.environment import Environment as Environment
 from moto.stepfunctions.parser.asl.eval.evaluation_details import AWSExecutionDetails as AWSExecutionDetails
 from moto.stepfunctions.parser.asl.eval.evaluation_details import EvaluationDetails as EvaluationDetails
+from moto.stepfunctions.parser.asl.eval.event import event_manager as event_manager
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails as EventDetails
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext as EventHistoryContext
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager as EventManager

@@ -20,6 +20,7 @@ the life of the process. The local cloud gives the interpreter a list that keeps
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import hashlib
 import json
@@ -204,11 +205,26 @@ def _forget_finished_threads() -> None:
 _UNLISTED_EVENT_TYPES = frozenset({"ParallelStateSucceeded"})
 
 
+def event_timestamp(value: datetime.datetime | None = None) -> str:
+    """moto's ``iso_8601_datetime_with_milliseconds``, the same text without ``strftime``.
+
+    Every history event is stamped with it while the execution's event lock is held, several times per
+    Task, so its cost is paid by every state of every running execution waiting for that lock.
+    """
+    moment = value if value is not None else datetime.datetime.now(datetime.UTC)
+    return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+
+
 def register_hooks() -> None:
     from orderbatch.localcloud.moto_seam import hooks
-    from orderbatch.localcloud.moto_seam.stepfunctions import BaseExecutionWorkerCommunication, Execution
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        BaseExecutionWorkerCommunication,
+        Execution,
+        event_manager,
+    )
 
     _forget_finished_threads()
+    hooks.replace(event_manager, "iso_8601_datetime_with_milliseconds", event_timestamp, concern="histories")
 
     @hooks.around(BaseExecutionWorkerCommunication, "terminated", concern="histories")
     def terminated_and_retired(proceed: Any, self: Any) -> None:

@@ -10,10 +10,16 @@ expires, leaves the work running on its thread, as before. A thread idle for ``I
 The thread-local values the local cloud's patches keep (JSONata field paths, the Map Run being
 redriven, a request's signing credentials) are set and cleared around each use, so a reused thread
 starts a job with the same values a new one would.
+
+A wait that has no timeout needs no second thread at all: a Map iteration's program (an ItemProcessor
+has no ``TimeoutSeconds``) and a state left at the default ``TimeoutSeconds`` (99,999,999 s) run on the
+thread that would only have waited for them, in a fresh context as a new thread has. Each hand-over
+between threads costs a wake-up and a turn at the GIL, which a busy interpreter makes milliseconds.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import queue
 import threading
@@ -80,6 +86,17 @@ class WorkerPool:
 POOL = WorkerPool()
 
 
+_inline = threading.local()
+
+
+def _run_as_new_thread_would(call: Callable[[], None]) -> None:
+    """``call`` on this thread, with the empty context and the exception handling a new thread has."""
+    try:
+        contextvars.Context().run(call)
+    except Exception:
+        _LOG.exception("Step Functions worker failed")
+
+
 class PooledThread:
     """What moto's interpreter uses of ``threading.Thread`` (start, join with a timeout, is_alive)."""
 
@@ -97,6 +114,11 @@ class PooledThread:
 
     def start(self) -> None:
         self._started = True
+        if getattr(_inline, "requested", False):
+            _inline.requested = False
+            # The caller's wait has no timeout: it would block until this returns anyway.
+            _run_as_new_thread_would(self._run)
+            return
         POOL.submit(self._run)
 
     def _run(self) -> None:
@@ -116,14 +138,39 @@ class PooledThread:
         return self._started and not self._done.is_set()
 
 
+def _has_default_timeout(state: Any) -> bool:
+    from orderbatch.localcloud.moto_seam.stepfunctions import TimeoutSeconds
+
+    timeout = state.timeout
+    return isinstance(timeout, TimeoutSeconds) and timeout.is_default_value()
+
+
 def register_hooks() -> None:
-    from orderbatch.localcloud.moto_seam.stepfunctions import EvalComponent, Program, execute_state
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        EvalComponent,
+        ExecutionState,
+        Program,
+        execute_state,
+    )
 
     hooks.replace(execute_state, "Thread", PooledThread, concern="worker_threads")
+
+    @hooks.around(ExecutionState, "_evaluate_with_timeout", concern="worker_threads")
+    def evaluate_with_timeout(proceed: Any, self: Any, env: Any) -> None:
+        # The one thread moto starts here is the state's work; without a timeout of its own the wait
+        # for it is unbounded, so it runs where the wait would be.
+        _inline.requested = _has_default_timeout(self)
+        try:
+            proceed(self, env)
+        finally:
+            _inline.requested = False
 
     def eval_program(self: Any, env: Any) -> None:
         timeout = self.timeout_seconds.timeout_seconds if self.timeout_seconds else None
         env.next_state_name = self.start_at.start_at_name
+        if timeout is None:
+            _run_as_new_thread_would(lambda: EvalComponent.eval(self, env))
+            return
         worker = PooledThread(target=EvalComponent.eval, args=(self, env))
         worker.start()
         worker.join(timeout=timeout)
