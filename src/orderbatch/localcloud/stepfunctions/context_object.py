@@ -13,8 +13,8 @@ from typing import Any
 
 
 def aws_timestamp(moment: datetime.datetime) -> str:
-    moment = moment.astimezone(datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # isoformat, not strftime: this stamps every state's context object, several times per Task.
+    return moment.astimezone(datetime.UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def _aws_state_data(**fields: Any) -> dict[str, Any]:
