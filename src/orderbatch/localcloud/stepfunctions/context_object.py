@@ -12,9 +12,17 @@ import datetime
 from typing import Any
 
 
+def millisecond_timestamp(moment: datetime.datetime) -> str:
+    """``moment``'s own fields as ``2026-12-02T13:04:05.999Z``, whatever its zone says.
+
+    isoformat, not strftime: this stamps every history event and every state's context object, several
+    times per Task.
+    """
+    return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+
+
 def aws_timestamp(moment: datetime.datetime) -> str:
-    # isoformat, not strftime: this stamps every state's context object, several times per Task.
-    return moment.astimezone(datetime.UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+    return millisecond_timestamp(moment.astimezone(datetime.UTC))
 
 
 def _aws_state_data(**fields: Any) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from orderbatch.localcloud.moto_seam.records import EngineRecords
+from orderbatch.localcloud.stepfunctions.context_object import millisecond_timestamp
 
 # About 44 events per order of an inline batch at 1 to 2 KB each (payloads included): 10,000 events keep
 # the last one or two batches' histories at hand (about 15 MB) and send the rest to disk, so memory does
@@ -208,11 +209,10 @@ _UNLISTED_EVENT_TYPES = frozenset({"ParallelStateSucceeded"})
 def event_timestamp(value: datetime.datetime | None = None) -> str:
     """moto's ``iso_8601_datetime_with_milliseconds``, the same text without ``strftime``.
 
-    Every history event is stamped with it while the execution's event lock is held, several times per
-    Task, so its cost is paid by every state of every running execution waiting for that lock.
+    Every history event is stamped with it while the execution's event lock is held, so its cost is
+    paid by every state of every running execution waiting for that lock.
     """
-    moment = value if value is not None else datetime.datetime.now(datetime.UTC)
-    return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+    return millisecond_timestamp(value if value is not None else datetime.datetime.now(datetime.UTC))
 
 
 def register_hooks() -> None:
