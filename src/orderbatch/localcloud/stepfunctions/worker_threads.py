@@ -138,18 +138,12 @@ class PooledThread:
         return self._started and not self._done.is_set()
 
 
-def _has_default_timeout(state: Any) -> bool:
-    from orderbatch.localcloud.moto_seam.stepfunctions import TimeoutSeconds
-
-    timeout = state.timeout
-    return isinstance(timeout, TimeoutSeconds) and timeout.is_default_value()
-
-
 def register_hooks() -> None:
     from orderbatch.localcloud.moto_seam.stepfunctions import (
         EvalComponent,
         ExecutionState,
         Program,
+        TimeoutSeconds,
         execute_state,
     )
 
@@ -159,7 +153,7 @@ def register_hooks() -> None:
     def evaluate_with_timeout(proceed: Any, self: Any, env: Any) -> None:
         # The one thread moto starts here is the state's work; without a timeout of its own the wait
         # for it is unbounded, so it runs where the wait would be.
-        _inline.requested = _has_default_timeout(self)
+        _inline.requested = isinstance(self.timeout, TimeoutSeconds) and self.timeout.is_default_value()
         try:
             proceed(self, env)
         finally:
