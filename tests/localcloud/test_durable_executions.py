@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -300,6 +301,43 @@ def test_stop_ends_a_suspended_execution_and_its_callback_can_no_longer_be_answe
 
 
 # -- the quota --------------------------------------------------------------------------------------------
+
+
+def test_listing_by_function_filters_by_every_status_given_and_by_start_time(
+    serve_lambda: Callable[..., ServedLambda],
+) -> None:
+    client = serve_lambda([approval_flow()]).client()
+
+    def start(name: str) -> str:
+        arn: str = client.invoke(
+            FunctionName="ApprovalFlow",
+            InvocationType="Event",
+            Payload=b'{"order": "o"}',
+            DurableExecutionName=name,
+        )["DurableExecutionArn"]
+        callback_id(client, arn)
+        return arn
+
+    waiting = start("waiting")
+    between = client.get_durable_execution(DurableExecutionArn=waiting)["StartTimestamp"] + timedelta(
+        milliseconds=1
+    )
+    time.sleep(0.05)
+    stopped = start("stopped")
+    client.stop_durable_execution(DurableExecutionArn=stopped)
+
+    def listed(**filters: Any) -> list[tuple[str, str]]:
+        page = client.list_durable_executions_by_function(FunctionName="ApprovalFlow", **filters)
+        return sorted((item["DurableExecutionName"], item["Status"]) for item in page["DurableExecutions"])
+
+    assert listed() == [("stopped", "STOPPED"), ("waiting", "RUNNING")]
+    assert listed(Statuses=["RUNNING"]) == [("waiting", "RUNNING")]
+    assert listed(Statuses=["STOPPED"]) == [("stopped", "STOPPED")]
+    assert listed(Statuses=["RUNNING", "STOPPED"]) == [("stopped", "STOPPED"), ("waiting", "RUNNING")]
+    assert listed(Statuses=["SUCCEEDED"]) == []
+    assert listed(StartedAfter=between) == [("stopped", "STOPPED")]
+    assert listed(StartedBefore=between) == [("waiting", "RUNNING")]
+    assert listed(StartedAfter=between, Statuses=["RUNNING"]) == []
 
 
 def test_a_chained_invoke_throttled_at_quota_1_is_retried_and_the_execution_completes(

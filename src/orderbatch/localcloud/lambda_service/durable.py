@@ -24,6 +24,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import parse_qs
 
@@ -264,6 +265,40 @@ class AwsArnExecutionStore(InMemoryExecutionStore):
             execution.durable_execution_arn = self._aws_arn(execution)
         super().save(execution)
 
+    def query(
+        self,
+        function_name: str | None = None,
+        execution_name: str | None = None,
+        status_filter: str | None = None,
+        started_after: str | None = None,
+        started_before: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        reverse_order: bool = False,
+    ) -> tuple[list[Execution], str | None]:
+        """The SDK's listing, filtered as Lambda filters ``ListDurableExecutionsByFunction``.
+
+        The SDK matches one status and reads ``StartedAfter``/``StartedBefore`` as epoch seconds; Lambda
+        takes a list of ``Statuses`` (``answer`` passes them comma-joined) and botocore sends the times as
+        ISO 8601, which the SDK's ``float()`` refuses and so drops every execution.
+        """
+        statuses = set(status_filter.split(",")) if status_filter else None
+        after, before = _instant(started_after), _instant(started_before)
+        chosen = [
+            execution
+            for execution in self.list_all()
+            if (statuses is None or execution.current_status().value in statuses)
+            and _started_within(execution, after, before)
+        ]
+        return self.process_query(
+            chosen,
+            function_name=function_name,
+            execution_name=execution_name,
+            limit=limit,
+            offset=offset,
+            reverse_order=reverse_order,
+        )
+
     def _aws_arn(self, execution: Execution) -> str:
         start = execution.start_input
         # The ARN names a version, never an alias: every local alias stands for $LATEST.
@@ -273,6 +308,27 @@ class AwsArnExecutionStore(InMemoryExecutionStore):
             f"arn:aws:lambda:{self._region}:{start.account_id}:function:{start.function_name}:{version}"
             f"/durable-execution/{start.execution_name}/{execution_id}"
         )
+
+
+def _instant(value: str | None) -> datetime | None:
+    """A ``StartedAfter``/``StartedBefore`` query value: ISO 8601 as botocore sends it, or epoch seconds."""
+    if not value:
+        return None
+    try:
+        moment = datetime.fromtimestamp(float(value), tz=UTC)
+    except ValueError:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _started_within(execution: Execution, after: datetime | None, before: datetime | None) -> bool:
+    if after is None and before is None:
+        return True
+    started = execution.get_operation_execution_started().start_timestamp
+    if started is None:
+        return False
+    started = started if started.tzinfo else started.replace(tzinfo=UTC)
+    return (after is None or started >= after) and (before is None or started <= before)
 
 
 # Invocations Lambda makes for durable executions at once (replays, plain chained-invoke targets). The
@@ -436,6 +492,9 @@ class DurableExecutions:
             qualifier = query["Qualifier"][0] if query.get("Qualifier") else None
             named = self._resolve_named(route.function_name, qualifier)
             route = dataclasses.replace(route, function_name=named)
+            # botocore repeats ``Statuses`` once per status; the SDK's handler reads one ``StatusFilter``.
+            if query.get("Statuses"):
+                query["StatusFilter"] = [",".join(query.pop("Statuses"))]
         handler = self._handlers[type(route)]
         try:
             if isinstance(route, durable_routes.BytesPayloadRoute):
