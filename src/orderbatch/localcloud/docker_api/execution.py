@@ -53,6 +53,7 @@ from orderbatch.localcloud.lambda_service.runtimes import (
     python_version_of,
     requirements_text,
 )
+from orderbatch.localcloud.process_groups import start_session
 
 # Variables whose container values describe the container's own system: the host's values are used.
 HOST_VARIABLES = frozenset({"PATH", "LD_LIBRARY_PATH", "LAMBDA_RUNTIME_DIR", "LANG", "TZ", "HOME"})
@@ -289,14 +290,13 @@ class ExecutionEnvironments:
             command = mounts.wrap(command)
         working_dir = paths.to_host(config.working_dir)
         try:
-            process = subprocess.Popen(
+            process = start_session(
                 command,
                 cwd=working_dir if working_dir.is_dir() else code_dir,
                 env=variables,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                start_new_session=True,
             )
         except OSError:
             PORTS.give_back(runtime_api_port)
@@ -336,14 +336,13 @@ class ExecutionEnvironments:
         )
         working_dir = paths.to_host(config.working_dir)
         working_dir.mkdir(parents=True, exist_ok=True)
-        process = subprocess.Popen(
+        process = start_session(
             command,
             cwd=working_dir,
             env=variables,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
         )
         return Launch(process, config.published_port.host_ip, host_port, 0, "durable-execution-emulator")
 

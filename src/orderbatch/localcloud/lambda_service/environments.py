@@ -36,6 +36,7 @@ from orderbatch.localcloud.lambda_service.forkserver import (
 from orderbatch.localcloud.lambda_service.functions import LATEST, FunctionSpec
 from orderbatch.localcloud.lambda_service.layers import python_layer_dirs
 from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuild
+from orderbatch.localcloud.process_groups import start_session
 from orderbatch.project import DUMMY_CREDENTIALS
 
 INVOCATION_PATH = "/2015-03-31/functions/function/invocations"
@@ -424,14 +425,13 @@ class EnvironmentPool:
             *self.fork_server.command(self.spec.handler),
         ]
         with log_path.open("ab") as log_file:
-            process = subprocess.Popen(
+            process = start_session(
                 command,
                 cwd=self.spec.code_dir,
                 env=variables,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
         read_timeout = self.spec.timeout_seconds + _READ_TIMEOUT_MARGIN_SECONDS
         deadline = time.monotonic() + self.settings.startup_timeout_seconds

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from orderbatch.localcloud import runtime_forkserver, runtime_shim, runtime_stub
 from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuild
+from orderbatch.localcloud.process_groups import start_session
 
 FORKSERVER_SCRIPT = Path(runtime_forkserver.__file__)
 STUB_SCRIPT = Path(runtime_stub.__file__)
@@ -200,13 +201,12 @@ class RuntimeForkServer:
         # Beside the build, kept across runs: never __pycache__ in the (read-only) task root.
         command += ["--pycache-prefix", str(self.build.root / "pycache")]
         with (self.log_dir / f"forkserver-{self.build.key}.log").open("ab") as log:
-            self._process = subprocess.Popen(
+            self._process = start_session(
                 command,
                 env={**environment, "PYTHONUNBUFFERED": "1"},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
         deadline = time.monotonic() + self.startup_timeout_seconds
         while not os.path.exists(path):
