@@ -17,13 +17,12 @@ fails its operation with ``TooManyRequestsException`` (docs/fidelity.md, "Durabl
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import logging
 import threading
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -55,13 +54,13 @@ from aws_durable_execution_sdk_python_testing.invoker import InvokeResponse, Lam
 from aws_durable_execution_sdk_python_testing.model import StartDurableExecutionInput
 from aws_durable_execution_sdk_python_testing.scheduler import Scheduler
 from aws_durable_execution_sdk_python_testing.stores.memory import InMemoryExecutionStore
-from aws_durable_execution_sdk_python_testing.threads import DaemonThreadPool
 from aws_durable_execution_sdk_python_testing.token import CallbackToken
 from aws_durable_execution_sdk_python_testing.web import handlers
 from aws_durable_execution_sdk_python_testing.web import routes as durable_routes
 from aws_durable_execution_sdk_python_testing.web.models import HTTPRequest, HTTPResponse
 from aws_durable_execution_sdk_python_testing.worker.registry import ExecutionRegistry
 
+from orderbatch.localcloud.lambda_service.durable_executor import LocalCloudExecutor
 from orderbatch.localcloud.lambda_service.errors import LambdaApiError, ResourceNotFoundError, ServiceError
 from orderbatch.localcloud.lambda_service.functions import (
     DEFAULT_EXECUTION_TIMEOUT_SECONDS,
@@ -330,57 +329,6 @@ def _started_within(execution: Execution, after: datetime | None, before: dateti
         return False
     started = started if started.tzinfo else started.replace(tzinfo=UTC)
     return (after is None or started >= after) and (before is None or started <= before)
-
-
-# Invocations Lambda makes for durable executions at once (replays, plain chained-invoke targets). The
-# account quota bounds them, with 429s, as any invocation; this only bounds the threads that wait on them.
-MAX_DURABLE_INVOCATIONS_IN_FLIGHT = 256
-
-
-class LocalCloudExecutor(Executor):
-    """The SDK's executor, with pools as wide as Lambda's and wake-ups that are never lost.
-
-    Pools: the SDK sizes both as ``ThreadPoolExecutor`` does, ``min(32, cpus + 4)``: six on two cores, so
-    a ``map`` of 20 orders would run six chained invokes at a time and a quota of 10 would never throttle
-    it. Lambda starts every one at once and lets the account's quota decide.
-
-    Wake-ups: one timer per execution fires at its earliest due wait or step retry; every checkpoint
-    re-arms it and cancels the timer it replaces. In the SDK that timer stays registered while it fires,
-    so a checkpoint landing meanwhile (another branch of the same invocation) cancels the firing itself:
-    the due wait is completed on the lane but its invocation is never started, and an execution whose
-    handler then returns PENDING waits for ever. Here a timer that has fired runs to its end, and the
-    timer is re-armed under one lock, so a decision taken on an older state cannot cancel one taken on
-    a newer.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for attribute, prefix in (
-            ("_target_pool", "durable-chained-invoke-target"),
-            ("_invocation_pool", "durable-invocation"),
-        ):
-            getattr(self, attribute).shutdown(wait=False)
-            pool = DaemonThreadPool(max_workers=MAX_DURABLE_INVOCATIONS_IN_FLIGHT, thread_name_prefix=prefix)
-            setattr(self, attribute, pool)
-        self._rearm_lock = threading.RLock()
-        # Fired wake-ups, held until they end: a task the loop only references weakly could be collected.
-        self._firing: set[asyncio.Future[None]] = set()
-
-    def _schedule_earliest_pending(self, execution_arn: str) -> None:
-        with self._rearm_lock:
-            super()._schedule_earliest_pending(execution_arn)
-
-    def _fire_due_and_invoke_handler(self, execution_arn: str) -> Callable[[], Awaitable[None]]:
-        fire = super()._fire_due_and_invoke_handler(execution_arn)
-
-        async def fire_to_the_end() -> None:
-            firing = asyncio.ensure_future(fire())
-            self._firing.add(firing)
-            firing.add_done_callback(self._firing.discard)
-            # Cancelling the timer now only stops this wait; the firing completes and invokes.
-            await asyncio.shield(firing)
-
-        return fire_to_the_end
 
 
 class DurableExecutionAlreadyStartedError(LambdaApiError):
