@@ -98,12 +98,15 @@ _REAPER = _Reaper()
 def reap(lines: IO[str]) -> list[int]:
     """Read ``<pid> <start time>`` lines until end-of-file; kill the groups still alive. Returns them."""
     groups: dict[int, str] = {}
+    prune_above = _PRUNE_ABOVE
     for line in lines:
         pid, _, started = line.strip().partition(" ")
         if pid.isdigit() and started:
             groups[int(pid)] = started
-        if len(groups) > _PRUNE_ABOVE:
+        if len(groups) > prune_above:
             groups = {group: begun for group, begun in groups.items() if start_time(group) == begun}
+            # With that many still alive, the next look waits until as many again have been told.
+            prune_above = max(_PRUNE_ABOVE, 2 * len(groups))
     killed = []
     for group, begun in groups.items():
         if start_time(group) == begun:
