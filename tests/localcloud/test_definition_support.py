@@ -150,21 +150,6 @@ REFUSED = {
         distributed(ToleratedFailurePercentage=101),
         "at /States/Each/ToleratedFailurePercentage",
     ),
-    "reserved error name": (
-        {
-            "StartAt": "Both",
-            "States": {
-                "Both": {
-                    "Type": "Parallel",
-                    "Branches": [{"StartAt": "Noop", "States": {"Noop": {"Type": "Pass", "End": True}}}],
-                    "Catch": [{"ErrorEquals": ["States.Invented"], "Next": "Done"}],
-                    "Next": "Done",
-                },
-                "Done": {"Type": "Succeed"},
-            },
-        },
-        "States.Invented",
-    ),
 }
 
 

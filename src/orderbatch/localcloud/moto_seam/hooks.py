@@ -56,6 +56,7 @@ CONCERNS: tuple[str, ...] = (
     "definitions",
     "definition_support",
     "errors",
+    "error_names",
     # Services other than Step Functions.
     "dynamodb",
     "event_targets",

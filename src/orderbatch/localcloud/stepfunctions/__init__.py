@@ -4,8 +4,9 @@ moto's Step Functions interpreter (ported from LocalStack) runs the executions. 
 changes in it, without forking it, lives beside this module, one concern each, and reaches moto only
 through ``moto_seam`` (each module's ``register_hooks()`` registers its listeners; nothing here assigns
 to moto): ``errors`` (its errors'
-codes), ``definition_support`` (constructs AWS accepts and moto's grammar lacks, taken out before moto
-parses and kept), ``definitions`` (the definitions CreateStateMachine refuses), ``distributed_map`` (the
+codes), ``error_names`` (error names as AWS reads them: strings, ``States.`` ones too),
+``definition_support`` (constructs AWS accepts and moto's grammar lacks, taken out before moto parses and
+kept), ``definitions`` (the definitions CreateStateMachine refuses), ``distributed_map`` (the
 Distributed Map's readers, batches, tolerated failures, Express children and result files),
 ``task_clients`` (how Tasks reach services), ``map_state`` (the Map state's limits and memory),
 ``histories`` (what a finished execution keeps), ``executions`` (StartExecution where moto answers unlike
@@ -37,6 +38,7 @@ from orderbatch.localcloud.stepfunctions import (
     definition_support,
     definitions,
     distributed_map,
+    error_names,
     errors,
     executions,
     express,
@@ -114,6 +116,7 @@ def apply_interpreter_patches() -> None:
 # The order of their listeners on a shared target is moto_seam.hooks.CONCERNS', not this list's.
 _CONCERN_MODULES: tuple[Any, ...] = (
     errors,
+    error_names,
     definition_support,
     definitions,
     task_clients,

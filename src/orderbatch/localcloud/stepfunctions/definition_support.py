@@ -25,8 +25,10 @@ The rules, each general (by construct, never by application):
   JSON escape so the lexer sees a plain string, decoded again when moto reads it;
 - JSON escapes (``\\u00ed``, ``\\"``): the definition is re-serialised from its parsed JSON, so moto sees the
   characters AWS sees, and the strings moto read without decoding what escapes remain (state names,
-  ``Next``, ``Assign`` literals) are decoded (paths excepted, as AWS's recordings show);
-- error names AWS documents that the grammar lacks (``States.Http.Socket``) are accepted in ``ErrorEquals``.
+  ``Next``, ``Assign`` literals) are decoded (paths excepted, as AWS's recordings show).
+
+Error names in ``ErrorEquals`` that the grammar does not know (``States.Http.Socket``, ``States.MyThing``) are
+strings moto reads as custom names, which ``error_names`` lets start with ``States.``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ from orderbatch.localcloud.moto_seam import hooks
 from orderbatch.localcloud.moto_seam.records import EngineRecords
 
 KEYWORD_LOOKALIKES = frozenset({"JSONata", "JSONPath", "ErrorPath", "CausePath"})
-AWS_ERROR_NAMES_MISSING_FROM_GRAMMAR = frozenset({"States.Http.Socket"})
 
 READER_INPUT_TYPES = ("CSV", "JSON", "JSONL", "MANIFEST", "PARQUET")
 CSV_HEADER_LOCATIONS = ("FIRST_ROW", "GIVEN")
@@ -123,6 +124,21 @@ def prepare_definition(text: str) -> PreparedDefinition:
         for rule in STATE_RULES:
             rule(state, path, maps)
     return PreparedDefinition(text=_dump_program(document), maps=maps)
+
+
+def canonical_text(text: str, *, single_state: bool = False) -> str:
+    """The JSON text for moto's lexer to read what AWS reads: re-serialised from its parsed JSON (escapes
+    decoded, keyword lookalikes escaped), nothing taken out. ``single_state``: a state's definition, not a
+    program's (TestState without a state name). Text that is not a JSON object is passed on for moto's parser
+    to refuse.
+    """
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(document, dict):
+        return text
+    return _dump_state(document) if single_state else _dump_program(document)
 
 
 def _states_of(program: dict[str, Any], prefix: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -497,7 +513,6 @@ def _components(root: Any) -> Iterator[Any]:
 def register_hooks() -> None:
     _prepare_before_parsing()
     _decode_escapes_in_literal_strings()
-    _accept_aws_error_names()
 
 
 def _prepare_before_parsing() -> None:
@@ -538,14 +553,3 @@ def _decode_escapes_in_literal_strings() -> None:
         except ValueError:
             return text
         return decoded if isinstance(decoded, str) else text
-
-
-def _accept_aws_error_names() -> None:
-    from orderbatch.localcloud.moto_seam.stepfunctions import CustomErrorName, ErrorName
-
-    @hooks.around(CustomErrorName, "__init__", concern="definition_support")
-    def init(proceed: Callable[[Any, str | None], None], self: Any, error_name: str | None) -> None:
-        if error_name in AWS_ERROR_NAMES_MISSING_FROM_GRAMMAR:
-            ErrorName.__init__(self, error_name=error_name)
-            return
-        proceed(self, error_name)

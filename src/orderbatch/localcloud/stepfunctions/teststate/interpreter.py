@@ -66,6 +66,7 @@ from orderbatch.localcloud.moto_seam.stepfunctions import (
     ToleratedFailurePercentageDecl,
     to_json_str,
 )
+from orderbatch.localcloud.stepfunctions.definition_support import canonical_text
 from orderbatch.localcloud.stepfunctions.mock_config import raise_mocked_error
 from orderbatch.localcloud.stepfunctions.teststate.request import (
     Mock,
@@ -323,7 +324,9 @@ class ParsedState:
 def parse(request: Request) -> ParsedState:
     """The state to test; InvalidDefinition or ValidationException otherwise."""
     listener = SyntaxErrorListener()
-    parser = ASLParser(CommonTokenStream(ASLLexer(InputStream(request.definition))))
+    # The grammar lexes the raw text; AWS reads the decoded JSON (escapes such as \u004a included).
+    text = canonical_text(request.definition, single_state=request.state_name is None)
+    parser = ASLParser(CommonTokenStream(ASLLexer(InputStream(text))))
     parser.removeErrorListeners()
     parser.addErrorListener(listener)
     tree = parser.state_machine() if request.state_name is not None else parser.state_decl_body()
