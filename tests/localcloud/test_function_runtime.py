@@ -381,7 +381,7 @@ def _layer_template(folder: Path, layer_properties: str, function_layers: str) -
         (
             "{Content: {S3Bucket: b, S3Key: k}}",
             "[!Ref TheLayer]",
-            "TheLayer: a layer's content must be a local folder or .zip to run locally",
+            "TheLayer: Content .* is in Amazon S3, which AWS would fetch",
         ),
         ("{Content: missing.zip}", "[!Ref TheLayer]", "TheLayer: layer content .*missing.zip does not exist"),
         (

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import tempfile
 import zipfile
 from collections.abc import Iterator, Sequence
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orderbatch.localcloud.lambda_service.build_cache import cache_root, locked
+from orderbatch.localcloud.lambda_service.code_archives import unzip_as_lambda
 
 OPT_ON_AWS = "/opt"
 # The most layers a function may have (Lambda quotas).
@@ -120,14 +120,8 @@ def _files(folder: Path) -> Iterator[Path]:
 
 
 def _extract(layer: LayerSpec, view: Path) -> None:
-    """Unzip as Lambda does: paths kept (``zipfile`` refuses ones escaping the folder), modes kept."""
     try:
-        with zipfile.ZipFile(layer.content) as archive:
-            for member in archive.infolist():
-                target = Path(archive.extract(member, view))
-                mode = member.external_attr >> 16
-                if mode and not member.is_dir() and stat.S_ISREG(mode):
-                    target.chmod(stat.S_IMODE(mode))
+        unzip_as_lambda(layer.content, view)
     except zipfile.BadZipFile as error:
         raise LayerError(
             f"layer {layer.name}: {layer.content} is neither a folder nor a zip ({error})"

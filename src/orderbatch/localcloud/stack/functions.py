@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from orderbatch.localcloud.lambda_service import FunctionSpec
+from orderbatch.localcloud.lambda_service.code_archives import CodeArchiveError, extracted_code
 from orderbatch.localcloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
 from orderbatch.localcloud.stack.model import LocalStack, TemplateError, note_unhonoured
 
@@ -24,12 +25,8 @@ def add_layer(
     ``sam package``/``aws cloudformation package`` take it before uploading)."""
     kind = resource["Type"]
     props: dict[str, Any] = resource.get("Properties") or {}
-    content = props.get("ContentUri") if kind == "AWS::Serverless::LayerVersion" else props.get("Content")
-    if not isinstance(content, str):
-        raise TemplateError(
-            f"{logical_id}: a layer's content must be a local folder or .zip to run locally (got {content!r})"
-        )
-    path = (base_dir / content).resolve()
+    content_property = "ContentUri" if kind == "AWS::Serverless::LayerVersion" else "Content"
+    path = local_code_path(logical_id, content_property, props.get(content_property), base_dir)
     if not path.exists():
         raise TemplateError(f"{logical_id}: layer content {path} does not exist")
     arn = physical[logical_id]["Ref"]
@@ -64,9 +61,7 @@ def function_spec(
 ) -> FunctionSpec:
     if props.get("PackageType") == "Image":
         raise TemplateError(f"{logical_id}: image functions need a container runtime; use --lambda-endpoint")
-    code_uri = props.get("CodeUri")
-    if not isinstance(code_uri, str):
-        raise TemplateError(f"{logical_id}: CodeUri must be a local folder to run locally (got {code_uri!r})")
+    code_dir = task_root(logical_id, "CodeUri", props.get("CodeUri"), base_dir)
     environment = ((props.get("Environment") or {}).get("Variables")) or {}
     reserved = props.get("ReservedConcurrentExecutions")
     durable_config = props.get("DurableConfig")
@@ -75,7 +70,7 @@ def function_spec(
     return FunctionSpec(
         name=name,
         handler=str(props["Handler"]),
-        code_dir=(base_dir / code_uri).resolve(),
+        code_dir=code_dir,
         runtime=str(props.get("Runtime", "python3.12")),
         timeout_seconds=int(props.get("Timeout", 3)),
         memory_mb=int(props.get("MemorySize", 128)),
@@ -85,6 +80,34 @@ def function_spec(
         durable_config=dict(durable_config) if durable_config is not None else None,
         aliases=(str(props["AutoPublishAlias"]),) if props.get("AutoPublishAlias") else (),
     )
+
+
+def local_code_path(logical_id: str, property_name: str, location: Any, base_dir: Path) -> Path:
+    """A code location as ``sam deploy`` takes it before uploading: a folder or a .zip, relative to the
+    template. One already in S3 (an ``s3://`` URI or ``{Bucket, Key}``) is AWS's to fetch, not ours."""
+    in_s3 = isinstance(location, Mapping) and bool({"Bucket", "S3Bucket"} & set(location))
+    if in_s3 or (isinstance(location, str) and location.startswith("s3://")):
+        raise TemplateError(
+            f"{logical_id}: {property_name} {location!r} is in Amazon S3, which AWS would fetch; the local "
+            "cloud runs code from a local folder or .zip (the source, or `sam build` output)"
+        )
+    if not isinstance(location, str):
+        raise TemplateError(
+            f"{logical_id}: {property_name} must be a local folder or .zip to run locally (got {location!r})"
+        )
+    return (base_dir / location).resolve()
+
+
+def task_root(logical_id: str, property_name: str, location: Any, base_dir: Path) -> Path:
+    """The folder the function runs from (/var/task): its code folder, or its .zip extracted as Lambda
+    extracts it (once per content, in the build cache)."""
+    path = local_code_path(logical_id, property_name, location, base_dir)
+    if not path.is_file():
+        return path
+    try:
+        return extracted_code(path)
+    except CodeArchiveError as error:
+        raise TemplateError(f"{logical_id}: {property_name} {path}: {error}") from error
 
 
 def _env_string(value: Any) -> str:
