@@ -2,16 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import string
+from orderbatch.localcloud.stack.return_values import unique_id as digest
 
-
-def digest(text: str, length: int) -> str:
-    """Upper-case letters and digits derived from ``text``: stable across runs, distinct per input."""
-    alphabet = string.ascii_uppercase + "234567"
-    number = int.from_bytes(hashlib.sha256(text.encode()).digest(), "big")
-    characters = []
-    for _ in range(length):
-        number, index = divmod(number, len(alphabet))
-        characters.append(alphabet[index])
-    return "".join(characters)
+__all__ = ["digest"]

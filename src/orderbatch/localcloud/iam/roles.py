@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from orderbatch.localcloud.iam.digests import digest
-from orderbatch.localcloud.stack import LocalStack, physical_ids
+from orderbatch.localcloud.stack import LocalStack, physical_ids, stack_return_values
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,8 @@ def build_roles(stack: LocalStack) -> StackRoles:
         if resource.get("Type") != "AWS::IAM::Role":
             continue
         props = resolve(logical_id, resource.get("Properties") or {})
-        name, arn = _role_name_and_arn(logical_id, props, stack)
+        name = str(resolve(logical_id, {"Ref": logical_id}))
+        arn = str(resolve(logical_id, {"Fn::GetAtt": [logical_id, "Arn"]}))
         documents = [policy["PolicyDocument"] for policy in props.get("Policies") or []]
         for policy_arn in props.get("ManagedPolicyArns") or []:
             document = extra_documents.managed.get(policy_arn) or aws_managed_policy_document(policy_arn)
@@ -97,6 +97,12 @@ def build_roles(stack: LocalStack) -> StackRoles:
             )
         else:
             table[name] = role
+    for child in stack.nested_stacks.values():
+        nested = build_roles(child)  # a nested stack's roles come from its own template
+        roles.functions.update(nested.functions)
+        roles.state_machines.update(nested.state_machines)
+        roles.by_arn.update(nested.by_arn)
+        roles.notes.extend(nested.notes)
     return roles
 
 
@@ -142,21 +148,21 @@ def _resolver(translated: dict[str, Any], stack: LocalStack, values: Mapping[str
         return IntrinsicResolver(template=translated, symbol_resolver=table)
 
     resources: dict[str, Any] = translated.get("Resources") or {}
-    # As load_stack does: names the template sets itself (TableName, Name, RoleName) need a first pass.
+    # As load_stack does: a first pass with the parameters alone gives the names the template sets itself
+    # (a bus's `Name: !Sub ...`, a queue's QueueName), from which every resource's Ref and attributes follow.
     first = resolver_for(values)
     named = {
-        logical_id: {**body, "Properties": _resolve_names(first, logical_id, body.get("Properties") or {})}
+        logical_id: {
+            **body,
+            "Properties": first.intrinsic_property_resolver(
+                body.get("Properties") or {}, True, parent_function=logical_id
+            ),
+        }
         for logical_id, body in resources.items()
     }
     physical: dict[str, Any] = physical_ids(named, stack.stack_name, stack.region, stack.account_id)
-    for logical_id, body in named.items():
-        props = body["Properties"]
-        if body.get("Type") == "AWS::IAM::Role":
-            name, arn = _role_name_and_arn(logical_id, props, stack)
-            physical[logical_id] = {"Ref": name, "Arn": arn, "RoleId": f"AROA{digest(arn, 17)}"}
-        elif body.get("Type") == "AWS::IAM::ManagedPolicy":
-            arn = _managed_policy_arn(logical_id, props, stack)
-            physical[logical_id] = {"Ref": arn, "PolicyArn": arn}
+    # `!GetAtt Child.Outputs.Name` of a nested stack, as load_stack resolved it.
+    physical.update({name: stack_return_values(child) for name, child in stack.nested_stacks.items()})
     second = resolver_for({**values, **physical})
 
     def resolve(logical_id: str, node: Any) -> Any:
@@ -165,30 +171,6 @@ def _resolver(translated: dict[str, Any], stack: LocalStack, values: Mapping[str
         return second.intrinsic_property_resolver(node, True, parent_function=logical_id)
 
     return resolve
-
-
-_NAME_PROPERTIES = ("FunctionName", "TableName", "BucketName", "StateMachineName", "RoleName", "Path")
-
-
-def _resolve_names(resolver: Any, logical_id: str, props: Mapping[str, Any]) -> dict[str, Any]:
-    names = {
-        key: resolver.intrinsic_property_resolver(value, True, parent_function=logical_id)
-        for key, value in props.items()
-        if key in _NAME_PROPERTIES or key == "ManagedPolicyName"
-    }
-    return {**props, **names}
-
-
-def _role_name_and_arn(logical_id: str, props: Mapping[str, Any], stack: LocalStack) -> tuple[str, str]:
-    # CloudFormation names an unnamed role "<stack>-<logical id>-<random suffix>"; locally without the suffix.
-    name = str(props.get("RoleName") or f"{stack.stack_name}-{logical_id}"[:64])
-    path = str(props.get("Path") or "/")
-    return name, f"arn:aws:iam::{stack.account_id}:role{path}{name}"
-
-
-def _managed_policy_arn(logical_id: str, props: Mapping[str, Any], stack: LocalStack) -> str:
-    name = str(props.get("ManagedPolicyName") or f"{stack.stack_name}-{logical_id}")
-    return f"arn:aws:iam::{stack.account_id}:policy{props.get('Path') or '/'}{name}"
 
 
 @dataclass

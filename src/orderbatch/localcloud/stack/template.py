@@ -22,7 +22,17 @@ from orderbatch.localcloud.stack.model import (
     LocalStack,
     TemplateError,
 )
+from orderbatch.localcloud.stack.nested import (
+    child_parameters,
+    child_stack_name,
+    deployment_order,
+    merge_child,
+    nested_templates,
+    stack_return_values,
+    with_generated_function_names,
+)
 from orderbatch.localcloud.stack.resources import add_resource
+from orderbatch.localcloud.stack.return_values import physical_ids, unsupported_attributes
 
 
 def load_stack(
@@ -32,6 +42,7 @@ def load_stack(
     stack_name: str = DEFAULT_STACK_NAME,
     region: str = DEFAULT_REGION,
     account_id: str = DEFAULT_ACCOUNT_ID,
+    nested: bool = False,
 ) -> LocalStack:
     # SAM CLI is imported here, not at module level: half a second that `orderbatch lint` never needs.
     from samcli.commands._utils.template import get_template_data
@@ -53,6 +64,10 @@ def load_stack(
     # SAM CLI's resolver treats an empty parameter value as missing, so `Fn::If` on `Equals [!Ref P, ""]`
     # would stay unresolved; conditions are decided here first.
     raw = apply_conditions(raw, {**parameters, **pseudo})
+    if nested:
+        raw = with_generated_function_names(raw, stack_name)
+    # Before SAM's plugins, which would fetch a Serverless Application Repository application from AWS.
+    child_templates = nested_templates(raw, template_path.parent)
     expanded = SamTranslatorWrapper(raw, parameter_values={**parameters, **pseudo}).run_plugins()
 
     def resolve(template: dict[str, Any], translator: dict[str, Any]) -> dict[str, Any]:
@@ -74,6 +89,25 @@ def load_stack(
     # First pass: parameters only, enough to read names the template sets itself (TableName, Name, ...).
     first = resolve(json.loads(json.dumps(expanded)), {**parameters, **pseudo})
     physical = physical_ids(first.get("Resources", {}), stack_name, region, account_id)
+    if errors := unsupported_attributes(expanded):
+        raise TemplateError("; ".join(errors))
+    children: dict[str, LocalStack] = {}
+    for logical_id in deployment_order(expanded["Resources"], child_templates):
+        # The child's parameters may read the parent's resources and earlier children's outputs.
+        only_child = {**expanded, "Resources": {logical_id: expanded["Resources"][logical_id]}, "Outputs": {}}
+        child_props = resolve(only_child, {**parameters, **pseudo, **physical})["Resources"][logical_id]
+        try:
+            children[logical_id] = load_stack(
+                child_templates[logical_id],
+                parameter_overrides=child_parameters(logical_id, child_props.get("Properties") or {}),
+                stack_name=child_stack_name(stack_name, logical_id),
+                region=region,
+                account_id=account_id,
+                nested=True,
+            )
+        except TemplateError as error:
+            raise TemplateError(f"{logical_id} (nested stack): {error}") from error
+        physical[logical_id] = stack_return_values(children[logical_id])
     resolved = resolve(expanded, {**parameters, **pseudo, **physical})
 
     stack = LocalStack(
@@ -86,7 +120,11 @@ def load_stack(
         if resource.get("Type") in LAYER_TYPES:
             add_layer(stack, logical_id, resource, physical, base_dir)
     for logical_id, resource in resources.items():
-        if resource.get("Type") not in LAYER_TYPES:
+        if logical_id in children:
+            merge_child(
+                stack, logical_id, resource["Type"], resource.get("Properties") or {}, children[logical_id]
+            )
+        elif resource.get("Type") not in LAYER_TYPES:
             add_resource(stack, logical_id, resource, physical, base_dir)
     add_state_machine_api_events(stack, resources, physical)
     set_rest_api_stages(stack, resources, physical)
@@ -168,126 +206,3 @@ def _parameter_values(template: dict[str, Any], overrides: Mapping[str, str]) ->
                 f"parameter {name} has no default; pass it with --parameter-overrides {name}=VALUE"
             )
     return values
-
-
-def physical_ids(
-    resources: Mapping[str, Any], stack_name: str, region: str, account_id: str
-) -> dict[str, dict[str, str]]:
-    """What `Ref` and `Fn::GetAtt` return for each resource, as CloudFormation would after creating it."""
-    ids: dict[str, dict[str, str]] = {}
-    for logical_id, resource in resources.items():
-        kind = resource.get("Type", "")
-        props = resource.get("Properties") or {}
-        if (lambda_ids := _lambda_ids(resources, logical_id, kind, props, region, account_id)) is not None:
-            ids.update(lambda_ids)
-        elif kind in ("AWS::DynamoDB::Table", "AWS::Serverless::SimpleTable"):
-            name = props.get("TableName") or f"{stack_name}-{logical_id}"
-            ids[logical_id] = {"Ref": name, "Arn": f"arn:aws:dynamodb:{region}:{account_id}:table/{name}"}
-        elif (
-            messaging := _messaging_ids(kind, logical_id, props, stack_name, region, account_id)
-        ) is not None:
-            ids[logical_id] = messaging
-        elif kind == "AWS::S3::Bucket":
-            name = props.get("BucketName") or f"{stack_name}-{logical_id}".lower()
-            ids[logical_id] = {
-                "Ref": name,
-                "Arn": f"arn:aws:s3:::{name}",
-                "DomainName": f"{name}.s3.amazonaws.com",
-            }
-        elif kind in ("AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine"):
-            name = props.get("Name") or props.get("StateMachineName") or f"{stack_name}-{logical_id}"
-            arn = f"arn:aws:states:{region}:{account_id}:stateMachine:{name}"
-            ids[logical_id] = {"Ref": arn, "Arn": arn, "Name": name}
-        elif kind in ("AWS::Serverless::HttpApi", "AWS::ApiGatewayV2::Api", "AWS::Serverless::Api"):
-            ids[logical_id] = {"Ref": logical_id.lower()}
-        elif kind == "AWS::SNS::Topic":
-            name = props.get("TopicName") or f"{stack_name}-{logical_id}"
-            arn = f"arn:aws:sns:{region}:{account_id}:{name}"
-            ids[logical_id] = {"Ref": arn, "TopicArn": arn, "TopicName": name}
-        elif kind == "AWS::IAM::Role":
-            # As iam.py names it: CloudFormation's "<stack>-<logical id>", without its random suffix.
-            name = props.get("RoleName") or f"{stack_name}-{logical_id}"[:64]
-            arn = f"arn:aws:iam::{account_id}:role{props.get('Path') or '/'}{name}"
-            ids[logical_id] = {"Ref": name, "Arn": arn, "RoleId": name}
-        elif kind == "AWS::Logs::LogGroup":
-            name = props.get("LogGroupName") or f"{stack_name}-{logical_id}"
-            ids[logical_id] = {"Ref": name, "Arn": f"arn:aws:logs:{region}:{account_id}:log-group:{name}:*"}
-        elif kind in LAYER_TYPES:
-            # Ref is the layer version's ARN; each local deployment is the layer's first version.
-            name = props.get("LayerName") or logical_id
-            ids[logical_id] = {"Ref": f"arn:aws:lambda:{region}:{account_id}:layer:{name}:1"}
-        else:
-            ids[logical_id] = {"Ref": logical_id}
-    return ids
-
-
-def _lambda_ids(
-    resources: Mapping[str, Any],
-    logical_id: str,
-    kind: str,
-    props: Mapping[str, Any],
-    region: str,
-    account_id: str,
-) -> dict[str, dict[str, str]] | None:
-    """Ref and Fn::GetAtt of a function and of its alias; None for any other kind."""
-    if kind in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
-        name = props.get("FunctionName") or logical_id
-        arn = f"arn:aws:lambda:{region}:{account_id}:function:{name}"
-        return {logical_id: {"Ref": name, "Arn": arn}} | _published_alias_ids(
-            logical_id, arn, props.get("AutoPublishAlias")
-        )
-    if kind == "AWS::Lambda::Alias":
-        # SAM's translation of AutoPublishAlias (what IAM reads): Ref is the alias ARN.
-        function_name = _function_name(resources, props.get("FunctionName"))
-        arn = f"arn:aws:lambda:{region}:{account_id}:function:{function_name}:{props.get('Name')}"
-        return {logical_id: {"Ref": arn, "Arn": arn}}
-    return None
-
-
-def _function_name(resources: Mapping[str, Any], function: Any) -> str:
-    """An alias's function as the first pass left it: a function's logical ID (an unresolved Ref), a name
-    or an ARN."""
-    target = resources.get(str(function))
-    if isinstance(target, Mapping):
-        return str((target.get("Properties") or {}).get("FunctionName") or function)
-    return str(function).rsplit(":function:", 1)[-1].split(":", 1)[0]
-
-
-def _published_alias_ids(logical_id: str, function_arn: str, alias: Any) -> dict[str, dict[str, str]]:
-    """SAM's ``AutoPublishAlias`` makes an AWS::Lambda::Alias whose Ref is the alias ARN: templates name
-    it ``!Ref <Function>.Alias`` (SAM's shorthand) or SAM's logical ID for it, ``<Function>Alias<name>``."""
-    if not alias:
-        return {}
-    alias_arn = {"Ref": f"{function_arn}:{alias}", "Arn": f"{function_arn}:{alias}"}
-    generated_id = f"{logical_id}Alias" + "".join(c for c in str(alias) if c.isalnum())
-    return {f"{logical_id}.Alias": alias_arn, generated_id: alias_arn}
-
-
-def _messaging_ids(
-    kind: str, logical_id: str, props: Mapping[str, Any], stack_name: str, region: str, account_id: str
-) -> dict[str, str] | None:
-    """Ref and Fn::GetAtt of queues, event buses and rules; None for any other kind."""
-    if kind == "AWS::SQS::Queue":
-        suffix = ".fifo" if _is_true(props.get("FifoQueue")) else ""
-        name = props.get("QueueName") or f"{stack_name}-{logical_id}{suffix}"
-        url = f"https://sqs.{region}.amazonaws.com/{account_id}/{name}"
-        return {
-            "Ref": url,
-            "Arn": f"arn:aws:sqs:{region}:{account_id}:{name}",
-            "QueueName": name,
-            "QueueUrl": url,
-        }
-    if kind == "AWS::Events::EventBus":
-        name = props.get("Name") or f"{stack_name}-{logical_id}"
-        return {"Ref": name, "Arn": f"arn:aws:events:{region}:{account_id}:event-bus/{name}", "Name": name}
-    if kind == "AWS::Events::Rule":
-        name = props.get("Name") or f"{stack_name}-{logical_id}"
-        bus = props.get("EventBusName") or "default"
-        bus_name = bus.rsplit("/", 1)[-1] if isinstance(bus, str) else "default"
-        path = f"{bus_name}/{name}" if bus_name != "default" else name
-        return {"Ref": name, "Arn": f"arn:aws:events:{region}:{account_id}:rule/{path}"}
-    return None
-
-
-def _is_true(value: Any) -> bool:
-    return value is True or (isinstance(value, str) and value.lower() == "true")

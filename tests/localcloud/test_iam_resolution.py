@@ -1,0 +1,130 @@
+"""Policies on resources named by Ref and Fn::GetAtt are matched to what the request touches.
+
+The policies of iam_fixture/resolution_template.yaml name a bus by ``!GetAtt Bus.Arn`` and through SAM's
+``EventBridgePutEventsPolicy`` (a bus's Ref is its name), a topic by ``!GetAtt Topic.TopicArn`` and ``!Ref``,
+and a queue through a Connector (standalone, and embedded in a function), each named with an intrinsic. Each
+request is the one the service receives; the same call on a neighbour the policies do not name is denied,
+so no check passes by accident. Decided by the enforcer alone: no process is started.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orderbatch.localcloud.iam import IamEnforcer, Identity, build_roles, requested_access
+from orderbatch.localcloud.stack import LocalStack, TemplateError, load_stack
+from orderbatch.localcloud.stack.return_values import RESOURCE_TYPES, SAM_TYPES
+
+TEMPLATE = Path(__file__).resolve().parent / "iam_fixture" / "resolution_template.yaml"
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+
+
+@pytest.fixture(scope="module")
+def stack() -> LocalStack:
+    return load_stack(TEMPLATE)
+
+
+@pytest.fixture(scope="module")
+def enforcer(stack: LocalStack) -> IamEnforcer:
+    return IamEnforcer(build_roles(stack), region=REGION, account_id=ACCOUNT)
+
+
+def machine(enforcer: IamEnforcer) -> Identity:
+    role_arn = enforcer.state_machine_role_arn("publisher")
+    assert role_arn is not None
+    credentials = enforcer.task_credentials(role_arn)
+    assert credentials is not None
+    identity = enforcer.identity(credentials[0])
+    assert identity is not None
+    return identity
+
+
+def function(enforcer: IamEnforcer) -> Identity:
+    identity = enforcer.identity(enforcer.function_environment("PublisherFunction")["AWS_ACCESS_KEY_ID"])
+    assert identity is not None
+    return identity
+
+
+def decision(enforcer: IamEnforcer, identity: Identity, service: str, environ: dict[str, Any]) -> str:
+    accesses = requested_access(service, environ, REGION, ACCOUNT)
+    assert accesses, "the request's resource is derived"
+    return "allowed" if enforcer.first_denied(identity, accesses) is None else "denied"
+
+
+def json_request(target: str, body: dict[str, Any]) -> dict[str, Any]:
+    raw = json.dumps(body).encode()
+    return {"wsgi.input": io.BytesIO(raw), "CONTENT_LENGTH": str(len(raw)), "HTTP_X_AMZ_TARGET": target}
+
+
+def query_request(body: str) -> dict[str, Any]:
+    return {"wsgi.input": io.BytesIO(body.encode()), "CONTENT_LENGTH": str(len(body))}
+
+
+def put_events(bus: str) -> dict[str, Any]:
+    entry = {"EventBusName": bus, "Source": "orders", "DetailType": "placed", "Detail": "{}"}
+    return json_request("AWSEvents.PutEvents", {"Entries": [entry]})
+
+
+def test_put_events_names_the_bus_by_name_and_the_policy_on_its_arn_allows_it(
+    stack: LocalStack, enforcer: IamEnforcer
+) -> None:
+    # The Task's EventBusName is !Ref Bus: the bus's name, as CloudFormation resolves it.
+    definition = json.loads(stack.state_machine("PublisherMachine").definition)
+    assert definition["States"]["Announce"]["Parameters"]["Entries"][0]["EventBusName"] == "orderbatch-orders"
+
+    for identity in (machine(enforcer), function(enforcer)):
+        assert decision(enforcer, identity, "events", put_events("orderbatch-orders")) == "allowed"
+        assert decision(enforcer, identity, "events", put_events("other")) == "denied"
+
+
+def test_publish_is_allowed_by_a_policy_on_the_topic_s_topic_arn_or_ref(enforcer: IamEnforcer) -> None:
+    topic = f"arn:aws:sns:{REGION}:{ACCOUNT}:{{}}"
+    for identity in (machine(enforcer), function(enforcer)):
+        publish = f"Action=Publish&Message=hi&TopicArn={topic.format('orderbatch-notices')}"
+        assert decision(enforcer, identity, "sns", query_request(publish)) == "allowed"
+        other = f"Action=Publish&Message=hi&TopicArn={topic.format('orderbatch-OtherTopic')}"
+        assert decision(enforcer, identity, "sns", query_request(other)) == "denied"
+
+
+def test_a_connector_s_policy_takes_part_in_its_source_role_s_decisions(enforcer: IamEnforcer) -> None:
+    queue_url = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{{}}"
+    for identity in (machine(enforcer), function(enforcer)):
+        send = {"QueueUrl": queue_url.format("orderbatch-work"), "MessageBody": "x"}
+        assert decision(enforcer, identity, "sqs", json_request("AmazonSQS.SendMessage", send)) == "allowed"
+        other = {"QueueUrl": queue_url.format("orderbatch-OtherQueue"), "MessageBody": "x"}
+        assert decision(enforcer, identity, "sqs", json_request("AmazonSQS.SendMessage", other)) == "denied"
+
+
+def test_an_attribute_the_type_does_not_document_fails_with_cloudformation_s_message(tmp_path: Path) -> None:
+    template = tmp_path / "template.yaml"
+    template.write_text(
+        "Resources:\n"
+        "  Topic: {Type: AWS::SNS::Topic}\n"
+        "  Queue: {Type: AWS::SQS::Queue, Properties: {VisibilityTimeout: 30}}\n"
+        "Outputs:\n"
+        "  Wrong: {Value: !GetAtt Topic.Arn}\n"
+        "  Right: {Value: !Sub '${Queue.VisibilityTimeout}'}\n"
+    )
+    with pytest.raises(TemplateError) as raised:
+        load_stack(template)
+    assert (
+        str(raised.value)
+        == "Template error: resource Topic does not support attribute type Arn in Fn::GetAtt"
+    )
+
+    template.write_text(template.read_text().replace("Topic.Arn", "Topic.TopicName"))
+    assert load_stack(template).outputs == {"Wrong": "orderbatch-Topic", "Right": "30"}
+
+
+def test_each_type_documents_the_attributes_cloudformation_s_schema_lists() -> None:
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    for kind, resource_type in RESOURCE_TYPES.items():
+        schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(REGION, SAM_TYPES.get(kind, kind))
+        assert resource_type.attributes == frozenset(schema.get_atts), kind
