@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.localcloud.stepfunctions import express
 
@@ -348,6 +349,52 @@ def test_a_standard_machine_still_runs_and_lists_its_executions(cloud: LocalClou
     assert sfn.describe_execution(executionArn=arn)["status"] == "SUCCEEDED"
     listed = sfn.list_executions(stateMachineArn=machine_arn(cloud, "standard-greeter"))["executions"]
     assert [execution["executionArn"] for execution in listed] == [arn]
+
+
+# ------------------------------------------------------------------------------ a Standard parent's .sync
+
+
+def run_parent(cloud: LocalCloud, sfn: Any, pattern: str, child: dict[str, Any]) -> dict[str, Any]:
+    started = sfn.start_execution(
+        stateMachineArn=machine_arn(cloud, "parent-of-greeter"),
+        input=json.dumps({"pattern": pattern, "child": child}),
+    )
+    wait_for_execution(sfn, started["executionArn"], timeout=20, poll_seconds=0.1)
+    described: dict[str, Any] = sfn.describe_execution(executionArn=started["executionArn"])
+    return described
+
+
+@pytest.mark.parametrize(
+    ("pattern", "child_output"),
+    [("sync", '{"greeting":"Hello, Ada!"}'), ("sync:2", {"greeting": "Hello, Ada!"})],
+)
+def test_a_sync_parent_waits_for_its_express_child_and_receives_its_output(
+    cloud: LocalCloud, sfn: Any, pattern: str, child_output: Any
+) -> None:
+    parent = run_parent(cloud, sfn, pattern, {"name": "Ada"})
+
+    assert parent["status"] == "SUCCEEDED", parent
+    result = json.loads(parent["output"])
+    assert EXPRESS_ARN.match(result["ExecutionArn"])
+    assert result["Status"] == "SUCCEEDED"
+    assert result["StateMachineArn"] == machine_arn(cloud, "express-greeter")
+    assert result["Output"] == child_output
+    assert result["Input"] == ('{"name":"Ada"}' if pattern == "sync" else {"name": "Ada"})
+
+
+def test_a_sync_parent_fails_with_its_failed_express_childs_error(cloud: LocalCloud, sfn: Any) -> None:
+    parent = run_parent(cloud, sfn, "sync:2", {})
+
+    assert parent["status"] == "FAILED"
+    assert parent["error"] == "States.TaskFailed"
+    child = json.loads(parent["cause"])
+    assert (child["Status"], child["Error"], child["Cause"]) == (
+        "FAILED",
+        "NameMissing",
+        "There is no name to greet.",
+    )
+    events = sfn.get_execution_history(executionArn=parent["executionArn"])["events"]
+    assert [event["type"] for event in events][-3:] == ["TaskSubmitted", "TaskFailed", "ExecutionFailed"]
 
 
 # ---------------------------------------------------------------------------------------------- API Gateway

@@ -18,6 +18,7 @@ from moto.moto_server.werkzeug_app import create_backend_app as create_backend_a
 from moto.stepfunctions.exceptions import InvalidName as InvalidName
 from moto.stepfunctions.parser import api as api
 from moto.stepfunctions.parser import utils as utils
+from moto.stepfunctions.parser.api import DescribeExecutionOutput as DescribeExecutionOutput
 from moto.stepfunctions.parser.api import EvaluationFailedEventDetails as EvaluationFailedEventDetails
 from moto.stepfunctions.parser.api import ExecutionFailedEventDetails as ExecutionFailedEventDetails
 from moto.stepfunctions.parser.api import ExecutionStatus as ExecutionStatus
@@ -407,3 +408,4 @@ from moto.stepfunctions.parser.mocking.mock_config import MockedResponseThrow as
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend as StepFunctionsParserBackend
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends as stepfunctions_parser_backends
 from moto.stepfunctions.responses import StepFunctionResponse as StepFunctionResponse
+from moto.utilities.collections import select_from_typed_dict as select_from_typed_dict

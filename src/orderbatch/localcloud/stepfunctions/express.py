@@ -38,6 +38,7 @@ from functools import cache
 from typing import Any, Final
 
 from orderbatch.localcloud.moto_seam import hooks
+from orderbatch.localcloud.moto_seam.records import EngineRecords
 
 EXPRESS: Final = "EXPRESS"
 # AWS's quota for an Express execution's duration.
@@ -60,6 +61,9 @@ _limit_lock = threading.Lock()
 _max_duration_seconds = EXPRESS_MAX_DURATION_SECONDS
 # Every Express execution not yet collected: what a finished execution still holds shows here.
 _alive: weakref.WeakSet[Any] = weakref.WeakSet()
+# Per backend, its Express executions by ARN while something holds them: a ``.sync`` parent follows its
+# child here, since no API describes an Express execution.
+_by_arn: EngineRecords[weakref.WeakValueDictionary[str, Any]] = EngineRecords(weakref.WeakValueDictionary)
 
 
 class ExpressRequestError(Exception):
@@ -145,12 +149,21 @@ def start_express_execution(
     )
     execution.synchronous = synchronous
     _alive.add(execution)
+    _by_arn.of(backend)[execution_arn] = execution
     execution.start()
     watchdog = threading.Thread(
         target=execution.end_within, args=(max_duration_seconds(),), name="express-limit", daemon=True
     )
     watchdog.start()
     return execution
+
+
+def express_execution(backend: Any, execution_arn: str) -> Any | None:
+    """The Express execution of that ARN started on ``backend``, while it is still referenced.
+
+    Its ``closed`` event is set once it has ended; its status, output, error and cause are then final.
+    """
+    return _by_arn.of(backend).get(execution_arn)
 
 
 def check_execution_input(input_text: str | None) -> None:
