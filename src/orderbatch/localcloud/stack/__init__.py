@@ -19,6 +19,7 @@ from orderbatch.localcloud.stack.model import (
     TableSpec,
     TemplateError,
 )
+from orderbatch.localcloud.stack.nested import stack_return_values
 from orderbatch.localcloud.stack.state_machines import logging_configuration, substitute_definition
 from orderbatch.localcloud.stack.template import apply_conditions, load_stack, physical_ids
 
@@ -38,5 +39,6 @@ __all__ = [
     "load_stack",
     "logging_configuration",
     "physical_ids",
+    "stack_return_values",
     "substitute_definition",
 ]

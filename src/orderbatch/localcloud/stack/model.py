@@ -87,6 +87,9 @@ SILENTLY_LOCAL = {
         "EndpointConfiguration",
         "__MANAGE_SWAGGER",  # SAM's mark on the implicit API it writes the events' routes into
     },
+    "AWS::CloudFormation::Stack": {"TemplateURL", "Parameters"},
+    # TemplateUrl: SAM's plugin copies a local Location into it for its translation.
+    "AWS::Serverless::Application": {"Location", "Parameters", "TemplateUrl"},
 }
 NOT_ENFORCED_LOCALLY = {
     "Tracing": "X-Ray tracing is not collected locally",
@@ -182,6 +185,8 @@ class LocalStack:
     alarms: dict[str, dict[str, Any]] = field(default_factory=dict)
     outputs: dict[str, Any] = field(default_factory=dict)
     not_honoured: list[str] = field(default_factory=list)
+    # Nested stacks by logical ID: their resources are also in the lists above (stack.nested).
+    nested_stacks: dict[str, LocalStack] = field(default_factory=dict)
     # The template as read, its conditions decided: what IAM translates into the roles (localcloud.iam).
     template: dict[str, Any] = field(default_factory=dict, repr=False)
 
