@@ -32,6 +32,7 @@ CONCERNS: tuple[str, ...] = (
     "shared_inputs",
     "sync_tracking",
     "task_tokens",
+    "activities",
     "api_gateway_tasks",
     "service_errors",
     "preprocessor_scopes",

@@ -356,6 +356,9 @@ from moto.stepfunctions.parser.asl.component.test_state.state.test_state_state_p
 )
 from moto.stepfunctions.parser.asl.eval import states as states
 from moto.stepfunctions.parser.asl.eval import variable_store as variable_store
+from moto.stepfunctions.parser.asl.eval.callback.callback import (
+    ActivityCallbackEndpoint as ActivityCallbackEndpoint,
+)
 from moto.stepfunctions.parser.asl.eval.environment import Environment as Environment
 from moto.stepfunctions.parser.asl.eval.evaluation_details import AWSExecutionDetails as AWSExecutionDetails
 from moto.stepfunctions.parser.asl.eval.evaluation_details import EvaluationDetails as EvaluationDetails
@@ -396,6 +399,7 @@ from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for as b
 from moto.stepfunctions.parser.asl.utils.encoding import to_json_str as to_json_str
 from moto.stepfunctions.parser.asl.utils.json_path import NoSuchJsonPathError as NoSuchJsonPathError
 from moto.stepfunctions.parser.asl.utils.json_path import extract_json as extract_json
+from moto.stepfunctions.parser.backend import activity as activity
 from moto.stepfunctions.parser.backend import execution as execution
 from moto.stepfunctions.parser.backend import execution_worker as execution_worker
 from moto.stepfunctions.parser.backend.execution import (

@@ -17,7 +17,8 @@ decoded from its JSON string), ``preprocessor_scopes`` (each definition read wit
 scopes), ``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes), ``service_tasks``
 (service integrations' parameters and results), ``service_errors`` (their error names, and the
 integration patterns not run locally), ``api_gateway_tasks`` (``apigateway:invoke`` to the template's
-HTTP API), ``task_tokens`` (SendTaskFailure's cause), ``shared_inputs`` (the Map's input read by every
+HTTP API), ``task_tokens`` (SendTaskFailure's cause), ``activities`` (activity
+Tasks and GetActivityTask), ``shared_inputs`` (the Map's input read by every
 item's ItemSelector without a copy per item), ``worker_threads`` (Task states and Map iterations on
 parked threads), ``redrive`` (RedriveExecution, which moto lacks) and
 ``mock_config`` (Step Functions Local's MockConfigFile test cases), ``teststate`` (the TestState API),
@@ -32,6 +33,7 @@ from typing import Any
 
 from orderbatch.localcloud.moto_seam import hooks
 from orderbatch.localcloud.stepfunctions import (
+    activities,
     api_gateway_tasks,
     assign_literals,
     context_object,
@@ -140,6 +142,7 @@ _CONCERN_MODULES: tuple[Any, ...] = (
     service_errors,
     api_gateway_tasks,
     task_tokens,
+    activities,
     sync_tracking,
     shared_inputs,
     worker_threads,

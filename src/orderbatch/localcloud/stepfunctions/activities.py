@@ -1,0 +1,102 @@
+"""Activities: a Task whose Resource is an activity ARN, run by workers that poll GetActivityTask.
+
+moto's interpreter has LocalStack's activity Task state (ActivityScheduled, ActivityStarted,
+ActivitySucceeded/ActivityFailed/ActivityTimedOut, TimeoutSeconds as States.Timeout, HeartbeatSeconds as
+States.HeartbeatTimeout), but its backend hands every execution an empty activity store and answers
+GetActivityTask with "not implemented": an activity Task failed at once with "The activity activity_arn
+does not exist." and no worker could take its task. Here each backend keeps the activities CreateActivity
+made, every execution schedules its activity tasks there, and GetActivityTask serves them as AWS does:
+a long poll of up to 60 seconds answering ``taskToken`` and ``input``, an empty ``taskToken`` when
+nothing was scheduled. The worker answers with SendTaskSuccess, SendTaskFailure or SendTaskHeartbeat,
+which moto already routes to the waiting Task.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Final
+
+from orderbatch.localcloud.moto_seam import hooks
+from orderbatch.localcloud.moto_seam.records import EngineRecords
+
+_CONCERN: Final = "activities"
+# AWS's long poll: GetActivityTask waits up to 60 seconds for a task.
+LONG_POLL_SECONDS: Final = 60.0
+_POLL_INTERVAL_SECONDS: Final = 0.05
+
+# Per backend: activity ARN -> the interpreter's activity (its queue of scheduled tasks).
+_stores: EngineRecords[dict[str, Any]] = EngineRecords(dict)
+
+
+def activity_store(backend: Any) -> dict[str, Any]:
+    return _stores.of(backend)
+
+
+def register_hooks() -> None:
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        Execution,
+        StepFunctionResponse,
+        StepFunctionsParserBackend,
+        stepfunctions_parser_backends,
+    )
+
+    @hooks.around(StepFunctionsParserBackend, "create_activity", concern=_CONCERN)
+    def create_activity(proceed: Any, self: Any, *args: Any, **kwargs: Any) -> Any:
+        from orderbatch.localcloud.moto_seam.stepfunctions import activity
+
+        created = proceed(self, *args, **kwargs)
+        store = activity_store(self)
+        if created.arn not in store:
+            store[created.arn] = activity.Activity(arn=created.arn, name=created.name)
+        return created
+
+    @hooks.around(StepFunctionsParserBackend, "delete_activity", concern=_CONCERN)
+    def delete_activity(proceed: Any, self: Any, activity_arn: str) -> Any:
+        result = proceed(self, activity_arn)
+        activity_store(self).pop(activity_arn, None)
+        return result
+
+    @hooks.around(Execution, "__init__", concern=_CONCERN)
+    def execution_init(proceed: Any, self: Any, *args: Any, **kwargs: Any) -> None:
+        account, region = kwargs.get("account_id"), kwargs.get("region_name")
+        if account and region:
+            kwargs["activity_store"] = activity_store(stepfunctions_parser_backends[account][region])
+        proceed(self, *args, **kwargs)
+
+    def get_activity_task(self: Any) -> Any:
+        from orderbatch.localcloud.moto_seam.stepfunctions import ActionResult
+
+        activity_arn = self._get_param("activityArn")
+        backend = self.stepfunction_backend
+        backend.describe_activity(activity_arn)  # ActivityDoesNotExist / InvalidArn, as AWS answers
+        activity = activity_store(backend).get(activity_arn)
+        task = _next_task(activity) if activity is not None else None
+        if task is None:
+            return ActionResult({})
+        _notify_started(backend, task.task_token, self._get_param("workerName"))
+        return ActionResult({"taskToken": task.task_token, "input": task.task_input})
+
+    hooks.add(StepFunctionResponse, "get_activity_task", get_activity_task, concern=_CONCERN)
+
+
+def _next_task(activity: Any) -> Any:
+    deadline = time.monotonic() + LONG_POLL_SECONDS
+    while True:
+        try:
+            return activity.get_task()
+        except IndexError:
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(_POLL_INTERVAL_SECONDS)
+
+
+def _notify_started(backend: Any, task_token: str, worker_name: str | None) -> None:
+    """ActivityStarted for the Task waiting on this token, in whichever execution it runs."""
+    from orderbatch.localcloud.moto_seam.stepfunctions import ActivityCallbackEndpoint, ExecutionStatus
+
+    for execution in backend._get_executions(ExecutionStatus.RUNNING):
+        env = execution.exec_worker.env if execution.exec_worker is not None else None
+        endpoint = env.callback_pool_manager.get(callback_id=task_token) if env is not None else None
+        if isinstance(endpoint, ActivityCallbackEndpoint):
+            endpoint.notify_activity_task_start(worker_name=worker_name)
+            return

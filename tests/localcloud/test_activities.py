@@ -1,0 +1,120 @@
+"""Activities in the local cloud, as a worker polling GetActivityTask sees them.
+
+A Task whose Resource is an activity ARN waits for a worker: GetActivityTask hands the worker the
+task's token and input (a long poll; an empty token when nothing is scheduled), and SendTaskSuccess,
+SendTaskFailure or SendTaskHeartbeat answer it. TimeoutSeconds ends the Task with States.Timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orderbatch.executions import wait_for_execution
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+
+pytestmark = pytest.mark.e2e
+
+TEMPLATE = Path(__file__).resolve().parent / "express_fixtures" / "template.yaml"
+ROLE = "arn:aws:iam::123456789012:role/activity-tests"
+
+
+@pytest.fixture(scope="module")
+def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
+    config = LocalCloudConfig(template=TEMPLATE, state_dir=tmp_path_factory.mktemp("activities"))
+    with LocalCloud(config) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def sfn(cloud: LocalCloud) -> Any:
+    return cloud.client("stepfunctions", read_timeout=70)
+
+
+def machine_with_activity(sfn: Any, name: str, task: dict[str, Any]) -> tuple[str, str]:
+    activity = sfn.create_activity(name=f"{name}-activity")["activityArn"]
+    definition = {
+        "StartAt": "Work",
+        "States": {"Work": {"Type": "Task", "Resource": activity, "End": True, **task}},
+    }
+    machine = sfn.create_state_machine(name=name, definition=json.dumps(definition), roleArn=ROLE)
+    return activity, machine["stateMachineArn"]
+
+
+def history_types(sfn: Any, execution_arn: str) -> list[str]:
+    return [event["type"] for event in sfn.get_execution_history(executionArn=execution_arn)["events"]]
+
+
+def test_the_activity_apis_describe_list_and_delete(sfn: Any) -> None:
+    arn = sfn.create_activity(name="described")["activityArn"]
+
+    assert arn == "arn:aws:states:us-east-1:123456789012:activity:described"
+    assert sfn.describe_activity(activityArn=arn)["name"] == "described"
+    assert arn in [activity["activityArn"] for activity in sfn.list_activities()["activities"]]
+    sfn.delete_activity(activityArn=arn)
+    assert arn not in [activity["activityArn"] for activity in sfn.list_activities()["activities"]]
+
+
+def test_a_worker_takes_the_task_and_answers_it(sfn: Any) -> None:
+    activity, machine = machine_with_activity(sfn, "worked", {"HeartbeatSeconds": 10})
+    answered: list[dict[str, Any]] = []
+
+    def worker() -> None:
+        task = sfn.get_activity_task(activityArn=activity, workerName="worker-1")
+        sfn.send_task_heartbeat(taskToken=task["taskToken"])
+        answered.append(json.loads(task["input"]))
+        sfn.send_task_success(taskToken=task["taskToken"], output=json.dumps({"done": True}))
+
+    polling = threading.Thread(target=worker, daemon=True)
+    polling.start()
+    execution = sfn.start_execution(stateMachineArn=machine, input='{"order": "o-1"}')["executionArn"]
+    polling.join(timeout=20)
+    wait_for_execution(sfn, execution, timeout=20, poll_seconds=0.1)
+
+    described = sfn.describe_execution(executionArn=execution)
+    assert described["status"] == "SUCCEEDED", described
+    assert json.loads(described["output"]) == {"done": True}
+    assert answered == [{"order": "o-1"}]
+    assert history_types(sfn, execution) == [
+        "ExecutionStarted",
+        "TaskStateEntered",
+        "ActivityScheduled",
+        "ActivityStarted",
+        "ActivitySucceeded",
+        "TaskStateExited",
+        "ExecutionSucceeded",
+    ]
+    started = sfn.get_execution_history(executionArn=execution)["events"][3]
+    assert started["activityStartedEventDetails"] == {"workerName": "worker-1"}
+
+
+def test_a_worker_that_fails_the_task_fails_the_execution_with_its_error(sfn: Any) -> None:
+    activity, machine = machine_with_activity(sfn, "refused", {})
+    execution = sfn.start_execution(stateMachineArn=machine, input="{}")["executionArn"]
+
+    task = sfn.get_activity_task(activityArn=activity)
+    sfn.send_task_failure(taskToken=task["taskToken"], error="OutOfStock", cause="no items left")
+    wait_for_execution(sfn, execution, timeout=20, poll_seconds=0.1)
+
+    described = sfn.describe_execution(executionArn=execution)
+    assert (described["status"], described["error"], described["cause"]) == (
+        "FAILED",
+        "OutOfStock",
+        "no items left",
+    )
+    assert history_types(sfn, execution)[-2:] == ["ActivityFailed", "ExecutionFailed"]
+
+
+def test_an_activity_task_no_worker_takes_times_out(sfn: Any) -> None:
+    _, machine = machine_with_activity(sfn, "unattended", {"TimeoutSeconds": 1})
+    execution = sfn.start_execution(stateMachineArn=machine, input="{}")["executionArn"]
+    wait_for_execution(sfn, execution, timeout=20, poll_seconds=0.1)
+
+    described = sfn.describe_execution(executionArn=execution)
+    assert (described["status"], described["error"]) == ("FAILED", "States.Timeout")
+    assert history_types(sfn, execution)[-2:] == ["ActivityTimedOut", "ExecutionFailed"]
