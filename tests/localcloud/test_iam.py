@@ -44,6 +44,14 @@ def not_authorized(role: str, session: str, action: str, resource: str) -> str:
     )
 
 
+def aws_message(message: str) -> str:
+    """The message as AWS words it: without the local IAM's explanation, which follows it."""
+    said, explained, explanation = message.partition(" (local IAM: ")
+    assert explained, message
+    assert explanation.endswith(")"), message
+    return said
+
+
 def started(template: Path, **options: Any) -> LocalCloud:
     return LocalCloud(LocalCloudConfig(template=template, **options)).start()
 
@@ -469,7 +477,7 @@ def test_a_charge_function_without_the_payments_table_is_denied_exactly_that_wri
         )
     )
     # The first attempt and the three States.TaskFailed retries, each denied the same write.
-    assert [cause["errorMessage"] for cause in causes] == [expected] * 4
+    assert [aws_message(cause["errorMessage"]) for cause in causes] == [expected] * 4
 
 
 # ---------------------------------------------------------------------------------------------- probes
@@ -477,7 +485,8 @@ def test_a_charge_function_without_the_payments_table_is_denied_exactly_that_wri
 
 @pytest.fixture
 def probe_cloud(request: pytest.FixtureRequest) -> Iterator[LocalCloud]:
-    cloud = started(PROBE_TEMPLATE, enforce_iam=request.param)
+    mode = request.param if isinstance(request.param, str) else None
+    cloud = started(PROBE_TEMPLATE, enforce_iam=request.param is not False, iam_mode=mode)
     try:
         yield cloud
     finally:
@@ -488,6 +497,9 @@ def probe(cloud: LocalCloud, function: str) -> dict[str, Any]:
     response = cloud.client("lambda").invoke(FunctionName=function, Payload=b"{}")
     assert "FunctionError" not in response
     outcome: dict[str, Any] = json.loads(response["Payload"].read())
+    for answer in outcome.values():
+        if answer.get("message"):
+            answer["message"] = aws_message(answer["message"])
     return outcome
 
 
@@ -548,7 +560,8 @@ def test_a_lambda_task_its_role_may_not_invoke_fails_as_step_functions_reports_i
         stateMachineArn=probe_cloud.stack.state_machine().arn
     )["roleArn"]
     assert role_arn == f"arn:aws:iam::{ACCOUNT}:role/orderbatch-InvokerStateMachineRole"
-    message, _, details = execution["cause"].partition(" (Service: ")
+    explained_message, _, details = execution["cause"].partition(") (Service: ")
+    message = aws_message(explained_message + ")")
     session = message.split("/")[2].split(" ")[0]
     assert session.isalpha()
     assert len(session) == 32
@@ -574,6 +587,43 @@ def test_without_iam_every_call_goes_through(probe_cloud: LocalCloud) -> None:
     assert run_invoker(probe_cloud)["status"] == "SUCCEEDED"
 
 
+@pytest.mark.parametrize("probe_cloud", ["report"], indirect=True)
+def test_in_report_mode_calls_go_through_and_each_would_be_denial_is_listed(probe_cloud: LocalCloud) -> None:
+    assert all(outcome == {"code": None} for outcome in probe(probe_cloud, "UnprivilegedFunction").values())
+    assert run_invoker(probe_cloud)["status"] == "SUCCEEDED"
+
+    assert probe_cloud.iam is not None
+    denials = probe_cloud.iam.would_be_denials()
+    # DynamoDB's come from the data plane's process, the rest from the endpoint and the Lambda Task, whose
+    # invocation, allowed, makes the function's four calls again.
+    probe_calls = [
+        ("dynamodb:GetItem", TABLE_ARN.format("ProbeTable")),
+        ("dynamodb:PutItem", TABLE_ARN.format("ProbeTable")),
+        ("s3:ListBucket", "arn:aws:s3:::orderbatch-probebucket"),
+        ("s3:PutObject", "arn:aws:s3:::orderbatch-probebucket/probe.txt"),
+    ]
+    invoke = ("lambda:InvokeFunction", f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:UnprivilegedFunction")
+    assert [(denial["action"], denial["resource"]) for denial in denials] == [
+        *probe_calls,
+        invoke,
+        *probe_calls,
+    ]
+    principal = (
+        f"arn:aws:sts::{ACCOUNT}:assumed-role/orderbatch-UnprivilegedFunctionRole/UnprivilegedFunction"
+    )
+    assert denials[0]["principal"] == principal
+    assert denials[0]["why"] == (
+        "role orderbatch-UnprivilegedFunctionRole evaluated: AWSLambdaBasicExecutionRole statement 1 "
+        "(Allow): action not matched (the statement's Action logs:CreateLogGroup, logs:CreateLogStream, "
+        "logs:PutLogEvents)"
+    )
+    invoked = denials[len(probe_calls)]
+    assert (
+        "InvokerStateMachineRolePolicy0 statement 1 (Allow): resource not matched (the request is on "
+        in (invoked["why"])
+    )
+
+
 def test_local_up_enforces_iam_unless_told_no_iam(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers())
@@ -590,9 +640,10 @@ def test_local_up_enforces_iam_unless_told_no_iam(monkeypatch: pytest.MonkeyPatc
             raise ConfigSeenError
 
     monkeypatch.setattr("orderbatch.localcloud.cloud.LocalCloud", CloudThatOnlyRecords)
-    for flags in (["--no-iam"], []):
+    for flags in (["--no-iam"], [], ["--iam-mode", "report"], ["--iam-mode", "off"]):
         args = parser.parse_args(["local", "up", "--state-dir", str(tmp_path / "state"), *flags])
         with pytest.raises(ConfigSeenError):
             args.func(args)
 
-    assert [config.enforce_iam for config in configs] == [False, True]
+    assert [config.iam_mode for config in configs] == ["off", None, "report", "off"]
+    assert [config.enforce_iam for config in configs] == [False, True, True, True]

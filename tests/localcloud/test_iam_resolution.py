@@ -128,3 +128,68 @@ def test_each_type_documents_the_attributes_cloudformation_s_schema_lists() -> N
     for kind, resource_type in RESOURCE_TYPES.items():
         schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(REGION, SAM_TYPES.get(kind, kind))
         assert resource_type.attributes == frozenset(schema.get_atts), kind
+
+
+def test_a_denial_names_the_statements_evaluated_and_why_none_allowed_it(enforcer: IamEnforcer) -> None:
+    other_queue = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/orderbatch-OtherQueue"
+    environ = json_request("AmazonSQS.SendMessage", {"QueueUrl": other_queue, "MessageBody": "x"})
+    environ["HTTP_AUTHORIZATION"] = (
+        f"AWS4-HMAC-SHA256 Credential={machine(enforcer).access_key_id}/20260101/{REGION}/sqs/aws4_request"
+    )
+    answers: list[tuple[str, Any]] = []
+    body = enforcer.refuse(environ, lambda status, headers: answers.append((status, headers)))
+
+    assert body is not None
+    assert answers[0][0] == "403 Forbidden"
+    message = json.loads(body[0])["Message"]
+    queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{{}}"
+    # AWS's message first, as boto3 shows it; then the statements, the one naming the action first.
+    assert message.startswith(
+        f"User: {machine(enforcer).arn} is not authorized to perform: sqs:sendmessage on resource: "
+        f"{queue_arn.format('orderbatch-OtherQueue')} because no identity-based policy allows the "
+        "sqs:sendmessage action (local IAM: role orderbatch-PublisherMachineRole evaluated: "
+        "MachineToQueuePolicy statement 1 (Allow): resource not matched (the request is on "
+        f"{queue_arn.format('orderbatch-OtherQueue')}, the statement on "
+        f"{queue_arn.format('orderbatch-work')}); "
+        "PublisherMachineRolePolicy0 statement 1 (Allow): action not matched (the statement's Action "
+        "events:PutEvents);"
+    )
+
+
+def test_an_explicit_deny_is_named_as_the_reason(tmp_path: Path) -> None:
+    from orderbatch.localcloud.iam import Access, Role, StackRoles
+
+    table = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/orders"
+    document = {
+        "Statement": [
+            {"Sid": "Everything", "Effect": "Allow", "Action": "dynamodb:*", "Resource": "*"},
+            {"Sid": "NoDeletes", "Effect": "Deny", "Action": "dynamodb:DeleteItem", "Resource": table},
+        ]
+    }
+    role = Role("FnRole", "fn-role", f"arn:aws:iam::{ACCOUNT}:role/fn-role", (document,), ("Guard",))
+    roles = StackRoles(functions={"fn": role})
+    report = tmp_path / "report.jsonl"
+    for report_to in (None, report):
+        checker = IamEnforcer(roles, region=REGION, account_id=ACCOUNT, report_to=report_to)
+        identity = checker.identity(checker.function_environment("fn")["AWS_ACCESS_KEY_ID"])
+        assert identity is not None
+        denial = checker.refused(identity, [Access("dynamodb:DeleteItem", table)])
+        if report_to is None:
+            assert denial is not None
+            assert denial.message().endswith(
+                "with an explicit deny in an identity-based policy (local IAM: role fn-role evaluated: "
+                "Guard NoDeletes (Deny): explicit Deny; Guard Everything (Allow): allows it, an explicit "
+                "Deny overrides it)"
+            )
+        else:  # report mode: allowed, and reported
+            assert denial is None
+            assert checker.would_be_denials() == [
+                {
+                    "principal": identity.arn,
+                    "action": "dynamodb:DeleteItem",
+                    "resource": table,
+                    "why": "role fn-role evaluated: Guard NoDeletes (Deny): explicit Deny; "
+                    "Guard Everything (Allow): allows it, an explicit Deny overrides it",
+                    "explicit_deny": True,
+                }
+            ]

@@ -75,8 +75,10 @@ def denied(cloud: LocalCloud, logical_id: str, action: str, resource: str) -> st
 
 
 def java_details(service: str, status: int, code: str) -> str:
-    """The details Step Functions appends to an optimised integration's cause (the AWS SDK for Java's)."""
+    """The details Step Functions appends to an optimised integration's cause (the AWS SDK for Java's),
+    after the local IAM's explanation that ends the denial's message."""
     return (
+        r" \(local IAM: role .+ evaluated: .+\)"
         rf" \(Service: {service}; Status Code: {status}; Error Code: {code}; "
         rf"Request ID: {REQUEST_ID}; Proxy: null\)"
     )
@@ -174,7 +176,8 @@ def test_s3_sdk_tasks_are_allowed_on_the_bucket_and_its_objects_and_denied_on_an
     message = denied(
         cloud, "S3StateMachine", "s3:PutObject", '"arn:aws:s3:::orderbatch-otherbucket/notes/a.json"'
     )
-    assert other["cause"].startswith(message + " (Service: S3, Status Code: 403, Request ID: ")
+    assert other["cause"].startswith(message + " (local IAM: role ")
+    assert ") (Service: S3, Status Code: 403, Request ID: " in other["cause"]
 
 
 def test_lambda_sdk_tasks_reach_the_whole_lambda_api_and_a_qualified_invoke_needs_the_qualified_arn(
@@ -191,7 +194,8 @@ def test_lambda_sdk_tasks_reach_the_whole_lambda_api_and_a_qualified_invoke_need
     assert (other["status"], other["error"]) == ("FAILED", "Lambda.LambdaException")
     function = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:other"
     message = denied(cloud, "LambdaStateMachine", "lambda:GetFunction", function)
-    assert other["cause"].startswith(message + " (Service: Lambda, Status Code: 403, Request ID: ")
+    assert other["cause"].startswith(message + " (local IAM: role ")
+    assert ") (Service: Lambda, Status Code: 403, Request ID: " in other["cause"]
 
 
 def test_step_functions_tasks_start_the_allowed_machine_and_describe_its_execution_only(

@@ -7,7 +7,7 @@ import shutil
 import signal
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.faults.flags import add_fault_arguments, fault_plan_from_args
@@ -23,6 +23,9 @@ from orderbatch.project import (
 # Where `local up` keeps its state (the environments' logs); `orderbatch audit` reads the logs from here.
 STATE_DIR_MARKER = ".orderbatch-local-state"
 
+if TYPE_CHECKING:
+    from orderbatch.localcloud.cloud import LocalCloud
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     local = subparsers.add_parser("local", help="the Docker-free local cloud")
@@ -37,9 +40,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"folder for the cloud's state and logs, cleared at start (default ./{DEFAULT_STATE_DIR})",
     )
     up.add_argument(
+        "--iam-mode",
+        choices=("enforce", "report", "off"),
+        default=None,
+        help="enforce the template's IAM roles (default), report what they would deny but allow it "
+        "(listed at shutdown), or turn IAM off (see docs/iam.md)",
+    )
+    up.add_argument(
         "--no-iam",
         action="store_true",
-        help="do not enforce the template's IAM roles: every call is allowed (see docs/iam.md)",
+        help="do not enforce the template's IAM roles: every call is allowed (--iam-mode off)",
     )
     up.add_argument(
         "--mock-config",
@@ -176,7 +186,11 @@ def run_up(args: argparse.Namespace) -> int:
     state_dir = prepare_state_dir(args.state_dir)
     cloud = LocalCloud(
         cloud_config_from_args(
-            args, state_dir=state_dir, enforce_iam=not args.no_iam, mock_config=args.mock_config
+            args,
+            state_dir=state_dir,
+            enforce_iam=not args.no_iam,
+            iam_mode="off" if args.no_iam else args.iam_mode,
+            mock_config=args.mock_config,
         )
     )
     stopped, started = threading.Event(), threading.Event()
@@ -220,7 +234,18 @@ def run_up(args: argparse.Namespace) -> int:
         stopped.wait()
     finally:
         cloud.stop()
+        report_would_be_denials(cloud)
     return 0
+
+
+def report_would_be_denials(cloud: LocalCloud) -> None:
+    """In report mode, what IAM would have denied: a real missing permission, or a gap of the emulator."""
+    if cloud.iam is None or cloud.iam.report_to is None:
+        return
+    denials = cloud.iam.would_be_denials()
+    print(f"\nIAM report: {len(denials)} call(s) the roles would deny on AWS ({cloud.iam.report_to})")
+    for denial in denials:
+        print(f"  {denial['principal']} {denial['action']} on {denial['resource']}: {denial['why']}")
 
 
 def stop_on_signals(stopped: threading.Event, started: threading.Event) -> None:

@@ -114,6 +114,9 @@ class LocalCloudConfig:
     dynamodb_process: bool = True
     # Functions and state machines call as their template roles, checked on every call (docs/iam.md).
     enforce_iam: bool = True
+    # "enforce", "report" (allowed, each would-be denial logged and listed: cloud.iam.would_be_denials())
+    # or "off"; None: "enforce", or "off" when enforce_iam is False.
+    iam_mode: str | None = None
     # Step Functions Local's MockConfigFile: executions started as <arn>#<TestCase> run that test case
     # (docs/stepfunctions-local.md). None: the SFN_MOCK_CONFIG environment variable's file, if set.
     mock_config: Path | None = None
@@ -124,13 +127,20 @@ class LocalCloud:
         self.config = config
         self.stack: LocalStack = load_stack(config.template, parameter_overrides=config.parameter_overrides)
         self.iam: IamEnforcer | None = None
-        if config.enforce_iam:
+        self.state_dir = config.state_dir or Path(tempfile.mkdtemp(prefix="orderbatch-local-"))
+        self.iam_mode = config.iam_mode or ("enforce" if config.enforce_iam else "off")
+        if self.iam_mode not in ("enforce", "report", "off"):
+            raise ValueError(f"iam_mode {self.iam_mode!r}: enforce, report or off")
+        self.iam_report = self.state_dir / "logs" / "iam-report.jsonl" if self.iam_mode == "report" else None
+        if self.iam_report is not None:
+            self.iam_report.unlink(missing_ok=True)  # a state dir used again lists this run's calls only
+        if self.iam_mode != "off":
             roles = build_roles(self.stack)
-            self.iam = IamEnforcer(roles, region=self.stack.region, account_id=self.stack.account_id)
+            region, account_id = self.stack.region, self.stack.account_id
+            self.iam = IamEnforcer(roles, region=region, account_id=account_id, report_to=self.iam_report)
             self.stack.not_honoured.extend(roles.notes)
         else:
             self.stack.not_honoured.append("IAM: policies are not enforced (every call is allowed)")
-        self.state_dir = config.state_dir or Path(tempfile.mkdtemp(prefix="orderbatch-local-"))
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
         self.lambda_service: LambdaService | None = None
@@ -175,7 +185,8 @@ class LocalCloud:
             self.data_plane = DataPlane(
                 self.config.template,
                 parameter_overrides=self.config.parameter_overrides,
-                enforce_iam=self.config.enforce_iam,
+                enforce_iam=self.iam is not None,
+                iam_report=self.iam_report,
                 host=self.config.host,
             )
         self._server = make_server(

@@ -65,6 +65,7 @@ class DataPlane:
         *,
         parameter_overrides: Mapping[str, str],
         enforce_iam: bool,
+        iam_report: Path | None = None,
         host: str = "127.0.0.1",
     ) -> None:
         self._secret = secrets.token_hex(16)
@@ -72,6 +73,7 @@ class DataPlane:
             "template": str(template),
             "parameter_overrides": dict(parameter_overrides),
             "enforce_iam": enforce_iam,
+            "iam_report": str(iam_report) if iam_report is not None else None,
             "host": host,
             "secret": self._secret,
         }
@@ -259,7 +261,10 @@ def _serve(arguments: Mapping[str, Any]) -> None:
     if arguments["enforce_iam"]:
         template = Path(arguments["template"])
         stack = load_stack(template, parameter_overrides=arguments["parameter_overrides"])
-        iam = IamEnforcer(build_roles(stack), region=stack.region, account_id=stack.account_id)
+        report = Path(arguments["iam_report"]) if arguments.get("iam_report") else None
+        iam = IamEnforcer(
+            build_roles(stack), region=stack.region, account_id=stack.account_id, report_to=report
+        )
     app = DataPlaneApp(DynamoDBApp(_moto_dynamodb_app()), iam=iam, secret=arguments["secret"])
     # Every request is a short JSON call on a kept-alive loopback connection (lean_wsgi says why).
     server = LeanWsgiServer(arguments["host"], 0, app)

@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from orderbatch.localcloud.iam.digests import digest
 from orderbatch.localcloud.iam.identities import Denial, Identity, session_name
-from orderbatch.localcloud.iam.policies import Access, RolePolicies
+from orderbatch.localcloud.iam.policies import Access, RolePolicies, explain_denial
 from orderbatch.localcloud.iam.resources import credential_scope, function_arn, requested_access
 from orderbatch.localcloud.iam.responses import access_denied_client_error, denied_response
 from orderbatch.localcloud.iam.roles import Role, StackRoles
 
+_LOG = logging.getLogger("orderbatch.localcloud.iam")
+
 
 class IamEnforcer:
-    """The identities of one local cloud, and the check of every request they sign."""
+    """The identities of one local cloud, and the check of every request they sign.
 
-    def __init__(self, roles: StackRoles, *, region: str, account_id: str) -> None:
+    With ``report_to`` (report mode) nothing is refused: each would-be denial is logged as one JSON line
+    and appended to that file, which every process checking calls (the DynamoDB data plane too) shares.
+    """
+
+    def __init__(
+        self, roles: StackRoles, *, region: str, account_id: str, report_to: Path | None = None
+    ) -> None:
         self.region = region
         self.account_id = account_id
+        self.report_to = report_to
+        if report_to is not None:
+            report_to.parent.mkdir(parents=True, exist_ok=True)
         self.notes = list(roles.notes)
         self._by_key: dict[str, Identity] = {}
         self._policies: dict[str, RolePolicies] = {}
@@ -75,7 +89,7 @@ class IamEnforcer:
             return True  # a role the template does not define is not checked
         rule = f"arn:aws:events:{self.region}:{self.account_id}:rule/{SYNC_EXECUTION_RULE}"
         needed = [Access(f"events:{action}", rule) for action in ("PutTargets", "PutRule", "DescribeRule")]
-        return self.first_denied(identity, needed) is None
+        return self.refused(identity, needed) is None
 
     def function_invoke_denial(self, caller_function: str, target: str) -> str | None:
         """Why the caller function's role may not invoke ``target`` (name, ARN, ``name:qualifier``), or None:
@@ -85,17 +99,45 @@ class IamEnforcer:
             return None
         name, _, qualifier = target.partition(":") if not target.startswith("arn:") else (target, "", "")
         arn = function_arn(name, qualifier or None, self.region, self.account_id)
-        denial = self.first_denied(identity, [Access("lambda:InvokeFunction", arn)])
+        denial = self.refused(identity, [Access("lambda:InvokeFunction", arn)])
         return denial.message() if denial is not None else None
 
     # -------------------------------------------------------------- decisions
     def first_denied(self, identity: Identity, accesses: Iterable[Access]) -> Denial | None:
+        """The first access the identity's role does not allow, explained; None if it allows them all."""
         policies = self._policies[identity.role.arn]
         for access in accesses:
             decision = policies.decide(access)
             if decision is not True:
-                return Denial(identity, access, explicit=decision is False)
+                explanation = explain_denial(identity.role, access)
+                return Denial(identity, access, explicit=decision is False, explanation=explanation)
         return None
+
+    def refused(self, identity: Identity, accesses: Iterable[Access]) -> Denial | None:
+        """The denial to answer with: ``first_denied``, except in report mode, where it is reported and
+        the call goes through."""
+        denial = self.first_denied(identity, accesses)
+        if denial is None or self.report_to is None:
+            return denial
+        record = {
+            "principal": identity.arn,
+            "action": denial.access.action,
+            "resource": denial.access.resource,
+            "why": denial.explanation,
+            "explicit_deny": denial.explicit,
+        }
+        line = json.dumps(record)
+        _LOG.warning("IAM would deny: %s", line)
+        with self.report_to.open("a", encoding="utf-8") as report:
+            report.write(line + "\n")
+        return None
+
+    def would_be_denials(self) -> list[dict[str, Any]]:
+        """In report mode, every call a role did not allow, in order (from every process); else []."""
+        if self.report_to is None or not self.report_to.exists():
+            return []
+        lines = self.report_to.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
 
     def refuse(self, environ: dict[str, Any], start_response: Any) -> list[bytes] | None:
         """AWS's access-denied answer if the request's signer may not do what it asks, else None."""
@@ -107,7 +149,7 @@ class IamEnforcer:
             return None
         region = scope.region or self.region
         accesses = requested_access(scope.service, environ, region, self.account_id)
-        denial = self.first_denied(identity, accesses)
+        denial = self.refused(identity, accesses)
         if denial is None:
             return None
         status, headers, body = denied_response(scope.service, environ, denial)
@@ -141,7 +183,7 @@ class AuthorizingLambdaClient:
                 self._enforcer.region,
                 self._enforcer.account_id,
             )
-            denial = self._enforcer.first_denied(identity, [Access("lambda:InvokeFunction", arn)])
+            denial = self._enforcer.refused(identity, [Access("lambda:InvokeFunction", arn)])
             if denial is not None:
                 raise access_denied_client_error(denial.message(), "Invoke")
         return self._client.invoke(**parameters)

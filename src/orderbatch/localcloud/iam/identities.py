@@ -32,8 +32,15 @@ class Denial:
     identity: Identity
     access: Access
     explicit: bool
+    # The statements evaluated and why none allowed the access (policies.explain_denial).
+    explanation: str = ""
 
     def message(self, *, quote_resource: bool = False) -> str:
+        """AWS's message, then the local explanation in parentheses (AWS's own message stays a prefix)."""
+        said = self.aws_message(quote_resource=quote_resource)
+        return f"{said} (local IAM: {self.explanation})" if self.explanation else said
+
+    def aws_message(self, *, quote_resource: bool = False) -> str:
         action, resource = _action_as_worded(self.access.action), self.access.resource
         shown = f'"{resource}"' if quote_resource else resource
         reason = (

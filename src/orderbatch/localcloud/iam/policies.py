@@ -117,3 +117,60 @@ class RolePolicies:
                 return False
             allowed = allowed or result == PermissionResult.PERMITTED
         return True if allowed else None
+
+
+_STATEMENTS_EXPLAINED = 8
+
+
+def explain_denial(role: Role, access: Access) -> str:
+    """Which statements of the role were evaluated for the access and why none allowed it, for the end of
+    the denial's message: the statements that name the action first (their resources are what differs)."""
+    findings: list[tuple[int, str]] = []
+    for index, document in enumerate(role.documents):
+        for number, statement in enumerate(statements(document), start=1):
+            label = statement.get("Sid") or f"statement {number}"
+            rank, reason = _why_not(statement, access)
+            findings.append(
+                (rank, f"{role.document_name(index)} {label} ({statement.get('Effect')}): {reason}")
+            )
+    if not findings:
+        return f"role {role.name} has no policy statement"
+    findings.sort(key=lambda finding: finding[0])
+    shown = [text for _, text in findings[:_STATEMENTS_EXPLAINED]]
+    if len(findings) > _STATEMENTS_EXPLAINED:
+        shown.append(f"{len(findings) - _STATEMENTS_EXPLAINED} more statements do not name the action")
+    return f"role {role.name} evaluated: " + "; ".join(shown)
+
+
+def _why_not(statement: Mapping[str, Any], access: Access) -> tuple[int, str]:
+    """Why the statement does not allow the access, ranked: an explicit Deny first, then an Allow it
+    overrides, resources that differ, a NotResource statement, actions that differ."""
+    actions = _as_list(statement.get("Action", statement.get("NotAction", [])))
+    named = any(_matches(pattern.lower(), access.action.lower()) for pattern in actions)
+    if ("NotAction" in statement) == named:
+        return 3, f"action not matched (the statement's {_listed('Action', statement)})"
+    if "NotResource" in statement:
+        return 2, "a statement with NotResource is not evaluated locally"
+    resources = _as_list(statement.get("Resource", "*"))
+    on_resource = not access.resource_known or any(
+        _matches(pattern, access.resource) for pattern in resources
+    )
+    if not on_resource:
+        return 1, (
+            f"resource not matched (the request is on {access.resource}, the statement on "
+            f"{', '.join(resources)})"
+        )
+    if statement.get("Effect") == "Deny":
+        return -1, "explicit Deny"
+    if "Condition" in statement:
+        return 0, "condition not met"
+    return 0, "allows it, an explicit Deny overrides it"
+
+
+def _listed(key: str, statement: Mapping[str, Any]) -> str:
+    key = key if key in statement else f"Not{key}"
+    return f"{key} {', '.join(_as_list(statement.get(key, [])))}"
+
+
+def _matches(pattern: str, value: str) -> bool:
+    return re.fullmatch(_escaped(pattern).replace("*", ".*"), value, re.DOTALL) is not None

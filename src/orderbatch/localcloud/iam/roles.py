@@ -28,6 +28,11 @@ class Role:
     name: str
     arn: str
     documents: tuple[Mapping[str, Any], ...]
+    # What each document is called in a denial's explanation: the inline policy's or managed policy's name.
+    document_names: tuple[str, ...] = ()
+
+    def document_name(self, index: int) -> str:
+        return self.document_names[index] if index < len(self.document_names) else f"policy {index + 1}"
 
 
 @dataclass
@@ -62,7 +67,9 @@ def build_roles(stack: LocalStack) -> StackRoles:
         props = resolve(logical_id, resource.get("Properties") or {})
         name = str(resolve(logical_id, {"Ref": logical_id}))
         arn = str(resolve(logical_id, {"Fn::GetAtt": [logical_id, "Arn"]}))
-        documents = [policy["PolicyDocument"] for policy in props.get("Policies") or []]
+        inline = props.get("Policies") or []
+        documents = [policy["PolicyDocument"] for policy in inline]
+        names = [str(policy.get("PolicyName", "")) for policy in inline]
         for policy_arn in props.get("ManagedPolicyArns") or []:
             document = extra_documents.managed.get(policy_arn) or aws_managed_policy_document(policy_arn)
             if document is None:
@@ -71,8 +78,11 @@ def build_roles(stack: LocalStack) -> StackRoles:
                 )
             else:
                 documents.append(document)
-        documents.extend(extra_documents.inline.get(name, []))
-        by_arn[arn] = Role(logical_id, name, arn, tuple(documents))
+                names.append(str(policy_arn).rpartition("/")[2])
+        for policy_name, document in extra_documents.inline.get(name, []):
+            documents.append(document)
+            names.append(policy_name)
+        by_arn[arn] = Role(logical_id, name, arn, tuple(documents), tuple(names))
     roles.notes.extend(_statements_not_evaluated(by_arn.values()))
     roles.by_arn = by_arn
 
@@ -176,7 +186,8 @@ def _resolver(translated: dict[str, Any], stack: LocalStack, values: Mapping[str
 @dataclass
 class _AttachedDocuments:
     managed: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # policy ARN -> document
-    inline: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)  # role name -> documents
+    # role name -> (policy name, document)
+    inline: dict[str, list[tuple[str, Mapping[str, Any]]]] = field(default_factory=dict)
 
 
 def _attached_policy_documents(resources: Mapping[str, Any], resolve: Any) -> _AttachedDocuments:
@@ -190,8 +201,9 @@ def _attached_policy_documents(resources: Mapping[str, Any], resolve: Any) -> _A
         document = props.get("PolicyDocument") or {}
         if kind == "AWS::IAM::ManagedPolicy":
             attached.managed[resolve(logical_id, {"Ref": logical_id})] = document
+        policy_name = str(props.get("PolicyName") or props.get("ManagedPolicyName") or logical_id)
         for role_name in props.get("Roles") or []:
-            attached.inline.setdefault(str(role_name), []).append(document)
+            attached.inline.setdefault(str(role_name), []).append((policy_name, document))
     return attached
 
 
