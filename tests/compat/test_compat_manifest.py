@@ -18,7 +18,9 @@ from orderbatch.compat.sources import SourceUnavailableError, export_app
 PUBLIC_MANIFEST = Path(__file__).resolve().parent / "public_apps.yaml"
 PUBLIC_SOURCES = {
     "aws-samples/aws-stepfunctions-examples",
+    "aws-samples/serverless-patterns",
     "aws-samples/serverless-test-samples",
+    "aws-samples/step-functions-workflows-collection",
     "aws/aws-sam-cli-app-templates",
 }
 
@@ -45,7 +47,7 @@ def app_entry(**overrides: object) -> dict[str, object]:
 def test_every_public_app_names_its_repository_commit_and_what_its_readme_says() -> None:
     apps = load_manifest(PUBLIC_MANIFEST)
 
-    assert len(apps) >= 30
+    assert len(apps) >= 60
     for app in apps:
         assert app.repository in PUBLIC_SOURCES, app.id
         assert app.commit is not None, app.id
@@ -60,6 +62,10 @@ def test_every_public_app_names_its_repository_commit_and_what_its_readme_says()
         ({"expect": {"status": "DONE"}}, r"expect\.status 'DONE' is not one of"),
         ({"run": {"input": {}}}, r"run needs 'state_machine', 'output' or 'http'"),
         ({"setup": {"s3_objects": [{"bucket": {"ref": "B"}, "key": "k"}]}}, r"needs 'body' or 'file'"),
+        (
+            {"run": {"state_machine": "M", "after_start": [{"payload": {}}]}},
+            r"an after_start step needs 'invoke: FunctionLogicalId'",
+        ),
     ],
 )
 def test_a_malformed_entry_is_refused_with_the_app_and_the_field(
@@ -68,6 +74,23 @@ def test_a_malformed_entry_is_refused_with_the_app_and_the_field(
     with pytest.raises(ManifestError, match=complaint) as refused:
         load_manifest(write_manifest(tmp_path, [app_entry(**overrides)]))
     assert str(refused.value).startswith("demo:")
+
+
+def test_a_step_after_the_start_and_the_states_entered_are_read_from_the_entry(tmp_path: Path) -> None:
+    entry = app_entry(
+        run={
+            "state_machine": "Machine",
+            "after_start": [{"invoke": "Worker", "payload": {"n": 1}, "when_entered": "Wait here"}],
+        },
+        expect={"status": "SUCCEEDED", "entered": ["Wait here", "Done"]},
+    )
+
+    app = load_manifest(write_manifest(tmp_path, [entry]))[0]
+
+    assert [(step.function, step.payload, step.when_entered) for step in app.after_start] == [
+        ("Worker", {"n": 1}, "Wait here")
+    ]
+    assert app.expect.entered == ("Wait here", "Done")
 
 
 def test_an_app_id_may_appear_once(tmp_path: Path) -> None:

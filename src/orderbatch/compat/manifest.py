@@ -48,11 +48,23 @@ class HttpCall:
 
 
 @dataclass(frozen=True)
+class Invocation:
+    """A function the README has you invoke once the execution runs (an activity worker, a console test)."""
+
+    function: str  # the function's logical ID
+    payload: Any = None
+    # Invoke once the execution has entered this state (the README's "when the workflow reaches ...").
+    when_entered: str | None = None
+
+
+@dataclass(frozen=True)
 class Expectation:
     status: str
     output: Any = None
     error: str | None = None
     http_status: int | None = None
+    # States the README says the execution passes through (Standard workflows: read from the history).
+    entered: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,7 @@ class CompatApp:
     input_refs: dict[str, dict[str, str]]
     http: HttpCall | None
     expect: Expectation
+    after_start: tuple[Invocation, ...] = ()
     readme: str = ""
     # How long the execution may run before it counts as stuck; None: the runner's default.
     timeout_seconds: float | None = None
@@ -143,7 +156,9 @@ def _app(entry: Any, index: int) -> CompatApp:
             output=expect.get("output"),
             error=expect.get("error"),
             http_status=expect.get("http_status"),
+            entered=tuple(str(name) for name in expect.get("entered") or ()),
         ),
+        after_start=tuple(_invocation(app_id, step) for step in run.get("after_start") or ()),
         readme=str(entry.get("readme", "")),
         timeout_seconds=float(run["timeout_seconds"]) if "timeout_seconds" in run else None,
         notes=tuple(entry.get("notes") or ()),
@@ -154,6 +169,13 @@ def _input(run: dict[str, Any]) -> Any:
     if "input_file" in run:
         return {"$file": run["input_file"]}
     return run.get("input", {})
+
+
+def _invocation(app_id: str, node: Any) -> Invocation:
+    if not (isinstance(node, dict) and isinstance(node.get("invoke"), str)):
+        raise ManifestError(f"{app_id}: an after_start step needs 'invoke: FunctionLogicalId'")
+    when = node.get("when_entered")
+    return Invocation(node["invoke"], node.get("payload", {}), str(when) if when is not None else None)
 
 
 def _resource(app_id: str, node: Any) -> ResourceRef:

@@ -29,7 +29,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
-from orderbatch.compat.manifest import CompatApp, ResourceRef
+from orderbatch.compat.manifest import CompatApp, Invocation, ResourceRef
 from orderbatch.compat.sources import SourceUnavailableError, export_app
 from orderbatch.project import DUMMY_CREDENTIALS
 
@@ -244,17 +244,71 @@ def _run_and_compare(app: CompatApp, app_dir: Path, cloud: _LocalUp, timeout: fl
     sfn = cloud.client("stepfunctions")
     try:
         if machine.type == "EXPRESS":
+            if app.after_start or app.expect.entered:
+                raise _AppFailedError("run", "after_start and expect.entered need a Standard state machine")
             answer = sfn.start_sync_execution(stateMachineArn=machine.arn, input=json.dumps(payload))
             description = answer
         else:
+            deadline = time.monotonic() + timeout
             arn = sfn.start_execution(stateMachineArn=machine.arn, input=json.dumps(payload))["executionArn"]
-            description = _wait_for_end(sfn, arn, timeout)
+            for step in app.after_start:
+                _invoke_after_start(step, sfn, arn, cloud, app, deadline)
+            description = _wait_for_end(sfn, arn, max(deadline - time.monotonic(), 1.0))
     except _AppFailedError:
         raise
     except Exception as error:
         raise _AppFailedError("run", f"{type(error).__name__}: {error}") from error
     _compare(app, description)
+    if app.expect.entered:
+        _compare_entered(app, _entered_states(sfn, description["executionArn"]))
     return str(description["status"])
+
+
+def _invoke_after_start(
+    step: Invocation, sfn: Any, arn: str, cloud: _LocalUp, app: CompatApp, deadline: float
+) -> None:
+    """Invoke the function as the README has you do once the execution runs, and wait for its answer."""
+    if step.when_entered:
+        while step.when_entered not in _entered_states(sfn, arn):
+            if sfn.describe_execution(executionArn=arn)["status"] != "RUNNING":
+                raise _AppFailedError("run", f"ended before entering {step.when_entered!r}")
+            if time.monotonic() > deadline:
+                raise _AppFailedError("run", f"never entered {step.when_entered!r}; {_last_events(sfn, arn)}")
+            time.sleep(0.5)
+    answer = cloud.client("lambda").invoke(
+        FunctionName=_function_name(step.function, cloud, app), Payload=json.dumps(step.payload).encode()
+    )
+    if answer.get("FunctionError"):
+        text = answer["Payload"].read().decode(errors="replace")
+        raise _AppFailedError("run", f"invoking {step.function} failed: {text[:300]}")
+
+
+def _function_name(logical_id: str, cloud: _LocalUp, app: CompatApp) -> str:
+    """The deployed name of a function: its FunctionName where the template gives one, else its logical ID."""
+    stack = cloud.loaded_stack(app)
+    deployed = {function.name for function in stack.functions}
+    if logical_id in deployed:
+        return logical_id
+    resource = (stack.template.get("Resources") or {}).get(logical_id) or {}
+    named = (resource.get("Properties") or {}).get("FunctionName")
+    if isinstance(named, str) and named in deployed:
+        return named
+    raise _AppFailedError("run", f"no function {logical_id!r} in the deployed stack")
+
+
+def _entered_states(sfn: Any, arn: str) -> set[str]:
+    entered: set[str] = set()
+    for page in sfn.get_paginator("get_execution_history").paginate(executionArn=arn):
+        for event in page["events"]:
+            if event["type"].endswith("StateEntered"):
+                entered.add(event["stateEnteredEventDetails"]["name"])
+    return entered
+
+
+def _compare_entered(app: CompatApp, entered: set[str]) -> None:
+    missing = [name for name in app.expect.entered if name not in entered]
+    if missing:
+        raise _AppFailedError("compare", f"never entered {', '.join(repr(n) for n in missing)}")
 
 
 def _stack_value(source: dict[str, str], cloud: _LocalUp, app: CompatApp) -> Any:
