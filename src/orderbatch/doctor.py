@@ -10,11 +10,12 @@ and says whether ``batches`` executions running at once fit, and what to change 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orderbatch.lint.asl import Demand, definition_demand, map_iteration_demand, read_map, walk_states
 from orderbatch.lint.durable import DurableFunction, durable_functions
@@ -25,6 +26,9 @@ from orderbatch.lint.template_model import (
     StateMachine,
     TemplateModel,
 )
+
+if TYPE_CHECKING:
+    from orderbatch.capacity.model import Neighbour
 
 # Lambda refuses a reservation that leaves fewer than this many executions unreserved.
 MINIMUM_UNRESERVED_CONCURRENCY = 100
@@ -105,6 +109,9 @@ class DoctorReport:
     """Durable functions' demand, judged beside the state machines' (a batch runs on one orchestrator)."""
     plan: list[str] = field(default_factory=list)
     """What the planner (orderbatch plan) says of the current MaxConcurrency and of the one that fits."""
+    exhaustion: list[str] = field(default_factory=list)
+    """Under a stated contention: how often an order spends its throttle retrier (plan/exhaustion.py)."""
+    retrier_can_be_spent: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,12 +121,19 @@ class DoctorReport:
 
 
 def diagnose(
-    model: TemplateModel, account: AccountConcurrency, batches: int = 1, *, plan_orders: int = 0
+    model: TemplateModel,
+    account: AccountConcurrency,
+    batches: int = 1,
+    *,
+    plan_orders: int = 0,
+    contention: Neighbour | None = None,
 ) -> DoctorReport:
     """Compare the worst-case demand of ``batches`` concurrent executions of every state machine.
 
     With ``plan_orders``, the planner also simulates ``batches`` batches of that many orders at the
     current MaxConcurrency and at the one that fits, and names the setting to change (``report.plan``).
+    With ``contention`` too (another tenant holding slots of the pool for a while), it forecasts how
+    often an order spends its throttle retrier at the current MaxConcurrency (``report.exhaustion``).
     """
     if batches < 1:
         raise ValueError("batches must be at least 1")
@@ -157,6 +171,10 @@ def diagnose(
     report.recommendations.extend(_durable_recommendations(report))
     if plan_orders > 0:
         report.plan.extend(plan_advice(model, report, plan_orders))
+        if contention is not None:
+            lines, spent = exhaustion_advice(model, report, plan_orders, contention)
+            report.exhaustion.extend(lines)
+            return dataclasses.replace(report, retrier_can_be_spent=spent)
     return report
 
 
@@ -401,6 +419,55 @@ def plan_advice(model: TemplateModel, report: DoctorReport, orders: int) -> list
     return lines
 
 
+def exhaustion_advice(
+    model: TemplateModel, report: DoctorReport, orders: int, contention: Neighbour
+) -> tuple[list[str], bool]:
+    """For each Map the planner follows, at its current MaxConcurrency under ``contention``: whether an
+    order can spend its throttle retrier, with the forecast's figures; and whether any Map can."""
+    from orderbatch.plan import PlanSettings, extract_workflows
+    from orderbatch.plan.exhaustion import forecast_state_machine
+
+    lines: list[str] = []
+    spent_anywhere = False
+    planned: set[tuple[str, str, bool]] = set()
+    for workflow in extract_workflows(model, skipped=[]):
+        key = (
+            workflow.state_machine,
+            workflow.max_concurrency_parameter or workflow.map_state,
+            workflow.distributed,
+        )
+        if key in planned:
+            continue
+        planned.add(key)
+        settings = PlanSettings(
+            orders=orders,
+            batches=report.batches,
+            account_concurrency=report.account.limit,
+            neighbour=contention,
+        )
+        forecast = forecast_state_machine(workflow, settings)
+        batch = forecast.batch_failure
+        where = (
+            f"{workflow.state_machine} '{workflow.map_state}' at {workflow.max_concurrency_setting()} "
+            f"{workflow.effective_concurrency()}"
+        )
+        if forecast.failed_orders:
+            spent_anywhere = True
+            lines.append(
+                f"WARNING: {where}: the throttle retrier can be spent. In {forecast.runs} simulated batches "
+                f"{forecast.runs_with_failure} failed orders from 429s alone ({forecast.failed_orders} in "
+                f"all); P(a batch fails one or more) {batch.estimate:.3f} (95% CI {batch.low:.3f}-"
+                f"{batch.high:.3f}). Fresh Map items take the slots its backed-off retries wait for: lower "
+                "MaxConcurrency to the capacity left, or make the retrier's waits outlast the contention."
+            )
+        else:
+            lines.append(
+                f"{where}: no order spent its throttle retrier in {forecast.runs} simulated batches "
+                f"(P(a batch fails one or more) at most {batch.high:.3f}, 95%)."
+            )
+    return lines, spent_anywhere
+
+
 def _fitting_concurrency(report: DoctorReport, state_machine: str, map_state: str) -> int | None:
     """The largest MaxConcurrency whose worst case fits the unreserved pool with all batches running."""
     for item in report.maps:
@@ -578,4 +645,7 @@ def format_report(report: DoctorReport) -> str:
     if report.plan:
         lines.append("Planner (orderbatch plan, virtual time on AWS's quotas):")
         lines.extend(f"- {line}" for line in report.plan)
+    if report.exhaustion:
+        lines.append("Throttle retriers under the stated contention (orderbatch plan, repeated over seeds):")
+        lines.extend(f"- {line}" for line in report.exhaustion)
     return "\n".join(lines)

@@ -41,7 +41,8 @@ EXPECTED: dict[str, tuple[dict[str, int], set[str]]] = {
 def test_every_fixture_has_an_expectation_and_every_rule_a_failing_fixture() -> None:
     templates = {path.name for path in FIXTURES.iterdir() if path.is_file()}
     assert templates == set(EXPECTED)
-    covered = set().union(*(rule_ids for _, rule_ids in EXPECTED.values())) | {"W9523"}
+    # W9523 and W9524 need options; their own tests (here and tests/plan/test_exhaustion.py) make them fail.
+    covered = set().union(*(rule_ids for _, rule_ids in EXPECTED.values())) | {"W9523", "W9524"}
     assert covered == set(RULES)
 
 

@@ -43,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="orders per batch the planner simulates at the current and the fitting MaxConcurrency "
         f"(default {DEFAULT_PLAN_ORDERS}; 0 skips the planner)",
     )
+    parser.add_argument(
+        "--contention",
+        metavar="SLOTS@START+DURATION",
+        help="another tenant holding SLOTS of the unreserved pool from START for DURATION seconds (e.g. "
+        "5@0+60): forecast how often an order spends its throttle retrier under it (needs --plan-orders)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--endpoint", help="AWS endpoint URL (default: $AWS_ENDPOINT_URL, else real AWS)")
     parser.add_argument(
@@ -64,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         read_stack,
     )
     from orderbatch.lint.template_model import read_template_file
+    from orderbatch.plan.settings import parse_neighbour
 
     region = (
         args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
@@ -78,7 +85,10 @@ def run(args: argparse.Namespace) -> int:
             account = account_from_limit(args.account_concurrency, model)
         else:
             account = read_account_concurrency(clients("lambda"))
-        report = diagnose(model, account, args.batches, plan_orders=max(0, args.plan_orders))
+        contention = parse_neighbour(args.contention) if args.contention else None
+        report = diagnose(
+            model, account, args.batches, plan_orders=max(0, args.plan_orders), contention=contention
+        )
     except (BotoCoreError, ClientError, ValueError, OSError) as error:
         print(f"orderbatch doctor: {error}", file=sys.stderr)
         return 1

@@ -35,6 +35,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="shortest acceptable sum of throttle-retry waits (W9507, default 10)",
     )
+    parser.add_argument(
+        "--contention",
+        metavar="SLOTS@START+DURATION",
+        help="another tenant holding SLOTS of the quota from START for DURATION seconds (e.g. 5@0+60): "
+        "W9524 simulates each Map's batches under it (needs --account-concurrency)",
+    )
+    parser.add_argument(
+        "--contention-orders",
+        type=int,
+        default=200,
+        metavar="N",
+        help="orders per simulated batch for W9524 (default 200)",
+    )
     parser.add_argument("--standard-rules", action="store_true", help="also run cfn-lint's own rules")
     parser.add_argument(
         "--fail-on",
@@ -53,8 +66,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from orderbatch.lint import exit_code, lint_templates
 
+    extra_rules = []
+    if args.contention:
+        from orderbatch.plan.lint_rule import ThrottleRetrierCanBeSpent
+        from orderbatch.plan.settings import parse_neighbour
+
+        if not args.account_concurrency:
+            print("orderbatch lint: --contention needs --account-concurrency", file=sys.stderr)
+            return 2
+        try:
+            contention = parse_neighbour(args.contention)
+        except ValueError as error:
+            print(f"orderbatch lint: {error}", file=sys.stderr)
+            return 2
+        extra_rules.append(
+            ThrottleRetrierCanBeSpent(contention, args.account_concurrency, args.contention_orders)
+        )
     problems = lint_templates(
         args.templates,
+        extra_rules=extra_rules,
         account_concurrency=args.account_concurrency,
         min_retry_budget_seconds=args.min_retry_budget,
         standard_rules=args.standard_rules,

@@ -142,6 +142,13 @@ RULES: dict[str, RuleSpec] = {
             "Concurrent Lambda invocations the Map can cause exceed the given account concurrency.",
         ),
         RuleSpec(
+            "W9524",
+            "ThrottleRetrierCanBeSpent",
+            "Throttle retrier spent under the contention you state (off by default)",
+            "Under another tenant holding part of the quota, the planner sees orders fail from 429s alone: "
+            "the Map admits fresh items into the slots that backed-off retries wait for.",
+        ),
+        RuleSpec(
             "W9530",
             "InProgressRetryTooShort",
             "IdempotencyAlreadyInProgressError retried too briefly",

@@ -33,8 +33,10 @@ def lint_templates(
     account_concurrency: int | None = None,
     min_retry_budget_seconds: int | None = None,
     standard_rules: bool = False,
+    extra_rules: Iterable[Any] = (),
 ) -> list[LintProblem]:
-    """Lint each template with the 95xx rules (plus cfn-lint's standard rules when asked)."""
+    """Lint each template with the 95xx rules (plus cfn-lint's standard rules when asked, and
+    ``extra_rules``: cfn-lint rule instances the caller builds, such as the planner's W9524)."""
     from cfnlint.config import _DEFAULT_RULESDIR, ConfigMixIn
     from cfnlint.rules import Rules
     from cfnlint.runner.template.runner import run_template_by_file_path
@@ -42,6 +44,8 @@ def lint_templates(
     rules = Rules.create_from_module(RULES_MODULE)
     if standard_rules:
         rules.update(Rules.create_from_directory(_DEFAULT_RULESDIR))
+    for rule in extra_rules:
+        rules.register(rule)
     configure_rules: dict[str, dict[str, Any]] = {}
     if account_concurrency is not None:
         configure_rules["W9523"] = {"account_concurrency": account_concurrency}

@@ -121,6 +121,8 @@ class DurableCounters:
     failed_throttled: int
     compensation_failed: int
     makespan_seconds: float
+    longest_throttle_streak: int
+    """The most 429s any order met in a row on one step (its retrier's attempts + 1 when spent)."""
     task_calls: int
     task_throttles: int
     task_gb_seconds: float
@@ -379,6 +381,7 @@ class _DurableRun:
         self.succeeded = self.compensated = self.failed = self.compensation_failed = 0
         self.task_calls = self.task_throttles = self.waits = self.cold_starts = self.write_units = 0
         self.orchestrator_invocations = self.orchestrator_throttles = 0
+        self.longest_throttle_streak = 0
         self.task_gb_seconds = self.orchestrator_seconds = 0.0
         self.done_before: list[int] = [0] * total
 
@@ -494,6 +497,7 @@ class _DurableRun:
         step = self._step(order)
         policy = step.throttle_retry
         retry = self.throttle_retries[order] + 1
+        self.longest_throttle_streak = max(self.longest_throttle_streak, retry)
         if policy is not None and retry <= policy.max_attempts:
             self.throttle_retries[order] = retry
             self.waits += 1
@@ -592,6 +596,7 @@ class _DurableRun:
             failed_throttled=self.failed,
             compensation_failed=self.compensation_failed,
             makespan_seconds=max(self.ended_at),
+            longest_throttle_streak=self.longest_throttle_streak,
             task_calls=self.task_calls,
             task_throttles=self.task_throttles,
             task_gb_seconds=self.task_gb_seconds,

@@ -102,6 +102,8 @@ class RunCounters:
     timeout_retries: int
     timeouts: int
     scaling_throttles: int
+    longest_throttle_streak: int
+    """The most 429s any order met in a row on one Task (its throttle retrier's attempts + 1 when spent)."""
     peak_busy: int
     peak_account: int
     transition_wait_seconds: float
@@ -286,6 +288,7 @@ class PlanResult(OrchestratorResult):
                 "throttles": self.throttles,
                 "throttles_per_order": round(self.throttles_per_order, 4),
                 "throttles_beyond_scaling_rate": counters.scaling_throttles,
+                "longest_throttle_streak": counters.longest_throttle_streak,
                 "retries": self.retries,
                 "retries_per_order": round(self.retries_per_order, 4),
                 "timeouts": counters.timeouts,

@@ -190,6 +190,8 @@ class _Run:
         step_of = [0] * total_orders
         thr_count = [0] * total_orders
         to_count = [0] * total_orders
+        # 429s in a row on the order's current Task since its last admitted call: what spends a retrier.
+        throttle_streak = [0] * total_orders
         started_at = [0.0] * total_orders
         order_seconds = [0.0] * total_orders
         next_item = [batch * per_batch for batch in range(settings.batches)]
@@ -221,6 +223,7 @@ class _Run:
         timeout_retries = 0
         timeouts = 0
         scaling_throttles = 0
+        longest_throttle_streak = 0
         failed_throttled = 0
         failed_timed_out = 0
         compensation_failed = 0
@@ -376,6 +379,7 @@ class _Run:
                         step_of[order] = next_step
                         thr_count[order] = 0
                         to_count[order] = 0
+                        throttle_streak[order] = 0
                     else:
                         # The order is finished; its Map slot goes to the batch's next item.
                         completed += 1
@@ -452,6 +456,7 @@ class _Run:
                 if order < trace_limit:
                     trace.append(AttemptRecord(order, steps[current].state_name, now, admitted))
                 if admitted:
+                    throttle_streak[order] = 0
                     busy[fn] += 1
                     if busy[fn] > peak_of[fn]:
                         peak_of[fn] = busy[fn]
@@ -473,6 +478,10 @@ class _Run:
                     held_seconds[fn] += held
                     break
                 throttles[fn] += 1
+                streak = throttle_streak[order] + 1
+                throttle_streak[order] = streak
+                if streak > longest_throttle_streak:
+                    longest_throttle_streak = streak
                 attempt = thr_count[order] + 1
                 if attempt <= thr_max[current]:
                     thr_count[order] = attempt
@@ -527,6 +536,7 @@ class _Run:
             timeout_retries=timeout_retries,
             timeouts=timeouts,
             scaling_throttles=scaling_throttles,
+            longest_throttle_streak=longest_throttle_streak,
             peak_busy=peak_busy,
             peak_account=peak_account,
             transition_wait_seconds=transition_wait,
