@@ -425,20 +425,11 @@ def exhaustion_advice(
     """For each Map the planner follows, at its current MaxConcurrency under ``contention``: whether an
     order can spend its throttle retrier, with the forecast's figures; and whether any Map can."""
     from orderbatch.plan import PlanSettings, extract_workflows
-    from orderbatch.plan.exhaustion import forecast_state_machine
+    from orderbatch.plan.exhaustion import distinct_maps, forecast_state_machine
 
     lines: list[str] = []
     spent_anywhere = False
-    planned: set[tuple[str, str, bool]] = set()
-    for workflow in extract_workflows(model, skipped=[]):
-        key = (
-            workflow.state_machine,
-            workflow.max_concurrency_parameter or workflow.map_state,
-            workflow.distributed,
-        )
-        if key in planned:
-            continue
-        planned.add(key)
+    for workflow in distinct_maps(extract_workflows(model, skipped=[])):
         settings = PlanSettings(
             orders=orders,
             batches=report.batches,

@@ -239,3 +239,20 @@ def forecast_durable(
         runs=runs or default_runs(settings.orders * settings.batches),
         retrier_attempts=throttle_retrier_attempts(workflow),
     )
+
+
+def distinct_maps(workflows: list[Workflow]) -> list[Workflow]:
+    """One workflow per Map body and setting: the S3 copies of one processor fed by the same parameter
+    plan alike, so they are forecast once."""
+    seen: set[tuple[str, str, bool]] = set()
+    distinct = []
+    for workflow in workflows:
+        key = (
+            workflow.state_machine,
+            workflow.max_concurrency_parameter or workflow.map_state,
+            workflow.distributed,
+        )
+        if key not in seen:
+            seen.add(key)
+            distinct.append(workflow)
+    return distinct

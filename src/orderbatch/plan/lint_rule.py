@@ -15,7 +15,7 @@ from orderbatch.capacity.model import Neighbour
 from orderbatch.lint.asl import walk_states
 from orderbatch.lint.cfn_rule import ThrottleSafetyRule
 from orderbatch.lint.template_model import build_model
-from orderbatch.plan.exhaustion import forecast_state_machine
+from orderbatch.plan.exhaustion import distinct_maps, forecast_state_machine
 from orderbatch.plan.settings import PlanSettings
 from orderbatch.plan.workflow import extract_workflows
 
@@ -39,16 +39,7 @@ class ThrottleRetrierCanBeSpent(ThrottleSafetyRule):
     def match(self, cfn: Any) -> list[RuleMatch]:
         model = build_model(cfn.template, cfn.filename)
         matches = []
-        planned: set[tuple[str, str, bool]] = set()
-        for workflow in extract_workflows(model, skipped=[]):
-            key = (
-                workflow.state_machine,
-                workflow.max_concurrency_parameter or workflow.map_state,
-                workflow.distributed,
-            )
-            if key in planned:
-                continue  # the same Map body at the same setting (the S3 copies of one processor)
-            planned.add(key)
+        for workflow in distinct_maps(extract_workflows(model, skipped=[])):
             settings = PlanSettings(
                 orders=self.orders, account_concurrency=self.account_concurrency, neighbour=self.contention
             )
