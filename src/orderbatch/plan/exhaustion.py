@@ -22,7 +22,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from orderbatch.plan.durable import DurableModel, simulate_durable
+from orderbatch.plan.durable import DurableCounters, DurableModel, simulate_durable
+from orderbatch.plan.results import RunCounters
 from orderbatch.plan.settings import PlanSettings
 from orderbatch.plan.simulator import simulate
 from orderbatch.plan.workflow import Workflow
@@ -211,16 +212,13 @@ def forecast_state_machine(
     workflow: Workflow, settings: PlanSettings, runs: int | None = None
 ) -> ExhaustionForecast:
     """The Step Functions plan of ``settings`` repeated over seeds from ``settings.seed``."""
-
-    def run_once(seed: int) -> RunOutcome:
-        counters = simulate(workflow, dataclasses.replace(settings, seed=seed, timeline_points=10)).counters
-        return RunOutcome(counters.failed_throttled, counters.orders, counters.longest_throttle_streak)
-
-    return forecast_exhaustion(
-        run_once,
-        first_seed=settings.seed,
-        runs=runs or default_runs(settings.orders * settings.batches),
-        retrier_attempts=throttle_retrier_attempts(workflow),
+    return _repeated(
+        lambda seed: (
+            simulate(workflow, dataclasses.replace(settings, seed=seed, timeline_points=10)).counters
+        ),
+        workflow,
+        settings,
+        runs,
     )
 
 
@@ -228,9 +226,22 @@ def forecast_durable(
     workflow: Workflow, settings: PlanSettings, model: DurableModel | None = None, runs: int | None = None
 ) -> ExhaustionForecast:
     """The durable orchestrator's plan of ``settings`` repeated over seeds from ``settings.seed``."""
+    return _repeated(
+        lambda seed: simulate_durable(workflow, dataclasses.replace(settings, seed=seed), model).counters,
+        workflow,
+        settings,
+        runs,
+    )
 
+
+def _repeated(
+    counters_for: Callable[[int], RunCounters | DurableCounters],
+    workflow: Workflow,
+    settings: PlanSettings,
+    runs: int | None,
+) -> ExhaustionForecast:
     def run_once(seed: int) -> RunOutcome:
-        counters = simulate_durable(workflow, dataclasses.replace(settings, seed=seed), model).counters
+        counters = counters_for(seed)
         return RunOutcome(counters.failed_throttled, counters.orders, counters.longest_throttle_streak)
 
     return forecast_exhaustion(
