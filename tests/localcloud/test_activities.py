@@ -116,5 +116,5 @@ def test_an_activity_task_no_worker_takes_times_out(sfn: Any) -> None:
     wait_for_execution(sfn, execution, timeout=20, poll_seconds=0.1)
 
     described = sfn.describe_execution(executionArn=execution)
-    assert (described["status"], described["error"]) == ("FAILED", "States.Timeout")
+    assert (described["status"], described["error"]) == ("FAILED", "States.Timeout"), (described.get("cause"), history_types(sfn, execution))
     assert history_types(sfn, execution)[-2:] == ["ActivityTimedOut", "ExecutionFailed"]

@@ -18,6 +18,7 @@ from moto.moto_server.werkzeug_app import create_backend_app as create_backend_a
 from moto.stepfunctions.exceptions import InvalidName as InvalidName
 from moto.stepfunctions.parser import api as api
 from moto.stepfunctions.parser import utils as utils
+from moto.stepfunctions.parser.api import ActivityDoesNotExist as ActivityDoesNotExist
 from moto.stepfunctions.parser.api import DescribeExecutionOutput as DescribeExecutionOutput
 from moto.stepfunctions.parser.api import EvaluationFailedEventDetails as EvaluationFailedEventDetails
 from moto.stepfunctions.parser.api import ExecutionFailedEventDetails as ExecutionFailedEventDetails
@@ -359,6 +360,10 @@ from moto.stepfunctions.parser.asl.eval import variable_store as variable_store
 from moto.stepfunctions.parser.asl.eval.callback.callback import (
     ActivityCallbackEndpoint as ActivityCallbackEndpoint,
 )
+from moto.stepfunctions.parser.asl.eval.callback.callback import (
+    ActivityTaskStartEndpoint as ActivityTaskStartEndpoint,
+)
+from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackPoolManager as CallbackPoolManager
 from moto.stepfunctions.parser.asl.eval.environment import Environment as Environment
 from moto.stepfunctions.parser.asl.eval.evaluation_details import AWSExecutionDetails as AWSExecutionDetails
 from moto.stepfunctions.parser.asl.eval.evaluation_details import EvaluationDetails as EvaluationDetails

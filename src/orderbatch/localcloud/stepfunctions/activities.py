@@ -9,6 +9,12 @@ made, every execution schedules its activity tasks there, and GetActivityTask se
 a long poll of up to 60 seconds answering ``taskToken`` and ``input``, an empty ``taskToken`` when
 nothing was scheduled. The worker answers with SendTaskSuccess, SendTaskFailure or SendTaskHeartbeat,
 which moto already routes to the waiting Task.
+
+Two races in the interpreter are closed here. It queued the task for workers before it registered the
+task's callback endpoint, so a worker that polled in between took a task whose ActivityStarted never
+reached the execution; and its start endpoint had no outcome until a worker came, so a Task whose
+TimeoutSeconds ended while it waited for one failed with States.Runtime ("no attribute '_outcome'")
+instead of States.Timeout whenever that wait woke before the state's own timer.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ def activity_store(backend: Any) -> dict[str, Any]:
 
 def register_hooks() -> None:
     from orderbatch.localcloud.moto_seam.stepfunctions import (
+        ActivityTaskStartEndpoint,
+        CallbackPoolManager,
         Execution,
         StepFunctionResponse,
         StepFunctionsParserBackend,
@@ -62,6 +70,31 @@ def register_hooks() -> None:
         if account and region:
             kwargs["activity_store"] = activity_store(stepfunctions_parser_backends[account][region])
         proceed(self, *args, **kwargs)
+
+    @hooks.around(ActivityTaskStartEndpoint, "__init__", concern=_CONCERN)
+    def start_endpoint_init(proceed: Any, self: Any) -> None:
+        proceed(self)
+        self._outcome = None  # a wait that ends with no worker answers None: the Task times out
+
+    def add_activity_task(self: Any, callback_id: str, activity_arn: str, activity_input: str) -> Any:
+        """moto's order swapped: a worker must find the endpoint as soon as it can take the task."""
+        from orderbatch.localcloud.moto_seam.stepfunctions import (
+            ActivityCallbackEndpoint,
+            ActivityDoesNotExist,
+            activity,
+        )
+
+        if callback_id in self._pool:
+            raise ValueError("Duplicate callback token id value.")
+        queue = self._activity_store.get(activity_arn)
+        if queue is None:
+            raise ActivityDoesNotExist()
+        endpoint = ActivityCallbackEndpoint(callback_id=callback_id, activity_input=activity_input)
+        self._pool[callback_id] = endpoint
+        queue.add_task(activity.ActivityTask(task_token=callback_id, task_input=activity_input))
+        return endpoint
+
+    hooks.replace(CallbackPoolManager, "add_activity_task", add_activity_task, concern=_CONCERN)
 
     def get_activity_task(self: Any) -> Any:
         from orderbatch.localcloud.moto_seam.stepfunctions import ActionResult
