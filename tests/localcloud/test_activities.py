@@ -116,5 +116,55 @@ def test_an_activity_task_no_worker_takes_times_out(sfn: Any) -> None:
     wait_for_execution(sfn, execution, timeout=20, poll_seconds=0.1)
 
     described = sfn.describe_execution(executionArn=execution)
-    assert (described["status"], described["error"]) == ("FAILED", "States.Timeout"), (described.get("cause"), history_types(sfn, execution))
+    assert (described["status"], described["error"]) == ("FAILED", "States.Timeout"), (
+        described.get("cause"),
+        history_types(sfn, execution),
+    )
     assert history_types(sfn, execution)[-2:] == ["ActivityTimedOut", "ExecutionFailed"]
+
+
+ACTIVITY_TEMPLATE = """
+AWSTemplateFormatVersion: '2010-09-09'
+Transform: AWS::Serverless-2016-10-31
+Resources:
+  ApprovalActivity:
+    Type: AWS::StepFunctions::Activity
+    Properties:
+      Name: approval
+  ApprovalMachine:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      Name: approval-flow
+      Definition:
+        StartAt: Approve
+        States:
+          Approve:
+            Type: Task
+            Resource: ${ActivityArn}
+            End: true
+      DefinitionSubstitutions:
+        ActivityArn: !Ref ApprovalActivity
+Outputs:
+  ActivityName:
+    Value: !GetAtt ApprovalActivity.Name
+  ActivityArn:
+    Value: !GetAtt ApprovalActivity.Arn
+"""
+
+
+def test_a_templates_activity_is_created_and_its_ref_is_the_activity_arn(tmp_path: Path) -> None:
+    template = tmp_path / "template.yaml"
+    template.write_text(ACTIVITY_TEMPLATE)
+    with LocalCloud(LocalCloudConfig(template=template, state_dir=tmp_path / "state")) as deployed:
+        sfn = deployed.client("stepfunctions", read_timeout=70)
+        activity = "arn:aws:states:us-east-1:123456789012:activity:approval"
+        assert sfn.describe_activity(activityArn=activity)["name"] == "approval"
+        machine = sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]
+        execution = sfn.start_execution(stateMachineArn=machine, input='{"ok": 1}')["executionArn"]
+
+        task = sfn.get_activity_task(activityArn=activity, workerName="approver")
+        assert json.loads(task["input"]) == {"ok": 1}
+        sfn.send_task_success(taskToken=task["taskToken"], output='{"approved": true}')
+        wait_for_execution(sfn, execution, timeout=20, poll_seconds=0.1)
+
+        assert json.loads(sfn.describe_execution(executionArn=execution)["output"]) == {"approved": True}

@@ -539,6 +539,8 @@ class LocalCloud:
 
     def _create_state_machines(self) -> None:
         sfn = self._deployer_client("stepfunctions")
+        for activity in self.stack.activities.values():  # a Task's Resource may be one of them
+            sfn.create_activity(name=activity)
         for machine in self.stack.state_machines:
             definition = machine.definition
             if self.config.definition_transform is not None:

@@ -172,6 +172,7 @@ class LocalStack:
     functions: list[FunctionSpec] = field(default_factory=list)
     layers: dict[str, LayerSpec] = field(default_factory=dict)  # by version ARN
     state_machines: list[StateMachineSpec] = field(default_factory=list)
+    activities: dict[str, str] = field(default_factory=dict)  # names, by logical ID
     routes: list[HttpRoute] = field(default_factory=list)
     # API routes whose OpenAPI integration calls Step Functions (api_integrations).
     service_routes: list[ServiceRoute] = field(default_factory=list)

@@ -177,6 +177,7 @@ def merge_child(
     for mine, theirs in (
         (parent.buckets, child.buckets),
         (parent.topics, child.topics),
+        (parent.activities, child.activities),
         (parent.event_buses, child.event_buses),
         (parent.log_groups, child.log_groups),
     ):

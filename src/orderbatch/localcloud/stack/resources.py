@@ -3,7 +3,7 @@ noted in ``not_honoured``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,9 @@ def add_resource(
             state_machine_spec(logical_id, physical[logical_id], as_serverless_machine(props), base_dir)
         )
         return
-    elif kind == "AWS::S3::Bucket":
-        stack.buckets[logical_id] = ref
+    elif kind in _NAMED_RESOURCES:
+        registry, returned = _NAMED_RESOURCES[kind]
+        registry(stack)[logical_id] = physical[logical_id][returned]
     elif kind in ("AWS::Serverless::Function", "AWS::Serverless::StateMachine"):
         _add_serverless_compute(stack, logical_id, kind, props, physical, base_dir)
     elif kind == "AWS::Serverless::HttpApi":
@@ -49,10 +50,6 @@ def add_resource(
         return
     elif kind == "AWS::Serverless::Api":
         add_definition_routes(stack, logical_id, props, stage=str(props.get("StageName", "Prod")))
-    elif kind == "AWS::SNS::Topic":
-        stack.topics[logical_id] = physical[logical_id]["TopicName"]
-    elif kind == "AWS::Logs::LogGroup":
-        stack.log_groups[logical_id] = ref
     elif kind == "AWS::CloudWatch::Alarm":
         stack.alarms[logical_id] = props
         return
@@ -60,6 +57,15 @@ def add_resource(
         stack.not_honoured.append(f"{logical_id} ({kind}): resource type not created locally")
         return
     note_unhonoured(stack, logical_id, kind, props)
+
+
+# Types the deployer creates by name alone: where the stack keeps them, and which return value is the name.
+_NAMED_RESOURCES: dict[str, tuple[Callable[[LocalStack], dict[str, str]], str]] = {
+    "AWS::S3::Bucket": (lambda stack: stack.buckets, "Ref"),
+    "AWS::SNS::Topic": (lambda stack: stack.topics, "TopicName"),
+    "AWS::Logs::LogGroup": (lambda stack: stack.log_groups, "Ref"),
+    "AWS::StepFunctions::Activity": (lambda stack: stack.activities, "Name"),
+}
 
 
 def _add_serverless_compute(

@@ -154,6 +154,12 @@ def _state_machine(resource: _Resource) -> ReturnValues:
     return {"Ref": arn, "Arn": arn, "Name": name}
 
 
+def _activity(resource: _Resource) -> ReturnValues:
+    name = resource.name("Name")
+    arn = resource.arn("states", f"activity:{name}")
+    return {"Ref": arn, "Arn": arn, "Name": name}
+
+
 def _role(resource: _Resource) -> ReturnValues:
     name = resource.name("RoleName", default=f"{resource.stack_name}-{resource.logical_id}"[:64])
     arn = f"arn:aws:iam::{resource.account_id}:role{resource.props.get('Path') or '/'}{name}"
@@ -295,6 +301,7 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         _bucket,
     ),
     "AWS::StepFunctions::StateMachine": _STATE_MACHINE,
+    "AWS::StepFunctions::Activity": ResourceType(_attributes("Arn", "Name"), _activity),
     "AWS::IAM::Role": ResourceType(_attributes("Arn", "RoleId"), _role),
     "AWS::IAM::ManagedPolicy": ResourceType(
         _attributes(

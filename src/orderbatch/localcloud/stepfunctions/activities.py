@@ -88,7 +88,7 @@ def register_hooks() -> None:
             raise ValueError("Duplicate callback token id value.")
         queue = self._activity_store.get(activity_arn)
         if queue is None:
-            raise ActivityDoesNotExist()
+            raise ActivityDoesNotExist(f"Activity Does Not Exist: '{activity_arn}'")
         endpoint = ActivityCallbackEndpoint(callback_id=callback_id, activity_input=activity_input)
         self._pool[callback_id] = endpoint
         queue.add_task(activity.ActivityTask(task_token=callback_id, task_input=activity_input))
