@@ -301,7 +301,7 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         _bucket,
     ),
     "AWS::StepFunctions::StateMachine": _STATE_MACHINE,
-    "AWS::StepFunctions::Activity": ResourceType(_attributes("Arn", "Name"), _activity),
+    "AWS::StepFunctions::Activity": ResourceType(_attributes("Arn", "Name", "Tags"), _activity),
     "AWS::IAM::Role": ResourceType(_attributes("Arn", "RoleId"), _role),
     "AWS::IAM::ManagedPolicy": ResourceType(
         _attributes(
