@@ -301,7 +301,17 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         _bucket,
     ),
     "AWS::StepFunctions::StateMachine": _STATE_MACHINE,
-    "AWS::StepFunctions::Activity": ResourceType(_attributes("Arn", "Name", "Tags"), _activity),
+    "AWS::StepFunctions::Activity": ResourceType(
+        _attributes(
+            "Arn",
+            "Name",
+            "Tags",
+            "EncryptionConfiguration.KmsDataKeyReusePeriodSeconds",
+            "EncryptionConfiguration.KmsKeyId",
+            "EncryptionConfiguration.Type",
+        ),
+        _activity,
+    ),
     "AWS::IAM::Role": ResourceType(_attributes("Arn", "RoleId"), _role),
     "AWS::IAM::ManagedPolicy": ResourceType(
         _attributes(
