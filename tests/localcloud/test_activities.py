@@ -17,6 +17,7 @@ import pytest
 
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.stepfunctions.activities import task_token_resource
 
 pytestmark = pytest.mark.e2e
 
@@ -164,6 +165,9 @@ def test_a_templates_activity_is_created_and_its_ref_is_the_activity_arn(tmp_pat
 
         task = sfn.get_activity_task(activityArn=activity, workerName="approver")
         assert json.loads(task["input"]) == {"ok": 1}
+        # What IAM authorises the worker's answer on: the activity the task came from.
+        assert task_token_resource("123456789012", "us-east-1", task["taskToken"]) == activity
+        assert task_token_resource("123456789012", "us-east-1", "no-such-token") is None
         sfn.send_task_success(taskToken=task["taskToken"], output='{"approved": true}')
         wait_for_execution(sfn, execution, timeout=20, poll_seconds=0.1)
 

@@ -322,6 +322,36 @@ def test_each_request_is_matched_to_the_resource_aws_evaluates(
     assert requested_access(service, environ, REGION, ACCOUNT) == expected
 
 
+def test_a_task_token_answer_is_authorised_on_the_state_machine_or_activity_the_token_came_from() -> None:
+    machine = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:checkout"
+    owners = {"token-of-checkout": machine}
+
+    def owner(account: str, region: str, token: str) -> str | None:
+        return owners.get(token) if (account, region) == (ACCOUNT, REGION) else None
+
+    def answer(token: str, resolver: Any = owner) -> list[Access]:
+        request = json_request("AWSStepFunctions.SendTaskSuccess", {"taskToken": token, "output": "{}"})
+        return requested_access("states", request, REGION, ACCOUNT, resolver)
+
+    role = Role(
+        "WorkerRole",
+        "orderbatch-WorkerRole",
+        f"arn:aws:iam::{ACCOUNT}:role/orderbatch-WorkerRole",
+        ({"Statement": [{"Effect": "Allow", "Action": "states:SendTaskSuccess", "Resource": machine}]},),
+    )
+    enforcer = IamEnforcer(StackRoles(functions={"worker": role}), region=REGION, account_id=ACCOUNT)
+    identity = enforcer.identity(enforcer.function_environment("worker")["AWS_ACCESS_KEY_ID"])
+    assert identity is not None
+
+    assert answer("token-of-checkout") == [Access("states:SendTaskSuccess", machine)]
+    assert enforcer.first_denied(identity, answer("token-of-checkout")) is None
+    # No execution waits on the token: the call answers TaskDoesNotExist, not a false AccessDenied.
+    assert answer("stale") == [Access("states:SendTaskSuccess", "*", resource_known=False)]
+    assert enforcer.first_denied(identity, answer("stale")) is None
+    owners["token-of-checkout"] = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:refunds"
+    assert enforcer.first_denied(identity, answer("token-of-checkout")) is not None
+
+
 def test_a_request_whose_resource_is_not_known_locally_is_allowed_where_the_role_allows_its_action() -> None:
     key = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{{}}"
     statements = [

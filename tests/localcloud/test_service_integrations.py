@@ -19,6 +19,7 @@ import pytest
 
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.stepfunctions.activities import task_token_resource
 
 pytestmark = pytest.mark.e2e
 
@@ -339,6 +340,8 @@ def test_a_wait_for_task_token_task_ends_with_what_its_worker_sends_back_error_a
         messages = sqs.receive_message(QueueUrl=queue_url("OrdersQueue"), WaitTimeSeconds=5)["Messages"]
         for message in messages:
             body = json.loads(message["Body"])
+            # IAM authorises the answer on the state machine waiting for it.
+            assert task_token_resource(ACCOUNT, REGION, body["token"]) == machine
             if body["reply"] == "success":
                 sfn.send_task_success(taskToken=body["token"], output=json.dumps({"approved": True}))
             else:

@@ -56,6 +56,7 @@ from orderbatch.localcloud.stepfunctions import (
     limit_express_duration,
     route_lambda_tasks_to,
 )
+from orderbatch.localcloud.stepfunctions.activities import task_token_resource
 from orderbatch.localcloud.stepfunctions.distributed_map import duplicate_children_by
 from orderbatch.localcloud.stepfunctions.mock_config import MockConfig, mock_config_path, use_mock_config
 from orderbatch.localcloud.stepfunctions.sync_tracking import track_sync_with
@@ -137,7 +138,13 @@ class LocalCloud:
         if self.iam_mode != "off":
             roles = build_roles(self.stack)
             region, account_id = self.stack.region, self.stack.account_id
-            self.iam = IamEnforcer(roles, region=region, account_id=account_id, report_to=self.iam_report)
+            self.iam = IamEnforcer(
+                roles,
+                region=region,
+                account_id=account_id,
+                report_to=self.iam_report,
+                task_token_resource=task_token_resource,
+            )
             self.stack.not_honoured.extend(roles.notes)
         else:
             self.stack.not_honoured.append("IAM: policies are not enforced (every call is allowed)")

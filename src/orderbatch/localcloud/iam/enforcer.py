@@ -11,7 +11,12 @@ from typing import Any
 from orderbatch.localcloud.iam.digests import digest
 from orderbatch.localcloud.iam.identities import Denial, Identity, session_name
 from orderbatch.localcloud.iam.policies import Access, RolePolicies, explain_denial
-from orderbatch.localcloud.iam.resources import credential_scope, function_arn, requested_access
+from orderbatch.localcloud.iam.resources import (
+    TaskTokenResource,
+    credential_scope,
+    function_arn,
+    requested_access,
+)
 from orderbatch.localcloud.iam.responses import access_denied_client_error, denied_response
 from orderbatch.localcloud.iam.roles import Role, StackRoles
 
@@ -26,9 +31,16 @@ class IamEnforcer:
     """
 
     def __init__(
-        self, roles: StackRoles, *, region: str, account_id: str, report_to: Path | None = None
+        self,
+        roles: StackRoles,
+        *,
+        region: str,
+        account_id: str,
+        report_to: Path | None = None,
+        task_token_resource: TaskTokenResource | None = None,
     ) -> None:
         self.region = region
+        self.task_token_resource = task_token_resource
         self.account_id = account_id
         self.report_to = report_to
         if report_to is not None:
@@ -148,7 +160,7 @@ class IamEnforcer:
         if identity is None:
             return None
         region = scope.region or self.region
-        accesses = requested_access(scope.service, environ, region, self.account_id)
+        accesses = requested_access(scope.service, environ, region, self.account_id, self.task_token_resource)
         denial = self.refused(identity, accesses)
         if denial is None:
             return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -52,7 +52,21 @@ _REST_MODELS = {"lambda": "lambda", "s3": "s3"}
 _NOT_CHECKED = {"execute-api", "sts"}
 
 
-def requested_access(service: str, environ: dict[str, Any], region: str, account_id: str) -> list[Access]:
+# Answered by a worker holding a task token: IAM authorises them on the activity or state machine it came
+# from, which only the engine can tell from the token.
+_TASK_TOKEN_ACTIONS = frozenset(
+    {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}
+)
+TaskTokenResource = Callable[[str, str, str], "str | None"]  # (account, region, token) -> ARN
+
+
+def requested_access(
+    service: str,
+    environ: dict[str, Any],
+    region: str,
+    account_id: str,
+    task_token_resource: TaskTokenResource | None = None,
+) -> list[Access]:
     """The actions and resources a request needs, derived from it as IAM would; [] if not derivable."""
     if service in _NOT_CHECKED:
         return []
@@ -80,6 +94,10 @@ def requested_access(service: str, environ: dict[str, Any], region: str, account
     prefix = _IAM_PREFIX.get(service, service)
     arn_prefix = f"arn:aws:{prefix}:{region}:{account_id}"
     action = f"{prefix}:{_ACTION_NAMES.get(prefix, {}).get(operation, operation)}"
+    if action in _TASK_TOKEN_ACTIONS:
+        token = str(params.get("taskToken", ""))
+        owner = task_token_resource(account_id, region, token) if task_token_resource and token else None
+        return [Access(action, owner) if owner else Access(action, "*", resource_known=False)]
     deriver = _RESOURCE_DERIVERS.get(prefix)
     if deriver is not None:
         return _unique(deriver(action, params, arn_prefix))

@@ -89,7 +89,8 @@ def register_hooks() -> None:
         queue = self._activity_store.get(activity_arn)
         if queue is None:
             raise ActivityDoesNotExist(f"Activity Does Not Exist: '{activity_arn}'")
-        endpoint = ActivityCallbackEndpoint(callback_id=callback_id, activity_input=activity_input)
+        endpoint: Any = ActivityCallbackEndpoint(callback_id=callback_id, activity_input=activity_input)
+        endpoint.activity_arn = activity_arn  # what IAM authorises the worker's SendTask* calls on
         self._pool[callback_id] = endpoint
         queue.add_task(activity.ActivityTask(task_token=callback_id, task_input=activity_input))
         return endpoint
@@ -125,11 +126,32 @@ def _next_task(activity: Any) -> Any:
 
 def _notify_started(backend: Any, task_token: str, worker_name: str | None) -> None:
     """ActivityStarted for the Task waiting on this token, in whichever execution it runs."""
-    from orderbatch.localcloud.moto_seam.stepfunctions import ActivityCallbackEndpoint, ExecutionStatus
+    from orderbatch.localcloud.moto_seam.stepfunctions import ActivityCallbackEndpoint
+
+    _, endpoint = _waiting_on(backend, task_token)
+    if isinstance(endpoint, ActivityCallbackEndpoint):
+        endpoint.notify_activity_task_start(worker_name=worker_name)
+
+
+def task_token_resource(account_id: str, region: str, task_token: str) -> str | None:
+    """The resource IAM authorises SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat on: the activity
+    of an activity task, else the state machine whose execution waits on the token; None when no running
+    execution waits on it (the call then answers TaskDoesNotExist)."""
+    from orderbatch.localcloud.moto_seam.stepfunctions import stepfunctions_parser_backends
+
+    execution, endpoint = _waiting_on(stepfunctions_parser_backends[account_id][region], task_token)
+    if endpoint is None:
+        return None
+    return getattr(endpoint, "activity_arn", None) or str(execution.state_machine_arn)
+
+
+def _waiting_on(backend: Any, task_token: str) -> tuple[Any, Any]:
+    """The running execution whose callback pool holds this token, and the token's endpoint there."""
+    from orderbatch.localcloud.moto_seam.stepfunctions import ExecutionStatus
 
     for execution in backend._get_executions(ExecutionStatus.RUNNING):
         env = execution.exec_worker.env if execution.exec_worker is not None else None
         endpoint = env.callback_pool_manager.get(callback_id=task_token) if env is not None else None
-        if isinstance(endpoint, ActivityCallbackEndpoint):
-            endpoint.notify_activity_task_start(worker_name=worker_name)
-            return
+        if endpoint is not None:
+            return execution, endpoint
+    return None, None
