@@ -249,9 +249,10 @@ def test_a_task_past_its_function_timeout_is_seen_by_the_state_machine_and_retri
     sfn = cloud.client("stepfunctions")
     timed_out = [
         event["taskFailedEventDetails"]
-        for event in sfn.get_execution_history(
-            executionArn=locations.execution_arn(batch_id), maxResults=1000
-        )["events"]
+        for page in sfn.get_paginator("get_execution_history").paginate(
+            executionArn=locations.execution_arn(batch_id)
+        )
+        for event in page["events"]
         if event["type"] == "TaskFailed"
         and event["taskFailedEventDetails"].get("error") == "Sandbox.Timedout"
     ]

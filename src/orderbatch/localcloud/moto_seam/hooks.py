@@ -51,6 +51,7 @@ CONCERNS: tuple[str, ...] = (
     "lambda_tasks",
     "executions",
     "histories",
+    "history_pages",
     "distributed_map",
     "map_state",
     "task_clients",

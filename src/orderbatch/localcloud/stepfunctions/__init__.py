@@ -9,7 +9,8 @@ codes), ``error_names`` (error names as AWS reads them: strings, ``States.`` one
 kept), ``definitions`` (the definitions CreateStateMachine refuses), ``distributed_map`` (the
 Distributed Map's readers, batches, tolerated failures, Express children and result files),
 ``task_clients`` (how Tasks reach services), ``map_state`` (the Map state's limits and memory),
-``histories`` (what a finished execution keeps), ``executions`` (StartExecution where moto answers unlike
+``histories`` (what a finished execution keeps), ``history_pages`` (GetExecutionHistory's paging and
+order), ``executions`` (StartExecution where moto answers unlike
 AWS), ``express`` (EXPRESS state machines: StartSyncExecution, their executions' limit and logs, what the
 other APIs answer for them), ``jsonpath`` (paths in Jayway's dialect with AWS's result shapes),
 ``intrinsics`` (how ``States.*`` invocations are read and fail), ``assign_literals`` (text in ``Assign``
@@ -45,6 +46,7 @@ from orderbatch.localcloud.stepfunctions import (
     executions,
     express,
     histories,
+    history_pages,
     intrinsics,
     jsonata,
     jsonpath,
@@ -125,6 +127,7 @@ _CONCERN_MODULES: tuple[Any, ...] = (
     map_state,
     distributed_map,
     histories,
+    history_pages,
     executions,
     lambda_tasks,
     jsonata,
