@@ -16,16 +16,26 @@ _PROCESSOR_KEYS = ("ItemProcessor", "Iterator")
 
 def state_paths(definition: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """Every state's name and path (``/States/<map>/ItemProcessor/States/<name>``), depth first."""
-    yield from _states_under(definition, "")
+    for name, path, _ in _states_under(definition, ""):
+        yield name, path
 
 
-def _states_under(container: Any, path: str) -> Iterator[tuple[str, str]]:
+def states_that_are_not_objects(definition: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Each entry of a ``States`` map whose value is not a state object, as (name, the map's path)."""
+    return [
+        (name, path.rpartition("/")[0])
+        for name, path, state in _states_under(definition, "")
+        if not isinstance(state, Mapping)
+    ]
+
+
+def _states_under(container: Any, path: str) -> Iterator[tuple[str, str, Any]]:
     states = container.get("States") if isinstance(container, Mapping) else None
     if not isinstance(states, Mapping):
         return
     for name, state in states.items():
         state_path = f"{path}/States/{name}"
-        yield str(name), state_path
+        yield str(name), state_path, state
         if not isinstance(state, Mapping):
             continue
         for key in _PROCESSOR_KEYS:

@@ -156,6 +156,22 @@ def test_a_definition_moto_cannot_parse_is_an_invalid_definition_too(sfn: Any) -
     assert "mismatched input" in refused.value.response["Error"]["Message"]
 
 
+def test_a_states_entry_that_is_not_a_state_is_refused_naming_it(sfn: Any) -> None:
+    # QueryLanguage belongs beside States, not in it (a public sample has it there).
+    definition = {
+        "StartAt": "Go",
+        "States": {"QueryLanguage": "JSONata", "Go": {"Type": "Pass", "End": True}},
+    }
+    with pytest.raises(ClientError) as refused:
+        sfn.create_state_machine(name="misplaced", definition=json.dumps(definition), roleArn=LOCAL_ROLE_ARN)
+
+    assert refused.value.response["Error"] == {
+        "Code": "InvalidDefinition",
+        "Message": "Invalid State Machine Definition: 'SCHEMA_VALIDATION_FAILED: The value for the field "
+        "'QueryLanguage' must be an OBJECT at /States'",
+    }
+
+
 _names = itertools.count()
 
 

@@ -5,6 +5,9 @@
   ("DUPLICATE_STATE_NAME: Duplicate State name: <name> at <path>").
 - moto's parser raises its InvalidDefinition without an error code, so boto3 saw an empty code; the
   local cloud answers with the code AWS uses.
+- A ``States`` entry that is not an object (``"QueryLanguage": "JSONata"`` put inside ``States``) failed
+  in moto's grammar with "mismatched input ... expecting '{'"; it is refused naming the entry, as AWS's
+  schema check does.
 
 moto has no ValidateStateMachineDefinition to patch.
 """
@@ -17,7 +20,11 @@ from collections.abc import Callable
 from typing import Any
 
 from orderbatch.localcloud.moto_seam import hooks
-from orderbatch.state_names import duplicate_state_names, invalid_definition_message
+from orderbatch.state_names import (
+    duplicate_state_names,
+    invalid_definition_message,
+    states_that_are_not_objects,
+)
 
 
 @functools.cache
@@ -44,13 +51,21 @@ def register_hooks() -> None:
     @hooks.around(StepFunctionsParserBackend, "_validate_definition", concern="definitions")
     def validate_definition(proceed: Callable[..., None], definition: str) -> None:
         try:
+            parsed: Any = json.loads(definition)
+        except ValueError:
+            parsed = None  # moto's own parser may read text Python's json does not: its answer stands
+        # Before moto's grammar, whose error for a state that is not an object names a token, not the state.
+        not_objects = states_that_are_not_objects(parsed) if isinstance(parsed, dict) else []
+        if not_objects:
+            problems = ", ".join(
+                f"SCHEMA_VALIDATION_FAILED: The value for the field '{name}' must be an OBJECT at {path}"
+                for name, path in not_objects
+            )
+            raise invalid_definition(f"Invalid State Machine Definition: '{problems}'")
+        try:
             proceed(definition=definition)
         except MotoInvalidDefinition as refused:
             raise invalid_definition(str(refused.message)) from refused
-        try:
-            parsed: Any = json.loads(definition)
-        except ValueError:
-            return  # moto's own parser accepted text Python's json does not read: moto's answer stands
         if isinstance(parsed, dict):
             duplicates = duplicate_state_names(parsed)
             if duplicates:
