@@ -41,10 +41,11 @@ def history_page(
 ) -> dict[str, Any]:
     """One page of an execution's events as GetExecutionHistory answers it."""
     if max_results is not None and not 0 <= max_results <= MAX_PAGE_SIZE:
+        bound = f"less than or equal to {MAX_PAGE_SIZE}" if max_results > 0 else "greater than or equal to 0"
         raise HistoryPageError(
             "ValidationException",
             f"1 validation error detected: Value '{max_results}' at 'maxResults' failed to satisfy "
-            f"constraint: Member must have value less than or equal to {MAX_PAGE_SIZE}",
+            f"constraint: Member must have value {bound}",
         )
     size = max_results or DEFAULT_PAGE_SIZE
     start = _token_offset(next_token, execution_arn, reverse_order) if next_token else 0
