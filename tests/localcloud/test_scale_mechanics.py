@@ -23,6 +23,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orderbatch.app_batches import audit_local_batch, local_cloud_config
+from orderbatch.bench.history import read_history
 from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud
@@ -396,11 +397,11 @@ def test_one_map_worker_runs_more_items_than_the_recursion_limit_and_old_histori
     first = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"items": items}))["executionArn"]
     status = wait_for_execution(sfn, first, timeout=60)
     finished = sfn.describe_execution(executionArn=first)
-    events_then = sfn.get_execution_history(executionArn=first, maxResults=1000)["events"]
+    events_then = read_history(sfn, first)
     second = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"items": [1]}))["executionArn"]
     wait_for_execution(sfn, second, timeout=60)
     counts = cloud.history_store.counts()
-    events_now = sfn.get_execution_history(executionArn=first, maxResults=1000)["events"]
+    events_now = read_history(sfn, first)
 
     assert status == "SUCCEEDED"
     assert json.loads(finished["output"]) == items
