@@ -9,6 +9,7 @@ both. One cloud serves the module (moto's state is per process); each test start
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -285,14 +286,20 @@ def test_an_integration_pattern_the_local_cloud_does_not_run_fails_at_once_namin
 def test_api_gateway_invoke_reaches_the_templates_http_api_signed_and_refuses_other_endpoints(
     cloud: LocalCloud,
 ) -> None:
-    local = run(cloud, "ApiStateMachine", {"endpoint": cloud.stack.outputs["ApiEndpoint"]})
-    unknown = run(cloud, "ApiStateMachine", {"endpoint": "abc123.execute-api.us-east-1.amazonaws.com"})
-    internet = run(cloud, "ApiStateMachine", {"endpoint": "https://example.com"})
+    endpoint = cloud.stack.outputs["ApiEndpoint"]
+    local = run(cloud, "ApiStateMachine", {"endpoint": endpoint, "path": "/echo"})
+    empty = run(cloud, "ApiStateMachine", {"endpoint": endpoint, "path": "/empty"})
+    unknown = run(
+        cloud, "ApiStateMachine", {"endpoint": "abc123.execute-api.us-east-1.amazonaws.com", "path": "/echo"}
+    )
+    internet = run(cloud, "ApiStateMachine", {"endpoint": "https://example.com", "path": "/echo"})
 
     assert local["status"] == "SUCCEEDED", local
     output = json.loads(local["output"])
     assert output["StatusCode"] == 200
-    assert json.loads(output["Body"]) == {"order": "o-1"}  # the request body the function was given
+    assert json.loads(output["Body"]["body"]) == {"order": "o-1"}  # the request body the function was given
+    # An answer with no body is a success with an empty ResponseBody, not a JSON decoding failure.
+    assert (empty["status"], json.loads(empty["output"])) == ("SUCCEEDED", {"StatusCode": 200, "Body": ""})
     assert (unknown["status"], unknown["error"], unknown["cause"]) == (
         "FAILED",
         "ApiGateway.404",
@@ -355,3 +362,21 @@ def test_a_wait_for_task_token_task_ends_with_what_its_worker_sends_back_error_a
 
     assert (succeeded["status"], json.loads(succeeded["output"])) == ("SUCCEEDED", {"approved": True})
     assert (failed["status"], failed["error"], failed["cause"]) == ("FAILED", "Rejected", "over the limit")
+
+
+def test_an_object_message_body_is_sent_as_compact_json_and_its_md5_is_that_texts(cloud: LocalCloud) -> None:
+    sqs = cloud.client("sqs")
+    task = {
+        "Resource": "arn:aws:states:::sqs:sendMessage",
+        "Parameters": {"QueueUrl": queue_url("OrdersQueue"), "MessageBody": {"hello": "world", "n": [1, 2]}},
+    }
+
+    described = run_definition(cloud, "compact-body", task, "SqsStateMachineRole")
+    received = sqs.receive_message(QueueUrl=queue_url("OrdersQueue"), WaitTimeSeconds=5)["Messages"]
+    sqs.delete_message(QueueUrl=queue_url("OrdersQueue"), ReceiptHandle=received[0]["ReceiptHandle"])
+
+    assert described["status"] == "SUCCEEDED"
+    assert received[0]["Body"] == '{"hello":"world","n":[1,2]}'
+    # AWS's answer for sfn-sqs's README input {"hello": "world"}: the MD5 of {"hello":"world"}
+    expected_md5 = hashlib.md5(b'{"hello":"world","n":[1,2]}').hexdigest()
+    assert json.loads(described["output"])["MD5OfMessageBody"] == expected_md5

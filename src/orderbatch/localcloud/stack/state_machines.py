@@ -56,7 +56,12 @@ def state_machine_spec(
         uri = props["DefinitionUri"]
         if not isinstance(uri, str):
             raise TemplateError(f"{logical_id}: DefinitionUri must be a local file to run locally")
-        text = (base_dir / uri).read_text()
+        path = base_dir / uri
+        if not path.is_file():
+            # `sam build` and `sam deploy` stop here too ("... does not exist"); a differently cased file
+            # beside it is found only by a case-insensitive file system.
+            raise TemplateError(f"{logical_id}: DefinitionUri {uri!r} does not exist in {base_dir}")
+        text = path.read_text()
     elif "Definition" in props:
         text = json.dumps(props["Definition"])
     elif isinstance(props.get("DefinitionText"), str):

@@ -51,7 +51,7 @@ def load_stack(
     from samcli.lib.samlib.wrapper import SamTranslatorWrapper
 
     template_path = template_path.resolve()
-    raw = get_template_data(str(template_path))
+    raw = inline_includes(get_template_data(str(template_path)), template_path.parent)
     parameters = _parameter_values(raw, parameter_overrides or {})
     pseudo = {
         "AWS::Region": region,
@@ -130,6 +130,39 @@ def load_stack(
     set_rest_api_stages(stack, resources, physical)
     stack.outputs = {name: output.get("Value") for name, output in (resolved.get("Outputs") or {}).items()}
     return stack
+
+
+def inline_includes(node: Any, base_dir: Path) -> Any:
+    """Every ``Fn::Transform: {Name: AWS::Include, Parameters: {Location: <file>}}`` replaced by the file's
+    content, as CloudFormation does before it evaluates the template, so the intrinsic functions inside
+    an included OpenAPI body (an integration's ``credentials: {Fn::GetAtt: [Role, Arn]}``) are resolved
+    with the rest. ``sam package`` reads a local Location relative to the template's directory."""
+    from samcli.commands._utils.template import get_template_data
+
+    if isinstance(node, list):
+        return [inline_includes(item, base_dir) for item in node]
+    if not isinstance(node, dict):
+        return node
+    transform = node.get("Fn::Transform")
+    if not (isinstance(transform, dict) and transform.get("Name") == "AWS::Include"):
+        return {key: inline_includes(value, base_dir) for key, value in node.items()}
+    location = str((transform.get("Parameters") or {}).get("Location", ""))
+    if "://" in location:
+        raise TemplateError(
+            f"AWS::Include Location {location!r}: only a file beside the template is read locally"
+        )
+    path = base_dir / location
+    if not path.is_file():
+        raise TemplateError(f"AWS::Include Location {location!r}: no such file in {base_dir}")
+    included = inline_includes(get_template_data(str(path)), path.parent)
+    siblings = {
+        key: inline_includes(value, base_dir) for key, value in node.items() if key != "Fn::Transform"
+    }
+    if not siblings:
+        return included
+    if not isinstance(included, dict):
+        raise TemplateError(f"AWS::Include Location {location!r}: a list cannot be merged into a mapping")
+    return {**siblings, **included}
 
 
 _NO_VALUE = {"Ref": "AWS::NoValue"}

@@ -111,6 +111,10 @@ def register_hooks() -> None:
     hooks.replace(state_task_service_api_gateway, "requests", _BoundedRequests(), concern=_CONCERN)
     hooks.replace(task, "_get_supported_parameters", lambda self: _PARAMETERS, concern=_CONCERN)
     hooks.replace(task, "_invoke_url_of", staticmethod(_local_url), concern=_CONCERN)
+    # moto keeps a body that is not JSON (an empty 200, plain text) as text by catching the standard
+    # library's JSONDecodeError, but requests raises simplejson's when simplejson is installed, which is
+    # not a subclass of it: the Task failed with ApiGateway.JSONDecodeError. Both are ValueErrors.
+    hooks.replace(state_task_service_api_gateway, "JSONDecodeError", ValueError, concern=_CONCERN)
 
     @hooks.around(task, "_eval_service_task", concern=_CONCERN)
     def eval_service_task(proceed: Any, self: Any, env: Any, **arguments: Any) -> None:

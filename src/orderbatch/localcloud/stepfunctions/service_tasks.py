@@ -116,7 +116,6 @@ def register_hooks() -> None:
 
     hooks.replace(StateTaskService, "_normalise_parameters", normalise_parameters, concern=_CONCERN)
     hooks.replace(StateTaskService, "_normalise_response", normalise_response, concern=_CONCERN)
-
     # lambda:invoke results are built in AWS's shape already (see lambda_tasks).
     hooks.replace(
         StateTaskServiceLambda,
@@ -130,6 +129,33 @@ def register_hooks() -> None:
         staticmethod(sdk_service_name),
         concern=_CONCERN,
     )
+    _serialise_message_objects_compactly()
+
+
+def _serialise_message_objects_compactly() -> None:
+    """An object given for a text parameter (``sqs:sendMessage``'s ``MessageBody``, ``sns:publish``'s
+    ``Message``, an ``events:putEvents`` entry's ``Detail``) reaches the service as compact JSON on AWS
+    (``{"hello":"world"}``, whose MD5 the answer's ``MD5OfMessageBody`` carries), as do the Task's
+    parameters and output in its history events; moto writes ``{"hello": "world"}``."""
+    from orderbatch.localcloud.moto_seam.stepfunctions import (
+        state_task_service,
+        state_task_service_events,
+        state_task_service_sns,
+        state_task_service_sqs,
+        to_json_str,
+    )
+
+    def compact_json(obj: Any, separators: tuple[str, str] | None = None) -> str:
+        return to_json_str(obj, separators=separators or (",", ":"))
+
+    # Each module calls this name only to turn what it sends or records into text.
+    for module in (
+        state_task_service,
+        state_task_service_events,
+        state_task_service_sns,
+        state_task_service_sqs,
+    ):
+        hooks.replace(module, "to_json_str", compact_json, concern=_CONCERN)
 
 
 # How Step Functions names the JSON type a field must have.
