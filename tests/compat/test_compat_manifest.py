@@ -180,3 +180,52 @@ def test_the_runner_deploys_and_runs_an_app_in_its_own_local_up(app: CompatApp) 
     assert (result.stage, result.cause) == ("passed", "")
     assert result.deployed
     assert result.ended_as_readme
+
+
+def test_a_run_aws_refuses_counts_apart_when_refused_here_too_and_as_a_gap_when_run() -> None:
+    results = [
+        AppResult("a", True, True, "passed", "", 3.0, "SUCCEEDED"),
+        AppResult("old", False, False, "aws-refused", "refused as AWS refuses it: python3.7", 1.0),
+        AppResult("new", False, False, "interpreter", "python3.14 is not installed", 1.0),
+        AppResult("d", True, False, "compare", "ended FAILED, README says SUCCEEDED", 2.0, "FAILED"),
+    ]
+
+    figures = summary(results)
+
+    assert (figures["ran"], figures["refused_as_aws"], figures["runnable_on_aws"]) == (3, 1, 2)
+    assert figures["no_interpreter"] == 1
+    assert figures["causes"] == {"compare: ended FAILED, README says SUCCEEDED": 1}
+    assert "ended as README, of the runs AWS can run: 1 of 2 (50%)" in render(results)
+
+
+def test_aws_refuses_needs_a_stage_a_pattern_and_the_reason(tmp_path: Path) -> None:
+    entry = app_entry(aws_refuses={"stage": "deploy", "cause": "python3[.]7"})
+    with pytest.raises(ManifestError, match="demo: aws_refuses needs 'stage'"):
+        load_manifest(write_manifest(tmp_path, [entry]))
+    entry = app_entry(aws_refuses={"stage": "deploy", "cause": "(", "why": "old runtime"})
+    with pytest.raises(ManifestError, match=r"aws_refuses\.cause is not a regular expression"):
+        load_manifest(write_manifest(tmp_path, [entry]))
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("refused_at", ["deploy", "compare"])
+def test_an_app_aws_refuses_passes_only_when_the_local_cloud_refuses_it_where_aws_does(
+    tmp_path: Path, refused_at: str
+) -> None:
+    entry = app_entry(
+        id="own/retired-runtime",
+        repository="local",
+        path="fixtures/retired_runtime",
+        aws_refuses={"stage": refused_at, "cause": "python3[.]7", "why": "CreateFunction refuses python3.7"},
+    )
+    app = load_manifest(write_manifest(tmp_path, [entry]))[0]
+
+    result = run_app(app, sources=None, local_root=OWN_MANIFEST.parent, deploy_timeout=120, run_timeout=30)
+
+    if refused_at == "deploy":
+        assert result.stage == "aws-refused"
+        assert result.cause == "refused as AWS refuses it: CreateFunction refuses python3.7"
+    else:  # refused at another stage than AWS: a failure, not a match
+        assert result.stage == "deploy"
+        assert "python3.7" in result.cause
+    assert not result.ended_as_readme

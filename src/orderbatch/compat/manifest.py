@@ -68,6 +68,20 @@ class Expectation:
 
 
 @dataclass(frozen=True)
+class AwsRefusal:
+    """Why AWS itself cannot run the app as its README says (a runtime CreateFunction no longer accepts, a
+    template CloudFormation rejects), and how the local cloud must refuse it too: at ``stage``, with a
+    cause matching ``cause`` (a regular expression)."""
+
+    stage: str  # deploy | run | compare
+    cause: str
+    why: str
+
+
+REFUSAL_STAGES = ("deploy", "run", "compare")
+
+
+@dataclass(frozen=True)
 class CompatApp:
     id: str
     repository: str  # owner/name, or "local" for apps that live in this repository
@@ -90,6 +104,7 @@ class CompatApp:
     # How long the execution may run before it counts as stuck; None: the runner's default.
     timeout_seconds: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    aws_refusal: AwsRefusal | None = None
 
 
 def load_manifest(path: Path) -> list[CompatApp]:
@@ -162,7 +177,22 @@ def _app(entry: Any, index: int) -> CompatApp:
         readme=str(entry.get("readme", "")),
         timeout_seconds=float(run["timeout_seconds"]) if "timeout_seconds" in run else None,
         notes=tuple(entry.get("notes") or ()),
+        aws_refusal=_aws_refusal(app_id, entry.get("aws_refuses")),
     )
+
+
+def _aws_refusal(app_id: str, node: Any) -> AwsRefusal | None:
+    if node is None:
+        return None
+    if not (isinstance(node, dict) and node.get("stage") in REFUSAL_STAGES and node.get("why")):
+        raise ManifestError(
+            f"{app_id}: aws_refuses needs 'stage' ({', '.join(REFUSAL_STAGES)}), 'cause' and 'why'"
+        )
+    try:
+        re.compile(str(node.get("cause", "")))
+    except re.error as error:
+        raise ManifestError(f"{app_id}: aws_refuses.cause is not a regular expression: {error}") from error
+    return AwsRefusal(str(node["stage"]), str(node.get("cause", "")), str(node["why"]))
 
 
 def _input(run: dict[str, Any]) -> Any:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orderbatch.compat.runner import AppResult
+from orderbatch.compat.runner import NOT_JUDGED, AppResult
 from orderbatch.reports import (
     Bars,
     BarsPanel,
@@ -32,36 +32,54 @@ def cause_kind(result: AppResult) -> str:
 
 
 def summary(results: Sequence[AppResult]) -> dict[str, Any]:
-    ran = [r for r in results if r.stage != "source"]
-    failures = [r for r in ran if not r.ended_as_readme]
+    """Rates over the apps that ran; ``runnable_on_aws`` leaves out those whose README outcome AWS itself
+    cannot reach (and which the local cloud refused as AWS does)."""
+    ran = [r for r in results if r.stage not in NOT_JUDGED]
+    failures = [r for r in ran if not r.ended_as_readme and r.stage != "aws-refused"]
     return {
         "apps": len(results),
-        "unavailable": len(results) - len(ran),
+        "unavailable": sum(r.stage == "source" for r in results),
+        "no_interpreter": sum(r.stage == "interpreter" for r in results),
         "deployed": sum(r.deployed for r in ran),
         "ended_as_readme": sum(r.ended_as_readme for r in ran),
         "ran": len(ran),
+        "refused_as_aws": sum(r.stage == "aws-refused" for r in ran),
+        "runnable_on_aws": sum(r.stage != "aws-refused" for r in ran),
         "causes": dict(Counter(cause_kind(r) for r in failures).most_common()),
     }
 
 
+def _rate_lines(figures: dict[str, Any]) -> list[str]:
+    ran, runnable = figures["ran"] or 1, figures["runnable_on_aws"] or 1
+    lines = [
+        f"deployed:           {figures['deployed']} of {figures['ran']} "
+        f"({100 * figures['deployed'] / ran:.0f}%)",
+        f"ended as README:    {figures['ended_as_readme']} of {figures['ran']} "
+        f"({100 * figures['ended_as_readme'] / ran:.0f}%)",
+    ]
+    if figures["refused_as_aws"]:
+        lines += [
+            f"refused as AWS refuses them: {figures['refused_as_aws']} "
+            "(their README's outcome cannot happen on AWS)",
+            f"ended as README, of the runs AWS can run: {figures['ended_as_readme']} of "
+            f"{figures['runnable_on_aws']} ({100 * figures['ended_as_readme'] / runnable:.0f}%)",
+        ]
+    if figures["unavailable"]:
+        lines.append(f"not run (source not available): {figures['unavailable']}")
+    if figures["no_interpreter"]:
+        lines.append(f"not run (this machine lacks the runtime's Python): {figures['no_interpreter']}")
+    return lines
+
+
 def render(results: Sequence[AppResult]) -> str:
     figures = summary(results)
-    ran = figures["ran"] or 1
     lines = [f"{'app':58} {'deployed':>8} {'as README':>9} {'seconds':>8}  cause"]
     for result in results:
         lines.append(
             f"{result.id[:58]:58} {'yes' if result.deployed else 'no':>8} "
             f"{'yes' if result.ended_as_readme else 'no':>9} {result.seconds:8.1f}  {result.cause[:200]}"
         )
-    lines += [
-        "",
-        f"deployed:           {figures['deployed']} of {figures['ran']} "
-        f"({100 * figures['deployed'] / ran:.0f}%)",
-        f"ended as README:    {figures['ended_as_readme']} of {figures['ran']} "
-        f"({100 * figures['ended_as_readme'] / ran:.0f}%)",
-    ]
-    if figures["unavailable"]:
-        lines.append(f"not run (source not available): {figures['unavailable']}")
+    lines += ["", *_rate_lines(figures)]
     if figures["causes"]:
         lines += ["", "failures by cause:"]
         lines += [f"  {count:3d}  {cause}" for cause, count in figures["causes"].items()]
@@ -81,11 +99,11 @@ CAUSE_COLUMNS = (
     Column("cause, with IDs, numbers and quoted names taken out", numeric=False, long_text=True),
 )
 YES_NO = ("yes", "no")
-STAGES = ("passed", "deploy", "setup", "run", "compare", "source")
+STAGES = ("passed", "aws-refused", "deploy", "setup", "run", "compare", "interpreter", "source")
 
 
 def _app_row(result: AppResult) -> list[Cell]:
-    if result.stage == "source":
+    if result.stage in NOT_JUDGED:
         return [result.id, Mark(None), Mark(None, "not run"), result.stage, None, result.cause]
     return [
         result.id,
@@ -101,7 +119,12 @@ def stage_chart(results: Sequence[AppResult]) -> Chart:
     """How many apps ended at each stage, each bar naming its apps on hover."""
     by_stage = {stage: [r.id for r in results if r.stage == stage] for stage in STAGES}
     stages = [stage for stage in STAGES if by_stage[stage]] or ["passed"]
-    labels = {"passed": "ended as README", "source": "source not available"}
+    labels = {
+        "passed": "ended as README",
+        "aws-refused": "refused as AWS refuses it",
+        "interpreter": "runtime's Python not here",
+        "source": "source not available",
+    }
     return comparison_chart(
         [labels.get(stage, f"stopped at {stage}") for stage in stages],
         [
@@ -127,7 +150,6 @@ def stage_chart(results: Sequence[AppResult]) -> Chart:
 def report_page(results: Sequence[AppResult], generated_at: str) -> Page:
     """The apps table first (deployed and ended-as-README marked), then the rates, stages and causes."""
     figures = summary(results)
-    ran = figures["ran"] or 1
     page = Page("orderbatch compat", subtitle=f"Generated {generated_at}: public SAM apps run with local up.")
     page.add(
         Table(
@@ -138,13 +160,8 @@ def report_page(results: Sequence[AppResult], generated_at: str) -> Page:
             wide=True,
         )
     )
-    rates = [
-        f"Deployed: {figures['deployed']} of {figures['ran']} ({100 * figures['deployed'] / ran:.0f}%).",
-        f"Ended as README: {figures['ended_as_readme']} of {figures['ran']} "
-        f"({100 * figures['ended_as_readme'] / ran:.0f}%).",
-    ]
-    if figures["unavailable"]:
-        rates.append(f"Not run (source not available): {figures['unavailable']}.")
+    rates = [" ".join(line.split()) + "." for line in _rate_lines(figures)]
+    rates = [rate[:1].upper() + rate[1:] for rate in rates]
     page.add(Notes(rates, bullets=False))
     page.add(stage_chart(results))
     if figures["causes"]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -31,6 +32,7 @@ from botocore.credentials import Credentials
 
 from orderbatch.compat.manifest import CompatApp, Invocation, ResourceRef
 from orderbatch.compat.sources import SourceUnavailableError, export_app
+from orderbatch.localcloud.lambda_service.runtimes import NOT_INSTALLED
 from orderbatch.project import DUMMY_CREDENTIALS
 
 # Apps are run on the quota an AWS account has by default (1,000 concurrent executions), not a new
@@ -42,12 +44,18 @@ HEALTH_PATH = "/_orderbatch/health"
 REGION = "us-east-1"
 
 
+# Stages at which an app was not judged: its clone is missing, or this machine lacks its runtime's Python.
+NOT_JUDGED = ("source", "interpreter")
+
+
 @dataclass
 class AppResult:
     id: str
     deployed: bool
     ended_as_readme: bool
-    stage: str  # source | deploy | setup | run | compare | passed
+    # source | interpreter | deploy | setup | run | compare | passed | aws-refused (refused here as AWS
+    # refuses it: the README's outcome cannot happen on AWS either)
+    stage: str
     cause: str
     seconds: float
     status: str | None = None
@@ -91,10 +99,24 @@ def run_app(
             finally:
                 cloud.stop()
         except _AppFailedError as failure:
-            return AppResult(
-                app.id, deployed, False, failure.stage, failure.cause, time.monotonic() - started, status
-            )
+            return _failed(app, failure, deployed, time.monotonic() - started, status)
+    if app.aws_refusal is not None:
+        cause = f"AWS refuses this app ({app.aws_refusal.why}), yet the local cloud ran it as its README says"
+        return AppResult(app.id, True, False, "compare", cause, time.monotonic() - started, status)
     return AppResult(app.id, True, True, "passed", "", time.monotonic() - started, status)
+
+
+def _failed(
+    app: CompatApp, failure: _AppFailedError, deployed: bool, seconds: float, status: str | None
+) -> AppResult:
+    """A failure where AWS refuses the app too, at the same stage for the same reason, counts apart."""
+    refusal = app.aws_refusal
+    if refusal is not None and failure.stage == refusal.stage and re.search(refusal.cause, failure.cause):
+        cause = f"refused as AWS refuses it: {refusal.why}"
+        return AppResult(app.id, deployed, False, "aws-refused", cause, seconds, status)
+    if failure.stage == "deploy" and NOT_INSTALLED in failure.cause:
+        return AppResult(app.id, False, False, "interpreter", failure.cause, seconds, status)
+    return AppResult(app.id, deployed, False, failure.stage, failure.cause, seconds, status)
 
 
 class _LocalUp:
@@ -379,7 +401,7 @@ def _compare(app: CompatApp, description: dict[str, Any]) -> None:
     if status != expected.status:
         detail = ""
         if status in ("FAILED", "TIMED_OUT", "ABORTED"):
-            detail = f": {description.get('error')}: {str(description.get('cause') or '')[:300]}"
+            detail = f": {description.get('error')}: {str(description.get('cause') or '')[:1000]}"
         raise _AppFailedError("compare", f"ended {status}, README says {expected.status}{detail}")
     if expected.error and description.get("error") != expected.error:
         raise _AppFailedError(
