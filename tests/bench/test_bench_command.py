@@ -142,3 +142,42 @@ def test_the_scale_scenario_runs_batches_back_to_back_through_the_distributed_ma
         (2, "SUCCEEDED", 0, 0),
     ]
     assert all(b["tree_pss_mib_after"] > 0 for b in scale["batches"])
+
+
+@pytest.mark.timeout(300)
+def test_a_repeated_noisy_neighbour_run_counts_orders_failed_by_throttling_over_every_batch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    json_path = tmp_path / "bench.json"
+
+    exit_code = main(
+        [
+            "bench",
+            "--orders", "6",
+            "--account-concurrency", "2",
+            "--work", "0.05",
+            "--scenarios", "noisy-neighbour",
+            "--orchestrators", "stepfunctions",
+            "--repeat", "2",
+            "--neighbour-seconds", "1.5",
+            "--engine-items", "0",
+            "--json", str(json_path),
+            "--html", str(tmp_path / "report.html"),
+        ]
+    )  # fmt: skip
+
+    assert exit_code == 0
+    (scenario,) = json.loads(json_path.read_text())["scenarios"]
+    batches = scenario["batches"]
+    exhaustion = scenario["throttle_exhaustion"]
+    assert scenario["neighbour"] == {"slots": 1, "start_seconds": 0.0, "duration_seconds": 1.5}
+    assert [batch["batch"] for batch in batches] == [1, 2]
+    assert exhaustion["batches"] == 2
+    assert exhaustion["orders"] == 12
+    assert exhaustion["failed_by_throttling"] == sum(batch["failed_by_throttling"] for batch in batches)
+    assert exhaustion["longest_throttle_streak"] == max(batch["longest_throttle_streak"] for batch in batches)
+    for batch in batches:
+        assert (batch["lost"], batch["doubled"], batch["violations"]) == (0, 0, 0)
+        # A streak is made of 429s, and one neighbour slot of two throttles some call within 1.5 s.
+        assert 1 <= batch["longest_throttle_streak"] <= batch["throttles"]
+    assert "over 2 batch(es)" in capsys.readouterr().out

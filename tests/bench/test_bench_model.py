@@ -129,3 +129,30 @@ def test_write_units_follow_dynamodb_on_demand_billing() -> None:
     batch: dict[str, Any] = {"RequestItems": {"a": [{}, {}], "b": [{}]}}
     assert write_units("BatchWriteItem", json.dumps(batch).encode()) == 3
     assert write_units("GetItem", b"{}") == 0
+
+
+def test_the_longest_throttle_streak_follows_each_orders_thread_through_interleaved_iterations() -> None:
+    def linked(number: int, previous: int, kind: str, **details: Any) -> dict[str, Any]:
+        return {**_event(kind, number / 10, **details), "id": number, "previousEventId": previous}
+
+    throttled = {"error": "Lambda.TooManyRequestsException"}
+    events = [
+        linked(1, 0, "ExecutionStarted"),
+        linked(2, 1, "MapIterationStarted", index=0),
+        linked(3, 1, "MapIterationStarted", index=1),
+        # order 0: three 429s in a row; order 1: 429, success, 429 (two streaks of one)
+        linked(4, 2, "TaskFailed", **throttled),
+        linked(5, 3, "TaskFailed", **throttled),
+        linked(6, 4, "TaskScheduled"),
+        linked(7, 5, "TaskSucceeded"),
+        linked(8, 6, "TaskFailed", **throttled),
+        linked(9, 7, "TaskFailed", **throttled),
+        linked(10, 8, "TaskScheduled"),
+        linked(11, 10, "TaskFailed", **throttled),
+        linked(12, 11, "ExecutionSucceeded"),
+    ]
+
+    figures = analyse_history(events, top_level_states=[])
+
+    assert figures.throttle_failures == 5
+    assert figures.longest_throttle_streak == 3

@@ -25,6 +25,8 @@ class HistoryFigures:
     throttle_failures: int
     # Seconds since the execution started.
     throttle_times: list[float] = field(default_factory=list)
+    # The most 429s one Task of one order met in a row (its throttle retrier's attempts used up by then).
+    longest_throttle_streak: int = 0
     iteration_starts: dict[int, float] = field(default_factory=dict)
     iteration_ends: dict[int, float] = field(default_factory=dict)
 
@@ -56,6 +58,24 @@ def _details(event: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
+class _ThrottleStreaks:
+    """Consecutive 429s of one Task in one order. Each event names the one before it in its own order's
+    thread (previousEventId), so a streak is carried along that thread however iterations interleave."""
+
+    def __init__(self) -> None:
+        self._by_event: dict[int, int] = {}
+
+    def follow(self, event: Mapping[str, Any], details: Mapping[str, Any]) -> int:
+        kind = event["type"]
+        streak = self._by_event.get(int(event.get("previousEventId", 0)), 0)
+        if kind == "TaskFailed" and details.get("error") == THROTTLE_ERROR:
+            streak += 1
+        elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut") or kind.endswith("StateExited"):
+            streak = 0
+        self._by_event[int(event.get("id", 0))] = streak
+        return streak
+
+
 def analyse_history(events: Iterable[Mapping[str, Any]], top_level_states: Iterable[str]) -> HistoryFigures:
     events = list(events)
     if not events or events[0]["type"] != "ExecutionStarted":
@@ -65,10 +85,12 @@ def analyse_history(events: Iterable[Mapping[str, Any]], top_level_states: Itera
     stopped = None
     entered = top_entered = task_entered = task_scheduled = throttles = 0
     figures = HistoryFigures(started, None, 0, 0, 0, 0)
+    streaks = _ThrottleStreaks()
     for event in events:
         kind = event["type"]
         details = _details(event)
         offset = (event["timestamp"] - started).total_seconds()
+        figures.longest_throttle_streak = max(figures.longest_throttle_streak, streaks.follow(event, details))
         if kind.endswith("StateEntered"):
             entered += 1
             if details.get("name") in top_level:

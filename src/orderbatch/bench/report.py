@@ -262,11 +262,19 @@ def scenario_notes(figures: dict[str, Any], by_name: dict[str, dict[str, Any]]) 
         lines.append(
             "batches back to back: "
             + "; ".join(
-                f"#{b['batch']} {b['status']} {b['wall_seconds']} s, lost {b['lost']}, doubled "
+                f"#{b['batch']} {b['status']} {b['wall_seconds']} s, failed by 429s "
+                f"{b.get('failed_by_throttling', 0)}, lost {b['lost']}, doubled "
                 f"{b['doubled']}, PSS after {b['tree_pss_mib_after']} MiB "
                 f"({(b['tree_pss_mib_after'] - first) / first * 100:+.0f}%)"
                 for b in figures["batches"]
             )
+        )
+    exhaustion = figures.get("throttle_exhaustion")
+    if exhaustion and (exhaustion["batches"] > 1 or exhaustion["failed_by_throttling"]):
+        lines.append(
+            f"throttling alone failed {exhaustion['failed_by_throttling']} of {exhaustion['orders']} orders "
+            f"over {exhaustion['batches']} batch(es) (rate {exhaustion['rate']}); longest run of 429s one "
+            f"order met: {exhaustion['longest_throttle_streak']}"
         )
     forecast = figures.get("simulated")
     if forecast:

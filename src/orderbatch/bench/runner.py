@@ -22,6 +22,7 @@ from order_processing.contract import (
     SUMMARIZE_BATCH_FUNCTION,
 )
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
+from orderbatch.aws_limits import THROTTLE_ERROR
 from orderbatch.bench import resources
 from orderbatch.bench.history import analyse_history, read_history
 from orderbatch.capacity.model import (
@@ -106,16 +107,36 @@ def run_scenario(
         shutil.rmtree(state_dir, ignore_errors=True)
     figures = _figures(scenario, settings, prices, max_concurrency, neighbour, bound, warmup, measured)
     figures["batches"] = batches
+    figures["throttle_exhaustion"] = throttle_exhaustion(batches, settings.orders)
     return figures
 
 
+def throttle_exhaustion(batches: list[dict[str, Any]], orders_per_batch: int) -> dict[str, Any]:
+    """Over every batch of the scenario: orders failed by throttling alone (their 429 retrier used up),
+    the rate per order, and the longest run of 429s any order met."""
+    failed = sum(int(batch["failed_by_throttling"]) for batch in batches)
+    orders = orders_per_batch * len(batches)
+    return {
+        "batches": len(batches),
+        "orders": orders,
+        "failed_by_throttling": failed,
+        "rate": round(failed / orders, 6) if orders else None,
+        "longest_throttle_streak": max((int(b["longest_throttle_streak"]) for b in batches), default=0),
+    }
+
+
 def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
-    """One batch of a repeated run: how long, whether it audited clean, memory once it had finished."""
+    """One batch of a repeated run: how long, whether it audited clean, which orders failed and whether
+    throttling alone failed them, the longest run of 429s an order met, memory once it had finished."""
     audit = measured["audit"]
     return {
         "batch": number,
         "status": measured["status"],
         "wall_seconds": round(measured["wall_seconds"], 1),
+        "failed": sum(measured["failure_errors"].values()),
+        "failed_by_throttling": measured["failure_errors"].get(THROTTLE_ERROR, 0),
+        "throttles": measured["history"].throttle_failures,
+        "longest_throttle_streak": measured["history"].longest_throttle_streak,
         "lost": len(audit.lost),
         "doubled": len(audit.doubled),
         "violations": len(audit.violations),

@@ -68,6 +68,8 @@ class BenchSettings:
     # Batches run back to back on the same local cloud; the figures are the first's, and every batch's
     # makespan, audit and memory afterwards are listed (is memory flat from batch to batch?).
     batches: int = 1
+    # How long the noisy neighbour holds its share of the quota; None: most of the expected run.
+    neighbour_seconds: float | None = None
 
     @property
     def steps(self) -> int:
@@ -79,8 +81,7 @@ def neighbour_for(scenario: Scenario, settings: BenchSettings) -> Neighbour | No
     if slots < 1:
         return None
     work = settings.orders * settings.steps * settings.work_seconds
-    return Neighbour(
-        slots=slots,
-        start_seconds=0.0,
-        duration_seconds=round(NEIGHBOUR_RUN_FRACTION * work / (settings.quota - slots), 1),
-    )
+    duration = settings.neighbour_seconds
+    if duration is None:
+        duration = round(NEIGHBOUR_RUN_FRACTION * work / (settings.quota - slots), 1)
+    return Neighbour(slots=slots, start_seconds=0.0, duration_seconds=duration)

@@ -86,9 +86,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("--timeout", type=float, default=None, help="seconds allowed per batch")
     bench.add_argument(
         "--batches",
+        "--repeat",
         type=int,
         default=1,
-        help="batches per scenario, back to back on one local cloud; memory after each is reported",
+        help="batches per scenario (a repeat count), back to back on one local cloud; each batch's orders "
+        "failed by throttling, longest run of 429s and memory afterwards are reported",
+    )
+    bench.add_argument(
+        "--neighbour-seconds",
+        type=float,
+        default=None,
+        help="seconds the noisy neighbour holds half the quota (default: most of the expected run)",
     )
     bench.add_argument("--template", type=Path, default=None)
     bench.add_argument("--json", type=Path, default=DEFAULT_OUTPUT_DIR / "bench.json", dest="json_path")
@@ -103,8 +111,14 @@ def run(args: argparse.Namespace) -> int:
     from orderbatch.capacity.scenario import BenchSettings
     from orderbatch.plan.scenarios import bench_forecast, durable_bench_forecast
 
-    if args.orders < 1 or args.account_concurrency < 1 or args.work < 0:
-        print("--orders and --account-concurrency must be positive, --work not negative", file=sys.stderr)
+    if args.orders < 1 or args.account_concurrency < 1 or args.work < 0 or args.batches < 1:
+        print(
+            "--orders, --account-concurrency and --batches must be positive, --work not negative",
+            file=sys.stderr,
+        )
+        return 2
+    if args.neighbour_seconds is not None and args.neighbour_seconds <= 0:
+        print("--neighbour-seconds must be positive", file=sys.stderr)
         return 2
     if "soak" in args.scenarios:
         return run_soak_command(args)
@@ -116,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         warm=args.warm,
         timeout_seconds=args.timeout,
         batches=args.batches,
+        neighbour_seconds=args.neighbour_seconds,
     )
     interactive = sys.stderr.isatty()
 
