@@ -67,7 +67,7 @@ lint: setup
 
 # Two workers, a test file each at a time: most of the suite waits on timeouts and backoffs, not the CPU.
 test: lint
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest -n 2 --dist loadfile --durations=30
 
 # Large batches, `sam build` and the ASL validator: minutes, not seconds. CI runs them after `make test`.
 test-slow: setup asl-validator
