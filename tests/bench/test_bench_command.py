@@ -144,7 +144,7 @@ def test_the_scale_scenario_runs_batches_back_to_back_through_the_distributed_ma
     assert all(b["tree_pss_mib_after"] > 0 for b in scale["batches"])
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(420)
 def test_a_repeated_noisy_neighbour_run_counts_orders_failed_by_throttling_over_every_batch(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -157,7 +157,7 @@ def test_a_repeated_noisy_neighbour_run_counts_orders_failed_by_throttling_over_
             "--account-concurrency", "2",
             "--work", "0.05",
             "--scenarios", "noisy-neighbour",
-            "--orchestrators", "stepfunctions",
+            "--orchestrators", "stepfunctions", "durable",
             "--repeat", "2",
             "--neighbour-seconds", "1.5",
             "--engine-items", "0",
@@ -180,4 +180,12 @@ def test_a_repeated_noisy_neighbour_run_counts_orders_failed_by_throttling_over_
         assert (batch["lost"], batch["doubled"], batch["violations"]) == (0, 0, 0)
         # A streak is made of 429s, and one neighbour slot of two throttles some call within 1.5 s.
         assert 1 <= batch["longest_throttle_streak"] <= batch["throttles"]
+    # The durable orchestrator repeats its batch too; its 429s leave no history, so no streak.
+    durable = scenario["durable"]
+    assert [batch["batch"] for batch in durable["batches"]] == [1, 2]
+    assert durable["throttle_exhaustion"]["orders"] == 12
+    assert durable["throttle_exhaustion"]["longest_throttle_streak"] is None
+    for batch in durable["batches"]:
+        assert batch["status"] == "SUCCEEDED"
+        assert batch["failed"] == batch["final_records"].get("FAILED", 0)
     assert "over 2 batch(es)" in capsys.readouterr().out

@@ -21,7 +21,15 @@ from typing import Any
 
 from order_processing.contract import COMPENSATION_FUNCTION, FINAL_ORDER_STATUSES, ORDER_STEP_FUNCTIONS
 from orderbatch.app_batches import fixture_skus, generate_orders, local_cloud_config
-from orderbatch.bench.runner import Progress, _warm_up, scenario_deadline, scenario_shape
+from orderbatch.aws_limits import THROTTLE_ERROR
+from orderbatch.bench.runner import (
+    Progress,
+    _warm_up,
+    failure_errors_of,
+    scenario_deadline,
+    scenario_shape,
+    throttle_exhaustion,
+)
 from orderbatch.capacity.model import UnitPrices
 from orderbatch.capacity.retriers import with_docs_retrier
 from orderbatch.capacity.scenario import BenchSettings, Scenario
@@ -83,14 +91,35 @@ def run_durable_scenario(
             if settings.warm and scenario.keep_every_environment:
                 warmup = _warm_up(cloud, settings)
                 warmup["orchestrator_seconds"] = _warm_orchestrator(cloud, settings)
-            measured = _execute(
-                cloud, batch_id, orders, fault_plan, scenario_deadline(bound, settings), progress
-            )
+            deadline = scenario_deadline(bound, settings)
+            measured = _execute(cloud, batch_id, orders, fault_plan, deadline, progress)
+            batches = [_batch_line(1, measured)]
+            for number in range(2, settings.batches + 1):
+                again = f"{batch_id}-{number}"
+                more = generate_orders(settings.orders, fixture_skus(settings.template), prefix=again)
+                batches.append(
+                    _batch_line(number, _execute(cloud, again, more, fault_plan, deadline, progress))
+                )
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
     figures = _figures(settings, prices, max_concurrency, bound, retrier, measured)
     figures["warmup"] = warmup
+    figures["batches"] = batches
+    figures["throttle_exhaustion"] = throttle_exhaustion(batches, settings.orders)
     return figures
+
+
+def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
+    """One batch of a repeated durable run: its end, and the orders throttling alone failed."""
+    return {
+        "batch": number,
+        "status": measured["status"],
+        "wall_seconds": round(measured["wall_seconds"], 1),
+        "failed": sum(measured["failure_errors"].values()),
+        "failed_by_throttling": measured["failure_errors"].get(THROTTLE_ERROR, 0),
+        "longest_throttle_streak": None,
+        "final_records": dict(measured["final_records"]),
+    }
 
 
 def _warm_orchestrator(cloud: Any, settings: BenchSettings) -> float:
@@ -180,6 +209,7 @@ def _execute(
         "memory_mb": {spec.name: spec.memory_mb for spec in cloud.stack.functions},
         "write_units": sum((writes_after[1] - writes_before[1]).values()),
         "final_records": _final_records(cloud.client("dynamodb"), locations.orders_table, batch_id),
+        "failure_errors": failure_errors_of(cloud.client("dynamodb"), locations.orders_table, batch_id),
     }
 
 

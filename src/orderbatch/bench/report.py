@@ -214,6 +214,18 @@ def durable_reading_notes(document: dict[str, Any]) -> list[str]:
     ]
 
 
+def exhaustion_notes(exhaustion: dict[str, Any] | None, prefix: str = "") -> list[str]:
+    """Orders failed by throttling alone over a repeated scenario's batches."""
+    if not exhaustion or (exhaustion["batches"] < 2 and not exhaustion["failed_by_throttling"]):
+        return []
+    streak = exhaustion["longest_throttle_streak"]
+    return [
+        f"{prefix}throttling alone failed {exhaustion['failed_by_throttling']} of {exhaustion['orders']} "
+        f"orders over {exhaustion['batches']} batch(es) (rate {exhaustion['rate']})"
+        + ("" if streak is None else f"; longest run of 429s one order met: {streak}")
+    ]
+
+
 def durable_notes(figures: dict[str, Any]) -> list[str]:
     """The durable run of one scenario: replays, operations, 429s by kind, and its forecast."""
     durable = figures.get("durable")
@@ -228,6 +240,7 @@ def durable_notes(figures: dict[str, Any]) -> list[str]:
         f"orchestrator; {durable['durable']['operations']} durable operations "
         f"({durable['durable']['operations_per_order']} per order)",
     ]
+    lines.extend(exhaustion_notes(durable.get("throttle_exhaustion"), prefix="durable: "))
     forecast = durable.get("simulated")
     if forecast:
         difference = _difference(durable["makespan_seconds"], forecast["makespan_seconds"])
@@ -269,13 +282,7 @@ def scenario_notes(figures: dict[str, Any], by_name: dict[str, dict[str, Any]]) 
                 for b in figures["batches"]
             )
         )
-    exhaustion = figures.get("throttle_exhaustion")
-    if exhaustion and (exhaustion["batches"] > 1 or exhaustion["failed_by_throttling"]):
-        lines.append(
-            f"throttling alone failed {exhaustion['failed_by_throttling']} of {exhaustion['orders']} orders "
-            f"over {exhaustion['batches']} batch(es) (rate {exhaustion['rate']}); longest run of 429s one "
-            f"order met: {exhaustion['longest_throttle_streak']}"
-        )
+    lines.extend(exhaustion_notes(figures.get("throttle_exhaustion")))
     forecast = figures.get("simulated")
     if forecast:
         lines.append(

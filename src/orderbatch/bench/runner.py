@@ -115,13 +115,15 @@ def throttle_exhaustion(batches: list[dict[str, Any]], orders_per_batch: int) ->
     """Over every batch of the scenario: orders failed by throttling alone (their 429 retrier used up),
     the rate per order, and the longest run of 429s any order met."""
     failed = sum(int(batch["failed_by_throttling"]) for batch in batches)
+    streaks = [b["longest_throttle_streak"] for b in batches if b.get("longest_throttle_streak") is not None]
     orders = orders_per_batch * len(batches)
     return {
         "batches": len(batches),
         "orders": orders,
         "failed_by_throttling": failed,
         "rate": round(failed / orders, 6) if orders else None,
-        "longest_throttle_streak": max((int(b["longest_throttle_streak"]) for b in batches), default=0),
+        # None for the durable orchestrator, whose 429s leave no history to follow.
+        "longest_throttle_streak": max((int(streak) for streak in streaks), default=None),
     }
 
 
@@ -272,7 +274,7 @@ class _BatchRun:
         definition = json.loads(cloud.stack.state_machine().definition)
         history = analyse_history(read_history(sfn, execution_arn), definition["States"])
         report = audit_local_batch(cloud, self.batch_id)
-        failure_errors = _failure_errors(dynamodb, locations.orders_table, self.batch_id)
+        failure_errors = failure_errors_of(dynamodb, locations.orders_table, self.batch_id)
         summary = json.loads(execution["output"]) if execution.get("output") else {}
         failure_codes = Counter(
             str(order.get("code"))
@@ -315,7 +317,8 @@ class _BatchRun:
         }
 
 
-def _failure_errors(dynamodb: Any, table: str, batch_id: str) -> dict[str, int]:
+def failure_errors_of(dynamodb: Any, table: str, batch_id: str) -> dict[str, int]:
+    """The error the compensation recorded on each order of the batch that did not succeed, counted."""
     errors: Counter[str] = Counter()
     for page in dynamodb.get_paginator("scan").paginate(
         TableName=table,
