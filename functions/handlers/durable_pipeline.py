@@ -4,6 +4,8 @@ Each order runs in its own branch of ``context.map`` and calls the existing per-
 ``context.invoke`` (docs/architecture.md, "Durable functions", says why). A failed invoke goes through
 the retriers the state machine's Lambda Tasks carry, with the same template parameters, then through
 the same Catch routing: a conflicting order is reported, anything else is compensated by Cancel order.
+A step throttled until its retrier runs out defers its order to a second pass after the batch, as the
+state machine's throttled states do (statemachine/order_batch.workflow.yaml says why).
 """
 
 from __future__ import annotations
@@ -174,12 +176,132 @@ def _conflicting(item: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
+# The per-order steps by the state machine's state names, which a deferral's ``resume_at`` carries.
+VALIDATE_ORDER, RESERVE_INVENTORY, CHARGE_PAYMENT, CONFIRM_ORDER, CANCEL_ORDER = (
+    "Validate order",
+    "Reserve inventory",
+    "Charge payment",
+    "Confirm order",
+    "Cancel order",
+)
+# Each step's operation name (its invokes and backoffs are named after it) and the function it calls.
+STEP_OPERATIONS = {
+    VALIDATE_ORDER: "validate_order",
+    RESERVE_INVENTORY: "reserve_inventory",
+    CHARGE_PAYMENT: "charge_payment",
+    CONFIRM_ORDER: "confirm_order",
+    CANCEL_ORDER: "cancel_order",
+}
+# The state machine's routing after each forward step: (the outcome that goes on, the next step, and
+# where any other outcome goes: None to finish the order, CANCEL_ORDER to compensate it).
+FORWARD_ROUTES: dict[str, tuple[Outcome, str | None, str | None]] = {
+    VALIDATE_ORDER: (Outcome.VALID, RESERVE_INVENTORY, None),
+    RESERVE_INVENTORY: (Outcome.RESERVED, CHARGE_PAYMENT, CANCEL_ORDER),
+    CHARGE_PAYMENT: (Outcome.CHARGED, CONFIRM_ORDER, CANCEL_ORDER),
+    CONFIRM_ORDER: (Outcome.SUCCEEDED, None, None),
+}
+DEFERRED = "DEFERRED"
+THROTTLED_CODE = "THROTTLED"
+# The error a step still throttled in the second pass fails its order with (the state machine's name).
+LAMBDA_THROTTLED_ERROR = f"Lambda.{THROTTLED_ERROR_NAME}"
+
+
+def _function_of(functions: OrderFunctions, step: str) -> str:
+    return {
+        VALIDATE_ORDER: functions.validate,
+        RESERVE_INVENTORY: functions.reserve,
+        CHARGE_PAYMENT: functions.charge,
+        CONFIRM_ORDER: functions.confirm,
+        CANCEL_ORDER: functions.cancel,
+    }[step]
+
+
+def deferral(step: str, step_input: Mapping[str, Any]) -> dict[str, Any]:
+    """The state machine's throttled states in the first pass: the order waits for the second pass."""
+    has_order_id = step not in (VALIDATE_ORDER, CANCEL_ORDER)
+    return {
+        "order_id": step_input.get("order_id") if has_order_id else None,
+        "item_index": step_input["item_index"],
+        "outcome": DEFERRED,
+        "code": THROTTLED_CODE,
+        "reason": f"{step} was throttled until its retrier ran out; the second pass runs it again",
+        "resume_at": step,
+        "resume_input": dict(step_input),
+    }
+
+
+# Which pass an order runs in: the batch's (may defer), the second (the last), or the only one (a batch
+# run without a second pass: an order whose retrier runs out is compensated at once).
+FIRST_PASS, SECOND_PASS, ONLY_PASS = "first", "second", "only"
+
+
+def _throttled(step: str, failure: StepFailedError, stage: str) -> dict[str, str]:
+    """The ``$.error`` an order still throttled in its last pass is compensated with."""
+    if stage == SECOND_PASS:
+        # What the second pass's throttled states add before compensating.
+        cause = f"{step} was throttled until its retrier ran out, in the batch and again in the second pass"
+        return {"Error": LAMBDA_THROTTLED_ERROR, "Cause": cause}
+    return {"Error": LAMBDA_THROTTLED_ERROR, "Cause": failure.cause}
+
+
+def run_order(
+    context: DurableContext,
+    step: str,
+    state: Mapping[str, Any],
+    functions: OrderFunctions,
+    policy: RetryPolicy,
+    *,
+    stage: str,
+) -> dict[str, Any]:
+    """One order from ``step`` on, routed as the state machine's ItemProcessor routes it.
+
+    A step throttled until its retrier runs out defers the order in the first pass, and fails it like any
+    failed step in the second (or only) pass.
+    """
+    current: str | None = step
+    while current is not None and current != CANCEL_ORDER:
+        try:
+            result = invoke_step(
+                context, STEP_OPERATIONS[current], _function_of(functions, current), state, policy
+            )
+        except StepFailedError as failure:
+            if failure.error == THROTTLED_ERROR_NAME:
+                if stage == FIRST_PASS:
+                    return deferral(current, state)
+                caught = _throttled(current, failure, stage)
+            elif current == VALIDATE_ORDER and failure.error == CONFLICT_ERROR_NAME:
+                return _conflicting(state)
+            else:
+                caught = failure.as_caught()
+            state = {**state, "error": caught}
+            current = CANCEL_ORDER
+            break
+        state = result
+        expected, next_step, otherwise = FORWARD_ROUTES[current]
+        current = next_step if state.get("outcome") == expected else otherwise
+    if current == CANCEL_ORDER:
+        return _cancel(context, state, functions, policy, stage=stage)
+    return finished(state)
+
+
 def _cancel(
-    context: DurableContext, state: Mapping[str, Any], functions: OrderFunctions, policy: RetryPolicy
+    context: DurableContext,
+    state: Mapping[str, Any],
+    functions: OrderFunctions,
+    policy: RetryPolicy,
+    *,
+    stage: str,
 ) -> dict[str, Any]:
     try:
         return finished(invoke_step(context, "cancel_order", functions.cancel, state, policy))
     except StepFailedError as failure:
+        if failure.error == THROTTLED_ERROR_NAME and stage == FIRST_PASS:
+            return deferral(CANCEL_ORDER, state)
+        caught = (
+            _throttled(CANCEL_ORDER, failure, stage)
+            if failure.error == THROTTLED_ERROR_NAME
+            else failure.as_caught()
+        )
         return finished(
             {
                 "order_id": None,
@@ -187,37 +309,30 @@ def _cancel(
                 "outcome": Outcome.FAILED.value,
                 "code": COMPENSATION_FAILED,
                 "reason": f"item {state['item_index']}: compensation failed after retries: "
-                f"{failure.error}: {failure.cause}",
+                f"{caught['Error']}: {caught['Cause']}",
             }
         )
 
 
 def process_order(
-    context: DurableContext, item: Mapping[str, Any], functions: OrderFunctions, policy: RetryPolicy
+    context: DurableContext,
+    item: Mapping[str, Any],
+    functions: OrderFunctions,
+    policy: RetryPolicy,
+    *,
+    stage: str = FIRST_PASS,
 ) -> dict[str, Any]:
-    """One order, routed as the state machine's ItemProcessor routes it."""
-    try:
-        state = invoke_step(context, "validate_order", functions.validate, item, policy)
-    except StepFailedError as failure:
-        if failure.error == CONFLICT_ERROR_NAME:
-            return _conflicting(item)
-        return _cancel(context, {**item, "error": failure.as_caught()}, functions, policy)
-    if state.get("outcome") != Outcome.VALID:
-        return finished(state)
-    # Reserve and charge hand an order that did not reach their outcome to Cancel order; confirm ends it.
-    forward_steps = (
-        ("reserve_inventory", functions.reserve, Outcome.RESERVED, True),
-        ("charge_payment", functions.charge, Outcome.CHARGED, True),
-        ("confirm_order", functions.confirm, Outcome.SUCCEEDED, False),
+    """One order of the batch, from its Map item."""
+    return run_order(context, VALIDATE_ORDER, item, functions, policy, stage=stage)
+
+
+def resume_order(
+    context: DurableContext, deferred: Mapping[str, Any], functions: OrderFunctions, policy: RetryPolicy
+) -> dict[str, Any]:
+    """One deferred order in the second pass: its throttled step again, with the input it had."""
+    return run_order(
+        context, deferred["resume_at"], deferred["resume_input"], functions, policy, stage=SECOND_PASS
     )
-    for step, function_name, expected, cancel_otherwise in forward_steps:
-        try:
-            state = invoke_step(context, step, function_name, state, policy)
-        except StepFailedError as failure:
-            return _cancel(context, {**state, "error": failure.as_caught()}, functions, policy)
-        if state.get("outcome") != expected and cancel_otherwise:
-            return _cancel(context, state, functions, policy)
-    return finished(state)
 
 
 def map_items(batch_id: str, orders: Sequence[Any]) -> list[dict[str, Any]]:
@@ -235,27 +350,70 @@ def run_batch(
     functions: OrderFunctions,
     policy: RetryPolicy,
     max_concurrency: int,
+    deferred_max_concurrency: int = 2,
+    *,
+    second_pass: bool = True,
 ) -> dict[str, Any]:
-    """Every order of the batch, at most ``max_concurrency`` at once, then the batch summary."""
+    """Every order of the batch, at most ``max_concurrency`` at once; then the second pass over the orders
+    throttled until their retrier ran out, at most ``deferred_max_concurrency`` at once; then the summary.
+    Without ``second_pass`` (the design before it, kept to compare), such an order is compensated at once."""
     items = map_items(batch_id, orders)
+    stage = FIRST_PASS if second_pass else ONLY_PASS
 
     def order_branch(branch: DurableContext, item: dict[str, Any], _index: int, _items: Sequence[Any]) -> Any:
-        return process_order(branch, item, functions, policy)
+        return process_order(branch, item, functions, policy, stage=stage)
 
-    def order_name(_item: dict[str, Any], index: int) -> str:
-        return f"order {index}"
-
-    results: BatchResult[dict[str, Any]] = context.map(
-        items,
-        order_branch,
-        name="process orders",
-        config=MapConfig(
-            max_concurrency=max_concurrency,
-            # A failed order must not stop the others, as in the state machine's Map.
-            completion_config=CompletionConfig.all_completed(),
-            item_namer=order_name,
+    first_pass = _outcomes(
+        context.map(
+            items,
+            order_branch,
+            name="process orders",
+            config=MapConfig(
+                max_concurrency=max_concurrency,
+                # A failed order must not stop the others, as in the state machine's Map.
+                completion_config=CompletionConfig.all_completed(),
+                item_namer=_order_name,
+            ),
         ),
+        items,
     )
+    finished_orders = [outcome for outcome in first_pass if outcome.get("outcome") != DEFERRED]
+    deferred = [outcome for outcome in first_pass if outcome.get("outcome") == DEFERRED]
+    rerun: list[dict[str, Any]] = []
+    if deferred:
+
+        def deferred_branch(
+            branch: DurableContext, order: dict[str, Any], _index: int, _items: Sequence[Any]
+        ) -> Any:
+            return resume_order(branch, order, functions, policy)
+
+        rerun = _outcomes(
+            context.map(
+                deferred,
+                deferred_branch,
+                name="run deferred orders again",
+                config=MapConfig(
+                    max_concurrency=deferred_max_concurrency,
+                    completion_config=CompletionConfig.all_completed(),
+                    item_namer=_order_name,
+                ),
+            ),
+            [order["resume_input"] for order in deferred],
+        )
+    # The summary step of the state machine, on the same outcomes: an inline batch's summary is its output.
+    return summarize_batch(
+        request={"batch_id": batch_id, "results": finished_orders, "second_pass": rerun},
+        results_bucket="",
+    )
+
+
+def _order_name(_item: dict[str, Any], index: int) -> str:
+    return f"order {index}"
+
+
+def _outcomes(
+    results: BatchResult[dict[str, Any]], items: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     outcomes = []
     for entry in results.all:
         if entry.result is not None:
@@ -265,5 +423,4 @@ def run_batch(
             error = entry.error
             detail = f"{error.type}: {error.message}" if error else f"its branch ended {entry.status.value}"
             outcomes.append(outcome_of_failed_item(items[entry.index], detail))
-    # The summary step of the state machine, on the same outcomes: an inline batch's summary is its output.
-    return summarize_batch(request={"batch_id": batch_id, "results": outcomes}, results_bucket="")
+    return outcomes

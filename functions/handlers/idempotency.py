@@ -47,9 +47,16 @@ ORDER_STEP = IdempotencyKey(
 # The same batch ID summarized from different outcomes is a defect, not a replay.
 BATCH_SUMMARY = IdempotencyKey(
     key_path="batch_id",
-    payload_validation_path="[results, source, map_result]",
+    payload_validation_path="[results, second_pass, source, map_result, second_pass_result]",
     data_argument="request",
     raise_on_missing_key=False,
+)
+# An S3 batch's deferred orders are set aside once per batch, from one first-pass Map result.
+DEFERRED_ORDERS = IdempotencyKey(
+    key_path="batch_id",
+    payload_validation_path="map_result",
+    data_argument="request",
+    raise_on_missing_key=True,
 )
 
 

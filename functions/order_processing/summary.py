@@ -10,6 +10,12 @@ The state machine hands over the outcomes in one of two shapes:
   Input and Output are JSON strings. With ``WriterConfig.Transformation`` COMPACT or FLATTEN the
   entries are the children's outputs themselves; both are read.
 
+Orders throttled until their retrier ran out end the batch's first pass DEFERRED, holding the step to run
+again and its input (``resume_at``, ``resume_input``); the second pass runs them again. Its outcomes come
+as ``second_pass`` (a list, inline) or ``second_pass_result`` (its Map's ResultWriter details, S3) and
+replace the deferred outcomes of the same items. For an S3 batch, ``set_aside_deferred_orders`` first
+writes the deferred orders to S3 as the JSON array the second pass's ItemReader reads.
+
 A child execution that did not succeed has no order state: it counts as FAILED with code
 TASK_FAILED, identified from its Input (the per-order Map item). The result files must account for
 every item of the map run (DescribeMapRun's itemCounts.total), or the summary is refused.
@@ -30,6 +36,8 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.client import SFNClient
 
 SUCCEEDED, FAILED, REJECTED, DUPLICATE = "SUCCEEDED", "FAILED", "REJECTED", "DUPLICATE"
+# Not final: the order waits for the second pass (the state machine's throttled states).
+DEFERRED = "DEFERRED"
 FINAL_OUTCOMES = (SUCCEEDED, FAILED, REJECTED, DUPLICATE)
 TASK_FAILED = "TASK_FAILED"
 CONFLICTING_ORDER = "CONFLICTING_ORDER"
@@ -55,19 +63,79 @@ def summarize_batch(
 
     if "results" in request:
         outcomes = [outcome_of_result(entry) for entry in request["results"]]
+        second_pass = [outcome_of_result(entry) for entry in request.get("second_pass") or []]
     elif "map_result" in request:
         s3_client = s3_client or boto3.client("s3")
         outcomes = _outcomes_of_map_run(batch_id, request["map_result"] or {}, s3_client, sfn_client)
+        second_result = request.get("second_pass_result")
+        second_pass = (
+            _outcomes_of_map_run(batch_id, second_result, s3_client, sfn_client) if second_result else []
+        )
     else:
         raise ValueError(f"summary request of batch {batch_id} has neither results nor map_result")
 
-    summary = summarize_outcomes(batch_id, outcomes)
+    summary = summarize_outcomes(batch_id, with_second_pass(outcomes, second_pass), len(second_pass))
     if "source" not in request and "map_result" not in request:
         return summary
     # An S3 batch can be far larger than the 256 KiB a state's output may carry.
     location = write_summary(summary, results_bucket, s3_client or boto3.client("s3"))
     counts = {name: value for name, value in summary.items() if name != "orders"}
     return {**counts, "orders_location": location}
+
+
+def set_aside_deferred_orders(
+    *,
+    request: Mapping[str, Any],
+    results_bucket: str,
+    s3_client: S3Client | None = None,
+) -> dict[str, Any]:
+    """Write the orders an S3 batch's first pass deferred to ``results_bucket``, as a JSON array of their
+    order states (``resume_at``, ``resume_input``, ...): the second pass's ItemReader reads it."""
+    batch_id = request.get("batch_id")
+    if not isinstance(batch_id, str) or not batch_id:
+        raise ValueError("set-aside request has no batch_id")
+    if not results_bucket:
+        raise ValueError(f"no results bucket to write the deferred orders of batch {batch_id} to")
+    s3 = s3_client or boto3.client("s3")
+    details = (request.get("map_result") or {}).get("ResultWriterDetails") or {}
+    bucket, manifest_key = details.get("Bucket"), details.get("Key")
+    if not bucket or not manifest_key:
+        raise ValueError(f"set-aside request of batch {batch_id} has no map_result.ResultWriterDetails")
+    deferred = [
+        state
+        for state in read_order_states(load_manifest(bucket, manifest_key, s3), bucket, s3)
+        if state.get("outcome") == DEFERRED
+    ]
+    key = f"batches/{batch_id}/deferred-orders.json"
+    s3.put_object(
+        Bucket=results_bucket,
+        Key=key,
+        Body=json.dumps(deferred, separators=(",", ":")).encode("utf-8"),
+        ContentType="application/json",
+    )
+    return {"Bucket": results_bucket, "Key": key, "count": len(deferred)}
+
+
+def with_second_pass(
+    first_pass: Iterable[Mapping[str, Any]], second_pass: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The batch's outcomes: each deferred order's second-pass outcome in place of its deferral.
+
+    A deferral the second pass did not account for stays a failure: total always counts every order.
+    """
+    second = [dict(outcome) for outcome in second_pass]
+    rerun = {outcome.get("item_index") for outcome in second}
+    outcomes = [
+        dict(outcome)
+        for outcome in first_pass
+        if not (outcome["outcome"] == DEFERRED and outcome.get("item_index") in rerun)
+    ]
+    return [
+        _task_failed(outcome, "its workflow ended in the non-final outcome DEFERRED")
+        if outcome["outcome"] == DEFERRED
+        else outcome
+        for outcome in [*outcomes, *second]
+    ]
 
 
 def _outcomes_of_map_run(
@@ -85,7 +153,10 @@ def _outcomes_of_map_run(
     return outcomes
 
 
-def summarize_outcomes(batch_id: str, outcomes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def summarize_outcomes(
+    batch_id: str, outcomes: Iterable[Mapping[str, Any]], second_pass: int = 0
+) -> dict[str, Any]:
+    """The counts and the sorted outcomes; ``second_pass`` is how many orders the second pass ran again."""
     orders = sorted(outcomes, key=_item_order)
     count = {outcome: sum(1 for order in orders if order["outcome"] == outcome) for outcome in FINAL_OUTCOMES}
     return {
@@ -98,6 +169,7 @@ def summarize_outcomes(batch_id: str, outcomes: Iterable[Mapping[str, Any]]) -> 
         "conflicting": sum(
             1 for order in orders if order["outcome"] == REJECTED and order["code"] == CONFLICTING_ORDER
         ),
+        "second_pass": second_pass,
         "orders": orders,
     }
 
@@ -115,7 +187,7 @@ def outcome_of_result(entry: Any) -> dict[str, Any]:
 
 def outcome_of_order_state(state: Mapping[str, Any]) -> dict[str, Any]:
     outcome = state.get("outcome")
-    if outcome not in FINAL_OUTCOMES:
+    if outcome not in (*FINAL_OUTCOMES, DEFERRED):
         # A per-order workflow must end in a final outcome; anything else is a defect, counted as a failure
         # so that total always equals succeeded + failed + rejected + duplicate.
         return _task_failed(state, f"its workflow ended in the non-final outcome {outcome}")
@@ -153,16 +225,32 @@ def load_manifest(bucket: str, key: str, s3: S3Client) -> dict[str, Any]:
 
 def read_result_files(manifest: Mapping[str, Any], bucket: str, s3: S3Client) -> Iterator[dict[str, Any]]:
     """Every child execution listed by a ResultWriter manifest, as outcomes."""
+    for category, entry in _result_entries(manifest, bucket, s3):
+        if isinstance(entry, Mapping) and "ExecutionArn" in entry:
+            yield outcome_of_child_execution(entry, status=category)
+        else:
+            yield outcome_of_result(entry)
+
+
+def read_order_states(manifest: Mapping[str, Any], bucket: str, s3: S3Client) -> Iterator[dict[str, Any]]:
+    """The order state each succeeded child execution returned, every field kept."""
+    for category, entry in _result_entries(manifest, bucket, s3):
+        if isinstance(entry, Mapping) and "ExecutionArn" in entry:
+            if (entry.get("Status") or category) != "SUCCEEDED":
+                continue
+            entry = _parse_json_field(entry.get("Output"))
+        if isinstance(entry, Mapping) and "outcome" in entry:
+            yield dict(entry)
+
+
+def _result_entries(manifest: Mapping[str, Any], bucket: str, s3: S3Client) -> Iterator[tuple[str, Any]]:
     results_bucket = manifest.get("DestinationBucket") or bucket
     result_files = manifest.get("ResultFiles") or {}
     for category in RESULT_FILE_CATEGORIES:
         for result_file in result_files.get(category) or []:
             body = s3.get_object(Bucket=results_bucket, Key=result_file["Key"])["Body"].read()
             for entry in _json_array_or_lines(body.decode("utf-8")):
-                if isinstance(entry, Mapping) and "ExecutionArn" in entry:
-                    yield outcome_of_child_execution(entry, status=category)
-                else:
-                    yield outcome_of_result(entry)
+                yield category, entry
 
 
 def require_every_item(

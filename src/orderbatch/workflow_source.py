@@ -87,12 +87,7 @@ def _expanded(node: Node) -> Node:
     if isinstance(node, MappingNode):
         pairs = []
         suffix: str | None = None
-        for key, value in node.value:
-            if key.tag == _MERGE_TAG:
-                # Jackson does not apply merge keys either; the source keeps to plain aliases.
-                raise WorkflowSourceError(
-                    f"line {key.start_mark.line + 1}: merge keys (<<) are not supported; alias a whole value"
-                )
+        for key, value in _merged_pairs(node):
             if isinstance(key, ScalarNode) and key.value == STATE_NAME_SUFFIX_KEY:
                 if not isinstance(value, ScalarNode) or not value.value.strip():
                     raise WorkflowSourceError(
@@ -106,6 +101,37 @@ def _expanded(node: Node) -> Node:
             _suffix_state_names(expanded, suffix, line=node.start_mark.line + 1)
         return expanded
     raise WorkflowSourceError(f"unexpected YAML node {type(node).__name__}")
+
+
+def _merged_pairs(mapping: MappingNode) -> list[tuple[Node, Node]]:
+    """The pairs of ``mapping`` with its merge keys (``<<``) applied as YAML 1.1 defines them.
+
+    Jackson does not apply merge keys, so the renderer does: the merged mapping's pairs come first, in
+    their order, and a key written beside the ``<<`` replaces the merged value in place. With a sequence
+    of mappings, an earlier one wins over a later one.
+    """
+    merged: list[tuple[Node, Node]] = []
+    explicit: list[tuple[Node, Node]] = []
+    for key, value in mapping.value:
+        if key.tag != _MERGE_TAG:
+            explicit.append((key, value))
+            continue
+        sources = value.value if isinstance(value, SequenceNode) else [value]
+        for source in sources:
+            if not isinstance(source, MappingNode):
+                raise WorkflowSourceError(
+                    f"line {key.start_mark.line + 1}: a merge key (<<) takes a mapping or a list of mappings"
+                )
+            for pair in _merged_pairs(source):
+                if _key_text(pair[0]) not in {_key_text(k) for k, _ in merged}:
+                    merged.append(pair)
+    overrides = {_key_text(key): (key, value) for key, value in explicit}
+    pairs = [overrides.pop(_key_text(key), (key, value)) for key, value in merged]
+    return pairs + [pair for pair in explicit if _key_text(pair[0]) in overrides]
+
+
+def _key_text(key: Node) -> object:
+    return key.value if isinstance(key, ScalarNode) else id(key)
 
 
 def _value_of(mapping: MappingNode, key: str) -> Node | None:

@@ -46,7 +46,8 @@ def test_the_bound_counts_only_the_capacity_the_neighbour_leaves() -> None:
 def test_the_docs_retrier_replaces_every_task_retry_list(definition: dict[str, Any]) -> None:
     rewritten = SCENARIOS["docs-retrier"].definition_transform("OrderBatchStateMachine", definition)  # type: ignore[misc]
     tasks = list(task_states(rewritten))
-    assert len(tasks) == 17  # 5 per-order steps in each of the 3 Maps, 2 summaries
+    # 5 per-order steps in each of the 3 Maps and the 2 second passes, 2 summaries and the S3 set-aside
+    assert len(tasks) == 28
     assert all(task["Retry"] == [DOCS_RETRIER] for task in tasks)
     assert "Lambda.TooManyRequestsException" not in json.dumps(rewritten)
     assert any(t["Retry"] != [DOCS_RETRIER] for t in task_states(definition)), "the original is untouched"
@@ -156,3 +157,24 @@ def test_the_longest_throttle_streak_follows_each_orders_thread_through_interlea
 
     assert figures.throttle_failures == 5
     assert figures.longest_throttle_streak == 3
+
+
+def test_the_old_policy_has_no_catch_for_throttles_alone_and_no_state_left_unreachable(
+    definition: dict[str, Any],
+) -> None:
+    scenario = SCENARIOS["noisy-neighbour-no-second-pass"]
+    rewritten = scenario.definition_transform("OrderBatchStateMachine", definition)  # type: ignore[misc]
+
+    tasks = list(task_states(rewritten))
+    assert len(tasks) == 28
+    for task in tasks:
+        assert all(c["ErrorEquals"] != ["Lambda.TooManyRequestsException"] for c in task.get("Catch", []))
+        # The retriers are the app's: only the second pass is gone.
+        assert task["Retry"][0]["ErrorEquals"] == ["Lambda.TooManyRequestsException"]
+    inline = rewritten["States"]["Process inline orders"]["ItemProcessor"]["States"]
+    assert "Validation throttled" not in inline
+    assert inline["Validate order"]["Catch"][0]["Next"] == "Report conflicting order"
+    second = rewritten["States"]["Run deferred orders again"]["ItemProcessor"]["States"]
+    assert "Resume order (second pass)" in second
+    assert not [name for name in second if name.endswith("throttled (second pass)")]
+    assert "Validation throttled" in definition["States"]["Process inline orders"]["ItemProcessor"]["States"]

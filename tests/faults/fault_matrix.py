@@ -67,7 +67,10 @@ def reset_moto() -> None:
     moto_api_backend.reset()
 
 
-def start_cloud(function_environment: Mapping[str, str] | None = None) -> LocalCloud:
+def start_cloud(
+    function_environment: Mapping[str, str] | None = None,
+    parameter_overrides: Mapping[str, str] | None = None,
+) -> LocalCloud:
     reset_moto()
     config = local_cloud_config(
         TEMPLATE,
@@ -77,6 +80,7 @@ def start_cloud(function_environment: Mapping[str, str] | None = None) -> LocalC
             "FunctionTimeoutSeconds": str(FUNCTION_TIMEOUT_SECONDS),
             "TaskTimeoutSeconds": str(FUNCTION_TIMEOUT_SECONDS * 2),
             "InProgressRetryIntervalSeconds": "2",
+            **(parameter_overrides or {}),
         },
         function_environment=dict(function_environment or {}),
     )

@@ -39,7 +39,8 @@ from orderbatch.localcloud.lambda_service.crash_points import (
     enumerate_crash_points,
     idempotency_save,
 )
-from orderbatch.localcloud.lambda_service.faults import FaultDecision, FaultInjector, FaultPlan, FaultRule
+from orderbatch.localcloud.lambda_service.fault_injector import FaultInjector
+from orderbatch.localcloud.lambda_service.faults import FaultDecision, FaultPlan, FaultRule
 from orderbatch.localcloud.runtime_shim import (
     CHECKPOINT_UPDATES,
     call_matches,

@@ -26,7 +26,8 @@ from orderbatch.faults.duplicate_children import run_duplicate_children_row
 from orderbatch.faults.flags import parse_fault_flag
 from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.lambda_service import FaultPlan
-from orderbatch.localcloud.lambda_service.faults import DuplicateExecution, FaultInjector, FaultRule
+from orderbatch.localcloud.lambda_service.fault_injector import FaultInjector
+from orderbatch.localcloud.lambda_service.faults import DuplicateExecution, FaultRule
 from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"

@@ -12,10 +12,10 @@ from orderbatch.app_batches import order_event_keys
 from orderbatch.cli import build_parser
 from orderbatch.faults.flags import fault_plan_from_args
 from orderbatch.localcloud import runtime_shim
+from orderbatch.localcloud.lambda_service.fault_injector import FaultInjector
 from orderbatch.localcloud.lambda_service.faults import (
     FAULT_KINDS,
     Crash,
-    FaultInjector,
     FaultPlan,
     FaultRule,
     Timeout,

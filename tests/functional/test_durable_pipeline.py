@@ -155,6 +155,7 @@ def test_the_summary_has_the_state_machine_summary_shape(durable_batch: DurableB
         "rejected",
         "duplicate",
         "conflicting",
+        "second_pass",
         "orders",
     }
     assert summary["batch_id"] == "b-durable-shape"
@@ -316,18 +317,43 @@ def test_an_order_sent_again_with_other_content_is_reported_as_conflicting_witho
     assert task_env.order_record("d-twice")["status"] == "SUCCEEDED"
 
 
-def test_throttling_past_the_retry_limit_fails_the_order_and_compensates_it(
+def test_an_order_throttled_past_its_retrier_runs_again_in_the_second_pass_from_that_step(
+    durable_batch: DurableBatch, configure: Callable[..., None], task_env: Any, task_log: Any
+) -> None:
+    configure(THROTTLE_RETRY_MAX_ATTEMPTS="2")
+    # Three calls are the first pass's (one and two retries): the fourth, in the second pass, runs.
+    durable_batch.steps.throttles_left["charge_payment"] = 3
+
+    summary = summary_of(durable_batch.run("b-durable-deferred", [an_affordable_order("d-deferred")]))
+
+    assert (summary["succeeded"], summary["failed"], summary["second_pass"]) == (1, 0, 1)
+    assert durable_batch.steps.calls["charge_payment"] == 4
+    # The second pass resumed at the charge: validation and reservation ran once, nothing was cancelled.
+    assert durable_batch.steps.calls["validate_order"] == 1
+    assert durable_batch.steps.calls["reserve_inventory"] == 1
+    assert durable_batch.steps.calls["cancel_order"] == 0
+    # A 429 never ran the function: the charge's body ran once, in the second pass.
+    assert task_log.runs(step="charge_payment") == 1
+    assert len(task_env.ledger("d-deferred")) == 1
+    assert task_env.order_record("d-deferred")["status"] == "SUCCEEDED"
+
+
+def test_an_order_still_throttled_in_the_second_pass_fails_and_is_compensated(
     durable_batch: DurableBatch, configure: Callable[..., None], task_env: Any
 ) -> None:
     configure(THROTTLE_RETRY_MAX_ATTEMPTS="2")
-    durable_batch.steps.throttles_left["charge_payment"] = 3
+    durable_batch.steps.throttles_left["charge_payment"] = 6
 
     summary = summary_of(durable_batch.run("b-durable-storm", [an_affordable_order("d-storm")]))
 
     (outcome,) = summary["orders"]
     assert (outcome["outcome"], outcome["code"]) == ("FAILED", "TASK_FAILED")
-    assert outcome["reason"] == "order d-storm failed: TooManyRequestsException: Rate Exceeded."
-    assert durable_batch.steps.calls["charge_payment"] == 3
+    assert outcome["reason"] == (
+        "order d-storm failed: Lambda.TooManyRequestsException: Charge payment was throttled until its "
+        "retrier ran out, in the batch and again in the second pass"
+    )
+    assert summary["second_pass"] == 1
+    assert durable_batch.steps.calls["charge_payment"] == 6
     assert durable_batch.steps.calls["cancel_order"] == 1
     assert task_env.ledger("d-storm") == []
     assert task_env.order_record("d-storm")["status"] == "FAILED"

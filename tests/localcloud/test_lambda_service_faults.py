@@ -169,6 +169,39 @@ def test_a_noisy_neighbour_takes_unreserved_concurrency_for_its_window(
     assert [o["status"] for o in outcomes] == [200, 200, 200]
 
 
+def test_a_throttle_fault_answers_429_with_its_reason_before_anything_runs(
+    serve_lambda: Serve, probe_function: Probe
+) -> None:
+    served = serve_lambda([probe_function("Reserve")])
+    served.service.set_fault_plan(
+        {
+            "functions": {
+                "Reserve": [
+                    {
+                        "kind": "throttle",
+                        "attempts": [1, 2],
+                        "reason": "ReservedFunctionConcurrentInvocationLimitExceeded",
+                    }
+                ]
+            }
+        }
+    )
+    # Retries off (the fixture's client): every 429 reaches the caller, as each reaches a Task's retrier.
+    client = served.client()
+
+    first, second, third = (invoke(client, "Reserve", order("o-1")) for _ in range(3))
+    # Attempts count per item key: another order's first call is throttled too.
+    other = [invoke(client, "Reserve", order("o-2")) for _ in range(3)]
+
+    throttled = (429, "ReservedFunctionConcurrentInvocationLimitExceeded")
+    assert [(o["status"], o.get("reason")) for o in (first, second, *other[:2])] == [throttled] * 4
+    assert (third["status"], third["function_error"], other[2]["status"]) == (200, None, 200)
+    # A 429 never ran the function: one run per order, and every throttle counted as Lambda counts them.
+    assert [run["event"]["order"]["order_id"] for run in served.runs("Reserve")] == ["o-1", "o-2"]
+    throttles = served.service.stats()["functions"]["Reserve"]["throttles"]
+    assert throttles == {"ReservedFunctionConcurrentInvocationLimitExceeded": 4}
+
+
 def test_the_fault_plan_is_loaded_from_a_file_and_replaced_over_http(
     serve_lambda: Serve, probe_function: Probe, tmp_path: Path
 ) -> None:

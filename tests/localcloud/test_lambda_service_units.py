@@ -22,7 +22,8 @@ from orderbatch.localcloud.lambda_service.exit_status import (
     runtime_exit_text,
     with_lambda_exit_wording,
 )
-from orderbatch.localcloud.lambda_service.faults import ErrorBeforeBody, FaultInjector, FaultPlan
+from orderbatch.localcloud.lambda_service.fault_injector import FaultInjector
+from orderbatch.localcloud.lambda_service.faults import ErrorBeforeBody, FaultPlan
 from orderbatch.localcloud.lambda_service.functions import FunctionRegistry, FunctionSpec
 from orderbatch.localcloud.lambda_service.layers import LayerCache, LayerError, LayerSpec, python_layer_dirs
 from orderbatch.localcloud.lambda_service.runtimes import RuntimeStatus, runtime_status

@@ -998,20 +998,23 @@ def test_the_apps_throttle_retrier_waits_at_most_its_cap(sfn: Any, app_definitio
     assert waits == {0: 1, 1: 2, 2: 4, 3: 8, 5: 8, 19: 8}
 
 
-def test_the_apps_exhausted_throttle_retrier_leads_to_cancel_order(sfn: Any, app_definition: str) -> None:
+def test_the_apps_exhausted_throttle_retrier_sets_the_order_aside_with_its_input(
+    sfn: Any, app_definition: str
+) -> None:
+    item = {"batch_id": "b-1", "item_index": 0, "order": {}}
     answer = call(
         sfn,
         definition=app_definition,
         stateName="Validate order",
-        input=json.dumps({"batch_id": "b-1", "item_index": 0, "order": {}}),
+        input=json.dumps(item),
         mock=THROTTLED,
         stateConfiguration={"retrierRetryCount": 20},
         inspectionLevel="DEBUG",
     )
-    assert (answer["status"], answer["nextState"]) == ("CAUGHT_ERROR", "Cancel order")
-    assert answer["inspectionData"]["errorDetails"] == {"retryIndex": 0, "catchIndex": 1}
-    output = json.loads(answer["output"])
-    assert output["error"] == {"Error": "Lambda.TooManyRequestsException", "Cause": "Rate Exceeded."}
+    assert (answer["status"], answer["nextState"]) == ("CAUGHT_ERROR", "Validation throttled")
+    assert answer["inspectionData"]["errorDetails"] == {"retryIndex": 0, "catchIndex": 0}
+    # ResultPath null: the step's input as it was, for the second pass to run the step again with it.
+    assert json.loads(answer["output"]) == item
 
 
 def test_the_apps_declined_payment_goes_to_cancel_order(sfn: Any, app_definition: str) -> None:

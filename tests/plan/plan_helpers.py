@@ -127,3 +127,20 @@ def small_model(
         "Resources": resources,
     }
     return build_model(template, Path("small.yaml"))
+
+
+def app_template_without_second_pass(directory: Path) -> Path:
+    """The app's template with its definition rewritten to the design before the second pass, in
+    ``directory`` (the definition file beside it, as the template names it)."""
+    import yaml
+
+    from orderbatch.capacity.retriers import without_second_pass
+
+    definition_uri = "statemachine/order_batch.asl.yaml"
+    definition = yaml.safe_load((PROJECT_ROOT / definition_uri).read_text())
+    target = directory / definition_uri
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(without_second_pass("OrderBatchStateMachine", definition)))
+    template = directory / "template.yaml"
+    template.write_text(APP_TEMPLATE.read_text())
+    return template

@@ -22,26 +22,49 @@ def test_every_order_passes_four_lambda_tasks_then_compensation_on_failure(app_m
     workflows = extract_workflows(app_model)
 
     # Then it finds the three Maps (inline, JSON and CSV from S3), each with the same four tasks in order,
-    # the S3 copies named with a suffix because state names are unique in the whole state machine
+    # the S3 copies named with a suffix because state names are unique in the whole state machine, and
+    # the two second passes after them
     assert [item.map_state for item in workflows] == [
         "Process inline orders",
+        "Run deferred orders again",
         "Process JSON orders from S3",
         "Process CSV orders from S3",
+        "Run deferred S3 orders again",
     ]
-    for workflow, suffix in zip(workflows, ["", " (S3 JSON)", " (S3 CSV)"], strict=True):
+    first_passes = [workflows[0], workflows[2], workflows[3]]
+    for workflow, suffix in zip(first_passes, ["", " (S3 JSON)", " (S3 CSV)"], strict=True):
         assert [step.state_name for step in workflow.forward] == [f"{name}{suffix}" for name in FORWARD]
         assert [step.function for step in workflow.forward] == FUNCTIONS
         assert [step.state_name for step in workflow.compensation] == [f"Cancel order{suffix}"]
-        # a failed forward task is caught into Cancel order (one state entered: the Task itself)
+        assert (workflow.second_pass_map, workflow.second_pass_concurrency) == (
+            "Run deferred S3 orders again" if suffix else "Run deferred orders again",
+            2,
+        )
         cancel_index = workflow.forward_tasks
+        for step in workflow.steps:
+            # A throttle retrier spent in the batch sets the order aside: one Pass state, then the end
+            assert step.defers
+            assert (step.on_throttle_failure.next_step, step.on_throttle_failure.transitions) == (None, 1)
         for step in workflow.forward:
-            assert (step.on_throttle_failure.next_step, step.on_throttle_failure.transitions) == (
-                cancel_index,
-                1,
-            )
+            # and in the second pass a forward task still throttled is caught into Cancel order
+            last = step.on_throttle_failure_last_pass
+            assert last is not None
+            assert (last.next_step, last.transitions) == (cancel_index, 1)
         # Cancel's own failure goes to "Report failed compensation" then "Order finished": no Lambda task
-        cancel = workflow.compensation[0]
-        assert (cancel.on_throttle_failure.next_step, cancel.on_throttle_failure.transitions) == (None, 2)
+        cancel = workflow.compensation[0].on_throttle_failure_last_pass
+        assert cancel is not None
+        assert (cancel.next_step, cancel.transitions) == (None, 2)
+
+
+def test_the_design_without_the_second_pass_compensates_an_order_whose_retrier_ran_out(
+    app_model: TemplateModel,
+) -> None:
+    workflow = load_workflow(app_model, map_state="Process inline orders", retrier="no-second-pass")
+
+    cancel_index = workflow.forward_tasks
+    assert not any(step.defers for step in workflow.steps)
+    for step in workflow.forward:
+        assert (step.on_throttle_failure.next_step, step.on_throttle_failure.transitions) == (cancel_index, 1)
 
 
 def test_the_retriers_and_timeouts_are_those_the_template_says(app_model: TemplateModel) -> None:
@@ -66,8 +89,8 @@ def test_the_retriers_and_timeouts_are_those_the_template_says(app_model: Templa
     # 8 states per order that succeeds: 4 Tasks, 3 Choices and "Order finished"
     transitions = workflow.entry_transitions + sum(step.on_success.transitions for step in workflow.forward)
     assert transitions == 8
-    # and 3 per batch: "Where are the orders?", the Map, "Summarize inline batch"
-    assert workflow.top_level_transitions == 3
+    # and 5 per batch: "Where are the orders?", the Map, the second pass's Pass and Map, the summary
+    assert workflow.top_level_transitions == 5
 
 
 def test_parameter_overrides_flow_through_the_definition_substitutions(app_model: TemplateModel) -> None:

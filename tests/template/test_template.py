@@ -85,7 +85,9 @@ def test_every_placeholder_of_the_definition_has_a_substitution(stack: LocalStac
 
 def test_every_lambda_task_retries_throttles_with_capped_jittered_backoff(definition: dict[str, Any]) -> None:
     tasks = lambda_tasks(definition["States"])
-    assert len(tasks) == 3 * 5 + 2
+    # Five Lambda Tasks in each of five copies of the per-order states (three Maps and two second passes),
+    # two summaries and the S3 batch's set-aside.
+    assert len(tasks) == 5 * 5 + 3
     for name, task in tasks:
         first = task["Retry"][0]
         assert first["ErrorEquals"] == ["Lambda.TooManyRequestsException"], name
@@ -127,7 +129,8 @@ def test_conflicts_are_caught_not_retried(definition: dict[str, Any]) -> None:
         conflict = next(r for r in task["Retry"] if r["ErrorEquals"] == ["IdempotencyValidationError"])
         assert conflict["MaxAttempts"] == 0, name
     validate = definition["States"]["Process inline orders"]["ItemProcessor"]["States"]["Validate order"]
-    assert validate["Catch"][0] == {
+    # The first catcher defers a throttled order to the second pass (tests/template/test_workflow_source.py).
+    assert validate["Catch"][1] == {
         "ErrorEquals": ["IdempotencyValidationError"],
         "ResultPath": "$.error",
         "Next": "Report conflicting order",

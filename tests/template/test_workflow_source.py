@@ -22,12 +22,23 @@ TEMPLATE = PROJECT_ROOT / "template.yaml"
 README = PROJECT_ROOT / "README.md"
 ASL_VALIDATOR = PROJECT_ROOT / ".cache" / "npm" / "node_modules" / ".bin" / "asl-validator"
 MAPS = ("Process inline orders", "Process JSON orders from S3", "Process CSV orders from S3")
-# State names are unique in the whole state machine: each S3 Map's copy of the per-order states carries one.
+SECOND_PASS_MAPS = ("Run deferred orders again", "Run deferred S3 orders again")
+# State names are unique in the whole state machine: each copy of the per-order states but the inline
+# first pass's carries a suffix.
 MAP_SUFFIXES = {
     "Process inline orders": "",
     "Process JSON orders from S3": " (S3 JSON)",
     "Process CSV orders from S3": " (S3 CSV)",
+    "Run deferred orders again": " (second pass)",
+    "Run deferred S3 orders again": " (S3 second pass)",
 }
+THROTTLED_STATES = (
+    "Validation throttled",
+    "Reservation throttled",
+    "Charge throttled",
+    "Confirmation throttled",
+    "Compensation throttled",
+)
 RETRY_NUMBER_FIELDS = ("IntervalSeconds", "BackoffRate", "MaxDelaySeconds", "MaxAttempts")
 WHOLE_PLACEHOLDER = re.compile(r"^\$\{(\w+)\}$")
 FAKE_ARN = "arn:aws:lambda:us-east-1:123456789012:function:placeholder"
@@ -90,7 +101,7 @@ def test_each_retrier_and_each_per_order_step_is_written_once_in_the_source() ->
         "IdempotencyAlreadyInProgressError",
         "States.TaskFailed",
     ):
-        assert text.count(f"- {error}") == 1, error
+        assert text.count(f"- {error}") == (6 if error == "Lambda.TooManyRequestsException" else 1), error
     for step in (
         "Validate order:",
         "Reserve inventory:",
@@ -99,18 +110,21 @@ def test_each_retrier_and_each_per_order_step_is_written_once_in_the_source() ->
         "Cancel order:",
     ):
         assert len(re.findall(rf"^\s+{step}$", text, re.M)) == 1, step
+    # Five throttle catchers, one per Lambda Task, and the retriers' one entry: nothing else names it.
+    assert text.count("Lambda.TooManyRequestsException") == 6 + 5, "the second pass's Results name it too"
 
 
 def test_three_maps_run_the_same_per_order_steps(deployed: dict[str, Any]) -> None:
     maps = {name: state for name, state in deployed["States"].items() if state["Type"] == "Map"}
-    assert set(maps) == set(MAPS)
+    assert set(maps) == {*MAPS, *SECOND_PASS_MAPS}
+    maps = {name: maps[name] for name in MAPS}
     # The S3 copies differ only by their names' suffix: strip it and the three processors are one.
     per_order = {
         name: json.dumps(state["ItemProcessor"]["States"]).replace(MAP_SUFFIXES[name], "")
         for name, state in maps.items()
     }
     assert len(set(per_order.values())) == 1
-    assert len(maps["Process inline orders"]["ItemProcessor"]["States"]) == 11
+    assert len(maps["Process inline orders"]["ItemProcessor"]["States"]) == 16
     modes = {name: state["ItemProcessor"]["ProcessorConfig"] for name, state in maps.items()}
     assert modes["Process inline orders"] == {"Mode": "INLINE"}
     assert modes["Process CSV orders from S3"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
@@ -132,7 +146,8 @@ def _state_names(container: dict[str, Any]) -> list[str]:
 
 def test_no_state_name_repeats_anywhere_in_the_definition(deployed: dict[str, Any]) -> None:
     names = _state_names(deployed)
-    assert len(names) == 7 + 3 * 11
+    # 11 top-level states, 16 per-order states in each of three first passes and 17 in two second passes.
+    assert len(names) == 11 + 3 * 16 + 2 * 17
     assert sorted(name for name in set(names) if names.count(name) > 1) == []
 
 
@@ -148,6 +163,7 @@ def test_each_s3_copy_suffixes_its_names_and_its_transitions(deployed: dict[str,
         assert set(processor["States"]) == {f"{name}{suffix}" for name in PER_ORDER_STATES}
         validate = processor["States"][f"Validate order{suffix}"]
         assert [catcher["Next"] for catcher in validate["Catch"]] == [
+            f"Validation throttled{suffix}",
             f"Report conflicting order{suffix}",
             f"Cancel order{suffix}",
         ]
@@ -161,7 +177,7 @@ def test_each_s3_copy_suffixes_its_names_and_its_transitions(deployed: dict[str,
 
 def test_every_retry_number_is_a_number_once_substituted(deployed: dict[str, Any]) -> None:
     retries = lambda_task_retries(deployed)
-    assert len(retries) == 3 * 5 + 2
+    assert len(retries) == 5 * 5 + 3
     for name, retry in retries:
         assert len(retry) == 5, name
         for retrier in retry:
@@ -236,12 +252,40 @@ def test_check_mode_reports_a_stale_rendering_and_writing_fixes_it(tmp_path: Pat
     assert output.read_text() == RENDERED.read_text()
 
 
-def test_the_renderer_refuses_merge_keys(tmp_path: Path) -> None:
+def test_merge_keys_are_applied_with_explicit_keys_replacing_merged_ones_in_place(tmp_path: Path) -> None:
     source = tmp_path / "merge.workflow.yaml"
     source.write_text(
-        "base: &base {Type: Pass}\ndefinition:\n  StartAt: A\n  States:\n    A:\n      <<: *base\n"
+        "definition:\n"
+        "  StartAt: A\n"
+        "  States: &states\n"
+        "    A: {Type: Pass, Next: B}\n"
+        "    B: {Type: Pass, End: true}\n"
+        "  x-copy:\n"
+        "    <<: *states\n"
+        "    A: {Type: Wait, Seconds: 1, Next: B}\n"
+        "    C: {Type: Succeed}\n"
     )
-    with pytest.raises(WorkflowSourceError, match="line 6: merge keys"):
+    copy = yaml.safe_load(render(source))["x-copy"]
+    # The merged order is kept, A is replaced where it stood, and the new key comes last.
+    assert list(copy) == ["A", "B", "C"]
+    assert copy["A"] == {"Type": "Wait", "Seconds": 1, "Next": "B"}
+    assert copy["B"] == {"Type": "Pass", "End": True}
+
+
+def test_with_a_list_of_merged_mappings_the_earlier_one_wins(tmp_path: Path) -> None:
+    source = tmp_path / "merge.workflow.yaml"
+    source.write_text(
+        "first: &first {Type: Pass, Comment: first}\n"
+        "second: &second {Comment: second, End: true}\n"
+        "definition:\n  StartAt: A\n  States:\n    A:\n      <<: [*first, *second]\n"
+    )
+    assert yaml.safe_load(render(source))["States"]["A"] == {"Type": "Pass", "Comment": "first", "End": True}
+
+
+def test_a_merge_key_naming_a_scalar_is_refused_with_its_line(tmp_path: Path) -> None:
+    source = tmp_path / "merge.workflow.yaml"
+    source.write_text("definition:\n  StartAt: A\n  States:\n    A:\n      <<: not-a-mapping\n")
+    with pytest.raises(WorkflowSourceError, match="line 5: a merge key"):
         render(source)
 
 
@@ -372,6 +416,7 @@ PER_ORDER_STATES = (
     "Cancel order",
     "Report conflicting order",
     "Report failed compensation",
+    *THROTTLED_STATES,
     "Order finished",
 )
 
@@ -415,3 +460,82 @@ def test_asl_validator_rejects_a_retry_number_left_a_string(deployed: dict[str, 
         "/States/Summarize S3 batch/Retry/0/MaxAttempts is invalid. must be number"
         in result.stdout + result.stderr
     )
+
+
+# Each Lambda Task of the per-order states and the state its 429 catcher goes to.
+THROTTLED_STATE_OF = {
+    "Validate order": "Validation throttled",
+    "Reserve inventory": "Reservation throttled",
+    "Charge payment": "Charge throttled",
+    "Confirm order": "Confirmation throttled",
+    "Cancel order": "Compensation throttled",
+}
+
+
+def test_a_step_throttled_until_its_retrier_ran_out_defers_its_order_with_the_step_and_its_input(
+    deployed: dict[str, Any],
+) -> None:
+    for map_name in MAPS:
+        suffix = MAP_SUFFIXES[map_name]
+        states = deployed["States"][map_name]["ItemProcessor"]["States"]
+        for step, throttled in THROTTLED_STATE_OF.items():
+            first_catcher = states[f"{step}{suffix}"]["Catch"][0]
+            # ResultPath null keeps the step's input as it was: the second pass runs the step with it.
+            assert first_catcher == {
+                "ErrorEquals": ["Lambda.TooManyRequestsException"],
+                "ResultPath": None,
+                "Next": f"{throttled}{suffix}",
+            }
+            deferral = states[f"{throttled}{suffix}"]
+            assert (deferral["Type"], deferral["End"]) == ("Pass", True)
+            parameters = deferral["Parameters"]
+            assert (parameters["outcome"], parameters["code"]) == ("DEFERRED", "THROTTLED")
+            # The step to resume is named without the copy's suffix: the second pass has its own names.
+            assert (parameters["resume_at"], parameters["resume_input.$"]) == (step, "$")
+
+
+def test_the_second_pass_resumes_each_order_at_its_step_and_compensates_a_step_still_throttled(
+    deployed: dict[str, Any],
+) -> None:
+    first = deployed["States"]["Process inline orders"]["ItemProcessor"]["States"]
+    for map_name in SECOND_PASS_MAPS:
+        suffix = MAP_SUFFIXES[map_name]
+        second_pass = deployed["States"][map_name]
+        assert second_pass["MaxConcurrency"] == 2
+        processor = second_pass["ItemProcessor"]
+        assert processor["StartAt"] == f"Resume order{suffix}"
+        states = processor["States"]
+        resume = states[f"Resume order{suffix}"]
+        assert resume["OutputPath"] == "$.resume_input"
+        assert {(rule["StringEquals"], rule["Next"]) for rule in resume["Choices"]} == {
+            (step, f"{step}{suffix}") for step in THROTTLED_STATE_OF
+        }
+        # Every other per-order state is the first pass's, renamed.
+        for name, state in first.items():
+            if name not in THROTTLED_STATES:
+                assert json.dumps(states[f"{name}{suffix}"]).replace(suffix, "") == json.dumps(state), name
+        for step, throttled in THROTTLED_STATE_OF.items():
+            last = states[f"{throttled}{suffix}"]
+            assert last["Result"]["Error"] == "Lambda.TooManyRequestsException"
+            assert last["ResultPath"] == "$.error"
+            handler = "Report failed compensation" if step == "Cancel order" else "Cancel order"
+            assert last["Next"] == f"{handler}{suffix}"
+
+
+def test_the_summaries_get_both_passes(deployed: dict[str, Any]) -> None:
+    states = deployed["States"]
+    assert states["Process inline orders"]["Next"] == "Set deferred orders aside"
+    assert states["Set deferred orders aside"]["Parameters"] == {
+        "finished.$": "$[?(@.outcome != 'DEFERRED')]",
+        "deferred.$": "$[?(@.outcome == 'DEFERRED')]",
+    }
+    assert states["Run deferred orders again"]["ItemsPath"] == "$.deferred"
+    assert states["Summarize inline batch"]["Parameters"]["Payload"]["second_pass.$"] == "$.second_pass"
+    for map_name in ("Process JSON orders from S3", "Process CSV orders from S3"):
+        assert states[map_name]["Next"] == "Set deferred S3 orders aside"
+    set_aside = states["Set deferred S3 orders aside"]
+    assert set_aside["Parameters"]["Payload"]["action"] == "set_aside_deferred_orders"
+    reader = states["Run deferred S3 orders again"]["ItemReader"]["Parameters"]
+    assert reader == {"Bucket.$": "$.deferred_orders.Bucket", "Key.$": "$.deferred_orders.Key"}
+    payload = states["Summarize S3 batch"]["Parameters"]["Payload"]
+    assert payload["second_pass_result.$"] == "$.second_pass_result"

@@ -12,6 +12,7 @@ from order_processing.summary import (
     outcome_of_result,
     summarize_batch,
     summarize_outcomes,
+    with_second_pass,
 )
 
 
@@ -73,6 +74,7 @@ def test_inline_results_are_counted_and_sorted_by_item_index() -> None:
         "rejected": 2,
         "duplicate": 1,
         "conflicting": 1,
+        "second_pass": 0,
     }
     assert [order["item_index"] for order in summary["orders"]] == [0, 1, 2, 3, 4, 5]
     assert summary["orders"][4] == {
@@ -160,3 +162,43 @@ def test_a_request_without_outcomes_is_an_error() -> None:
         summarize_batch(request={"batch_id": "b-1"}, results_bucket="")
     with pytest.raises(ValueError, match="no batch_id"):
         summarize_batch(request={"results": []}, results_bucket="")
+
+
+def deferred(index: int, step: str) -> dict[str, Any]:
+    """What a throttled state of the first pass returns."""
+    return {
+        "order_id": None,
+        "item_index": index,
+        "outcome": "DEFERRED",
+        "code": "THROTTLED",
+        "reason": f"{step} was throttled until its retrier ran out; the second pass runs it again",
+        "resume_at": step,
+        "resume_input": {"batch_id": "b-1", "item_index": index},
+    }
+
+
+def test_the_second_pass_outcomes_count_in_place_of_the_first_pass_deferrals() -> None:
+    finished = [state(0, "SUCCEEDED"), state(2, "SUCCEEDED")]
+    second_pass = [state(1, "SUCCEEDED"), state(3, "FAILED", "TASK_FAILED", "throttled twice")]
+
+    summary = summarize_batch(
+        request={"batch_id": "b-1", "results": finished, "second_pass": second_pass}, results_bucket=""
+    )
+
+    assert (summary["total"], summary["succeeded"], summary["failed"], summary["second_pass"]) == (4, 3, 1, 2)
+    assert [order["item_index"] for order in summary["orders"]] == [0, 1, 2, 3]
+
+
+def test_a_deferral_the_second_pass_did_not_account_for_is_a_failure_not_a_lost_order() -> None:
+    first_pass = [outcome_of_result(state(0, "SUCCEEDED")), outcome_of_result(deferred(1, "Charge payment"))]
+    first_pass.append(outcome_of_result(deferred(2, "Validate order")))
+
+    outcomes = with_second_pass(first_pass, [outcome_of_result(state(2, "SUCCEEDED"))])
+
+    assert [(o["item_index"], o["outcome"]) for o in outcomes] == [
+        (0, "SUCCEEDED"),
+        (1, "FAILED"),
+        (2, "SUCCEEDED"),
+    ]
+    assert outcomes[1]["code"] == "TASK_FAILED"
+    assert "non-final outcome DEFERRED" in outcomes[1]["reason"]

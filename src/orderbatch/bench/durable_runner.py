@@ -31,7 +31,7 @@ from orderbatch.bench.runner import (
     throttle_exhaustion,
 )
 from orderbatch.capacity.model import UnitPrices
-from orderbatch.capacity.retriers import with_docs_retrier
+from orderbatch.capacity.retriers import with_docs_retrier, without_second_pass
 from orderbatch.capacity.scenario import BenchSettings, Scenario
 from orderbatch.plan.durable import DurableModel, durable_cost
 
@@ -51,8 +51,20 @@ def durable_parameter_overrides(scenario: Scenario) -> tuple[dict[str, str], str
     if scenario.definition_transform is None:
         return {}, "the app's retrier"
     if scenario.definition_transform is with_docs_retrier:
-        return {"ThrottleRetryMaxAttempts": "0"}, "429s not retried (ThrottleRetryMaxAttempts = 0)"
+        return {
+            "ThrottleRetryMaxAttempts": "0"
+        }, "429s not retried (ThrottleRetryMaxAttempts = 0), no second pass"
+    if scenario.definition_transform is without_second_pass:
+        return {}, "the app's retrier, no second pass"
     return {}, "the app's retrier (the durable function has no setting for jitter)"
+
+
+def durable_function_environment(scenario: Scenario) -> dict[str, str]:
+    """The durable function's variables for a scenario: the second pass off where the state machine's
+    definition is rewritten without it."""
+    if scenario.definition_transform in (with_docs_retrier, without_second_pass):
+        return {"SECOND_PASS": "false"}
+    return {}
 
 
 def run_durable_scenario(
@@ -68,6 +80,7 @@ def run_durable_scenario(
         account_concurrency=settings.quota,
         map_max_concurrency=max_concurrency,
         parameter_overrides=overrides,
+        function_environment=durable_function_environment(scenario),
         state_dir=state_dir,
     )
     batch_id = f"bench-durable-{scenario.name}"

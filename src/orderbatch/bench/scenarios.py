@@ -7,7 +7,7 @@ rewrite of every Task's ``Retry`` list (``orderbatch.capacity.retriers``, the lo
 
 from __future__ import annotations
 
-from orderbatch.capacity.retriers import with_docs_retrier, without_throttle_jitter
+from orderbatch.capacity.retriers import with_docs_retrier, without_second_pass, without_throttle_jitter
 from orderbatch.capacity.scenario import Scenario, Targets
 
 SCENARIOS: dict[str, Scenario] = {
@@ -51,6 +51,20 @@ SCENARIOS: dict[str, Scenario] = {
             Targets(max_bound_ratio=1.25, max_lost=0),
             neighbour_share=0.5,
             changed=("MapMaxConcurrency = C", "a neighbour holds C/2 for most of the run"),
+        ),
+        Scenario(
+            "noisy-neighbour-no-second-pass",
+            "noisy-neighbour with the design before the second pass: an order whose throttle retrier runs "
+            "out is compensated at once (the old policy, for comparison)",
+            1.0,
+            Targets(compare_with="noisy-neighbour"),
+            neighbour_share=0.5,
+            definition_transform=without_second_pass,
+            changed=(
+                "MapMaxConcurrency = C",
+                "a neighbour holds C/2 for most of the run",
+                "no Catch for TooManyRequests alone (no second pass)",
+            ),
         ),
     )
 }

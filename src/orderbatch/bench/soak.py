@@ -42,6 +42,7 @@ from orderbatch.localcloud.lambda_service.faults import (
     FaultPlan,
     RecordCalls,
     ResponseDelay,
+    Throttle,
     Timeout,
 )
 from orderbatch.project import DUMMY_CREDENTIALS
@@ -107,6 +108,8 @@ def fault_plan(settings: SoakSettings, cycle: int) -> dict[str, Any]:
             {"kind": Timeout.kind, "phase": "after_body", "probability": probability},
             {"kind": ResponseDelay.kind, "seconds": RESPONSE_DELAY_SECONDS, "probability": probability},
             {"kind": RecordCalls.kind, "probability": probability},
+            # A 429 before admission, on top of the neighbour's: retried, or set aside for the second pass.
+            {"kind": Throttle.kind, "probability": probability},
             # One crash kind, its probability spread over the points, so a crash lands at a random one.
             *(
                 {"kind": Crash.kind, "point": point, "probability": probability / len(CRASH_POINTS)}

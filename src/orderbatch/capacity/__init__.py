@@ -12,7 +12,12 @@ from orderbatch.capacity.model import (
     cost_per_million_orders,
     lower_bound_seconds,
 )
-from orderbatch.capacity.retriers import DOCS_RETRIER, with_docs_retrier, without_throttle_jitter
+from orderbatch.capacity.retriers import (
+    DOCS_RETRIER,
+    with_docs_retrier,
+    without_second_pass,
+    without_throttle_jitter,
+)
 from orderbatch.capacity.scenario import BenchSettings, Scenario, Targets, neighbour_for
 
 __all__ = [
@@ -27,5 +32,6 @@ __all__ = [
     "lower_bound_seconds",
     "neighbour_for",
     "with_docs_retrier",
+    "without_second_pass",
     "without_throttle_jitter",
 ]

@@ -13,6 +13,10 @@ against it:
 - expected failed orders per batch (normal interval of the mean over runs; failures within one batch
   are not independent, so the runs, not the orders, are the samples);
 - per order: the expected failures per batch divided by the batch's orders.
+
+With a second pass (``Workflow.second_pass_map``), an order whose retrier runs out is set aside, not
+failed: the forecast counts those orders apart (``deferred_per_run``), and only an order still throttled
+in the second pass fails.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ class RunOutcome:
     failed_by_throttling: int
     orders: int
     longest_throttle_streak: int
+    deferred: int = 0
 
 
 @dataclass(frozen=True)
@@ -97,10 +102,16 @@ class ExhaustionForecast:
     """The throttle retrier's MaxAttempts (None when the Tasks differ or have none)."""
     failed_per_run: tuple[int, ...]
     longest_throttle_streak: int
+    deferred_per_run: tuple[int, ...] = ()
+    """Orders each run set aside for the second pass (their first-pass retrier ran out)."""
 
     @property
     def failed_orders(self) -> int:
         return sum(self.failed_per_run)
+
+    @property
+    def deferred_orders(self) -> int:
+        return sum(self.deferred_per_run)
 
     @property
     def runs_with_failure(self) -> int:
@@ -150,6 +161,15 @@ class ExhaustionForecast:
                 f"  P(an order spends its throttle retrier) {per_order.estimate:.2e} "
                 f"(95% CI {per_order.low:.2e}-{per_order.high:.2e})",
                 f"  longest run of 429s in a row on one Task: {self.longest_throttle_streak}{spent}",
+                *(
+                    [
+                        "  set aside for the second pass (retrier spent in the batch): "
+                        f"{self.deferred_orders} orders, "
+                        f"{mean_interval(list(self.deferred_per_run)).estimate:.3f} per batch"
+                    ]
+                    if self.deferred_per_run
+                    else []
+                ),
             )
         )
 
@@ -165,6 +185,8 @@ class ExhaustionForecast:
             "failed_orders_per_batch": self.failed_per_batch.to_json(),
             "order_exhaustion_probability": self.per_order.to_json(digits=9),
             "longest_throttle_streak": self.longest_throttle_streak,
+            "deferred_orders": self.deferred_orders,
+            "deferred_per_run": list(self.deferred_per_run),
         }
 
 
@@ -185,6 +207,7 @@ def forecast_exhaustion(
     first_seed: int,
     runs: int,
     retrier_attempts: int | None,
+    second_pass: bool = False,
 ) -> ExhaustionForecast:
     """``run_once(seed)`` for ``runs`` consecutive seeds from ``first_seed``."""
     if runs < 1:
@@ -199,6 +222,7 @@ def forecast_exhaustion(
         retrier_attempts=retrier_attempts,
         failed_per_run=tuple(outcome.failed_by_throttling for outcome in outcomes),
         longest_throttle_streak=max(outcome.longest_throttle_streak for outcome in outcomes),
+        deferred_per_run=tuple(outcome.deferred for outcome in outcomes) if second_pass else (),
     )
 
 
@@ -242,13 +266,19 @@ def _repeated(
 ) -> ExhaustionForecast:
     def run_once(seed: int) -> RunOutcome:
         counters = counters_for(seed)
-        return RunOutcome(counters.failed_throttled, counters.orders, counters.longest_throttle_streak)
+        return RunOutcome(
+            counters.failed_throttled,
+            counters.orders,
+            counters.longest_throttle_streak,
+            getattr(counters, "deferred", 0),
+        )
 
     return forecast_exhaustion(
         run_once,
         first_seed=settings.seed,
         runs=runs or default_runs(settings.orders * settings.batches),
         retrier_attempts=throttle_retrier_attempts(workflow),
+        second_pass=workflow.second_pass_map is not None,
     )
 
 
@@ -257,7 +287,11 @@ def distinct_maps(workflows: list[Workflow]) -> list[Workflow]:
     plan alike, so they are forecast once."""
     seen: set[tuple[str, str, bool]] = set()
     distinct = []
+    # A second pass's Map runs only the orders another Map set aside: it is planned as part of that Map.
+    second_passes = {(item.state_machine, item.second_pass_map) for item in workflows if item.second_pass_map}
     for workflow in workflows:
+        if (workflow.state_machine, workflow.map_state) in second_passes:
+            continue
         key = (
             workflow.state_machine,
             workflow.max_concurrency_parameter or workflow.map_state,

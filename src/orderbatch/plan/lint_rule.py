@@ -63,10 +63,11 @@ class ThrottleRetrierCanBeSpent(ThrottleSafetyRule):
                     f"{self.orders} orders at MaxConcurrency {workflow.effective_concurrency()} fail orders "
                     f"from 429s alone: {forecast.failed_orders} in {forecast.runs} simulated batches, "
                     f"P(a batch fails one or more) {batch.estimate:.3f} (95% CI {batch.low:.3f}-"
-                    f"{batch.high:.3f}). Backed-off retries lose the freed slots to fresh Map items. Lower "
-                    "MaxConcurrency to the capacity left to you, or give the throttle retrier waits that "
-                    "outlast the contention (orderbatch plan --neighbour ... --sweep "
-                    "ThrottleRetryMaxAttempts=...).",
+                    f"{batch.high:.3f}). Backed-off retries lose the freed slots to fresh Map items. Set "
+                    "an order whose throttle retrier runs out aside (a Catch on "
+                    "Lambda.TooManyRequestsException alone) and run it again in a second pass after the "
+                    "batch, or lower MaxConcurrency to the capacity left to you (docs/throttling.md; "
+                    "orderbatch plan --neighbour ...).",
                 )
             )
         return matches

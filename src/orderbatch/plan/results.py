@@ -111,6 +111,8 @@ class RunCounters:
     write_units: int
     order_seconds: list[float] = field(repr=False)
     """Each order's time from its start to its end (what an Express child would be billed for)."""
+    deferred: int = 0
+    """Orders set aside when their throttle retrier ran out, run again by the second pass."""
 
     @property
     def failed(self) -> int:
@@ -275,6 +277,7 @@ class PlanResult(OrchestratorResult):
                 "succeeded": counters.succeeded,
                 "failed": counters.failed,
                 "failed_after_429_retries": counters.failed_throttled,
+                "deferred_to_second_pass": counters.deferred,
                 "failed_after_timeout_retries": counters.failed_timed_out,
                 "compensated": counters.compensated,
                 "compensation_failed": counters.compensation_failed,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from orderbatch.capacity.retriers import with_docs_retrier, without_throttle_jitter
+from orderbatch.capacity.retriers import with_docs_retrier, without_second_pass, without_throttle_jitter
 from orderbatch.capacity.scenario import BenchSettings, Scenario, neighbour_for
 from orderbatch.lint.template_model import TemplateModel, read_template_file
 from orderbatch.plan.durable import DurableModel, simulate_durable
@@ -29,7 +29,11 @@ def retrier_name(scenario: Scenario) -> str:
     """The planner's name for a scenario's ``definition_transform``."""
     if scenario.definition_transform is None:
         return "app"
-    names = {with_docs_retrier: "docs", without_throttle_jitter: "no-jitter"}
+    names = {
+        with_docs_retrier: "docs",
+        without_throttle_jitter: "no-jitter",
+        without_second_pass: "no-second-pass",
+    }
     if scenario.definition_transform not in names:
         raise ValueError(
             f"scenario {scenario.name} rewrites the definition in a way the planner does not know"

@@ -20,7 +20,11 @@ https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.htm
   and retried by the retrier for States.Timeout / States.TaskFailed, then caught;
 - every state an order enters is a billed transition (retries too); Standard workflows draw them from
   the state-transition token bucket and wait when it is empty; a Distributed Map starts each child
-  execution through the StartExecution bucket.
+  execution through the StartExecution bucket;
+- with a second pass (``Workflow.second_pass_map``), an order whose throttle retrier runs out at a step
+  that defers leaves the Map (its slot goes to the next item) and waits; once the batch's first pass has
+  no order left, the deferred orders run again from that step, ``second_pass_concurrency`` at a time, with
+  fresh retriers, and a step still throttled there takes its last-pass route (compensation).
 """
 
 from __future__ import annotations
@@ -150,6 +154,9 @@ class _Run:
         thr_interval, thr_rate, thr_cap, thr_max, thr_jitter = retry_fields("throttle_retry")
         to_interval, to_rate, to_cap, to_max, to_jitter = retry_fields("timeout_retry")
         ok_next = [-1 if task.on_success.next_step is None else task.on_success.next_step for task in steps]
+        defers = [task.defers for task in steps]
+        last_routes = [task.on_throttle_failure_last_pass or task.on_throttle_failure for task in steps]
+        second_cap = workflow.second_pass_concurrency or workflow.concurrency_limit
         ok_pay = [task.on_success.transitions for task in steps]
         write_table = writes.WRITE_UNITS_PER_CALL if settings.write_units is None else settings.write_units
         write_units = [write_table.get(task.function, 0) for task in steps]
@@ -196,6 +203,12 @@ class _Run:
         order_seconds = [0.0] * total_orders
         next_item = [batch * per_batch for batch in range(settings.batches)]
         failed_at: dict[int, int] = {}
+        # The second pass: orders set aside per batch, first-pass orders still in a batch's Map, and
+        # which orders run in the second pass (their throttle exhaustion takes the last-pass route).
+        deferred_of: list[list[int]] = [[] for _ in range(settings.batches)]
+        first_open = [0] * settings.batches
+        in_second = bytearray(total_orders)
+        parked = False
 
         # --- Step Functions quotas
         express = workflow.distributed and workflow.child_execution_type == "EXPRESS"
@@ -225,6 +238,7 @@ class _Run:
         scaling_throttles = 0
         longest_throttle_streak = 0
         failed_throttled = 0
+        deferred = 0
         failed_timed_out = 0
         compensation_failed = 0
         uncaught = 0
@@ -262,6 +276,7 @@ class _Run:
                         start_wait += delay
                 push(heap, (delay, order << 3 | _START))
             next_item[batch] = first + min(per_batch, concurrency)
+            first_open[batch] = min(per_batch, concurrency)
         neighbour = settings.neighbour
         if neighbour is not None and neighbour.slots > 0:
             push(heap, (neighbour.start_seconds, _NEIGHBOUR_ARRIVES))
@@ -381,14 +396,38 @@ class _Run:
                         to_count[order] = 0
                         throttle_streak[order] = 0
                     else:
-                        # The order is finished; its Map slot goes to the batch's next item.
-                        completed += 1
-                        order_seconds[order] = now - started_at[order]
-                        makespan = now
+                        # The order is finished (or set aside); its Map slot goes to the batch's next item.
                         batch = order // per_batch
+                        if parked:
+                            parked = False
+                            deferred_of[batch].append(order)
+                        else:
+                            completed += 1
+                            order_seconds[order] = now - started_at[order]
+                            makespan = now
+                        if in_second[order]:
+                            # A second-pass order is done: the next deferred one takes its place.
+                            if deferred_of[batch]:
+                                resumed = deferred_of[batch].pop(0)
+                                in_second[resumed] = 1
+                                thr_count[resumed] = to_count[resumed] = throttle_streak[resumed] = 0
+                                pay += 2  # the second pass's way in, and the Task again
+                                push(heap, (now + overhead, resumed << 3 | _CALL))
+                            transitions += pay
+                            break
+                        first_open[batch] -= 1
                         following = next_item[batch]
                         delayed_start = 0.0
+                        if following >= (batch + 1) * per_batch and not first_open[batch]:
+                            # The batch's first pass is over: its deferred orders run again.
+                            for resumed in deferred_of[batch][:second_cap]:
+                                in_second[resumed] = 1
+                                thr_count[resumed] = to_count[resumed] = throttle_streak[resumed] = 0
+                                pay += 2
+                                push(heap, (now + overhead, resumed << 3 | _CALL))
+                            del deferred_of[batch][:second_cap]
                         if following < (batch + 1) * per_batch:
+                            first_open[batch] += 1
                             next_item[batch] = following + 1
                             order = following
                             if distributed:
@@ -494,7 +533,15 @@ class _Run:
                     push(heap, (now + wait, order << 3 | _RETRY))
                     break
                 # Retries spent (or none for 429s): the Task's Catch decides where the order goes.
-                route = steps[current].on_throttle_failure
+                if defers[current] and not in_second[order]:
+                    # Set aside at this step for the second pass (no compensation, nothing failed yet).
+                    deferred += 1
+                    parked = True
+                    next_step = -1
+                    pay = steps[current].on_throttle_failure.transitions
+                    advance = True
+                    continue
+                route = last_routes[current] if in_second[order] else steps[current].on_throttle_failure
                 if compensating[current]:
                     compensation_failed += 1
                 else:
@@ -527,6 +574,7 @@ class _Run:
             succeeded=succeeded,
             compensated=compensated,
             failed_throttled=failed_throttled,
+            deferred=deferred,
             failed_timed_out=failed_timed_out,
             compensation_failed=compensation_failed,
             uncaught=uncaught,

@@ -6,6 +6,13 @@ with the most Lambda Tasks to the end: business outcomes such as "out of stock" 
 throttles and timeouts), then the tasks its ``Catch`` leads to (the compensation). Every number comes
 from the template: parameters (with overrides) and ``DefinitionSubstitutions`` resolved by the linter's
 template model, retriers parsed by the linter's ASL reader.
+
+A second pass: when another Map invoking Lambda follows the Map in the top-level chain (Next after Next)
+and a Task's Catch for Lambda.TooManyRequestsException by name ends the order without reaching a Lambda
+Task (the order is set aside, not compensated), an order whose throttle retrier runs out there is run
+again by that later Map, from the same step, after the batch's other orders; there a step still
+throttled goes where the Task's other failures go (its Catch for States.TaskFailed). The workflow's
+``second_pass_concurrency`` is that Map's MaxConcurrency.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from orderbatch.aws_limits import (
     INLINE_MAP_CONCURRENCY_LIMIT,
     THROTTLE_ERROR,
 )
-from orderbatch.capacity.retriers import with_docs_retrier, without_throttle_jitter
+from orderbatch.capacity.retriers import with_docs_retrier, without_second_pass, without_throttle_jitter
 from orderbatch.lint.asl import (
     LambdaTask,
     MapState,
@@ -55,12 +62,15 @@ RETRIER_TRANSFORMS: Mapping[str, Callable[[str, dict[str, Any]], dict[str, Any]]
     "app": None,
     "docs": with_docs_retrier,
     "no-jitter": without_throttle_jitter,
+    "no-second-pass": without_second_pass,
 }
 RETRIER_DESCRIPTIONS: Mapping[str, str] = {
     "app": "the template's retriers as written",
     "docs": "every Task's Retry replaced by AWS's 'Handle Lambda service exceptions' retrier "
-    "(TooManyRequests not listed)",
+    "(TooManyRequests not listed), without the second pass",
     "no-jitter": "the TooManyRequests retrier with JitterStrategy NONE",
+    "no-second-pass": "the template's retriers, an order whose throttle retrier runs out compensated at once "
+    "(the design before the second pass)",
 }
 
 _WHOLE_PLACEHOLDER = re.compile(r"^\$\{([^}!][^}]*)\}$")
@@ -94,6 +104,13 @@ class TaskStep:
     on_throttle_failure: Route
     on_timeout_failure: Route
     compensation: bool
+    on_throttle_failure_last_pass: Route | None = None
+    """In the second pass, where a step still throttled goes; None when the step defers to no later pass."""
+
+    @property
+    def defers(self) -> bool:
+        """Whether an order whose throttle retrier runs out here waits for the second pass."""
+        return self.on_throttle_failure_last_pass is not None
 
 
 @dataclass(frozen=True)
@@ -117,6 +134,10 @@ class Workflow:
     retrier: str
     parameters: Mapping[str, Any]
     notes: tuple[str, ...] = ()
+    second_pass_map: str | None = None
+    """The later Map that runs deferred orders again (module doc), if the workflow has one."""
+    second_pass_concurrency: int | None = None
+    """Its MaxConcurrency as resolved; None when unset or 0 (no limit)."""
 
     @property
     def concurrency_limit(self) -> int:
@@ -308,10 +329,20 @@ class _WorkflowReader:
             raise ValueError(f"{self._where()}: no Lambda Task on the way from {start!r} to the end")
         names = self._forward_chain(first)
         forward_count = len(names)
+        second_pass = self._second_pass_map()
         steps: list[TaskStep] = []
         # Reading a step's routes appends the Tasks they lead to (compensation) to ``names``.
         while len(steps) < len(names):
-            steps.append(self._step(names[len(steps)], names, compensation=len(steps) >= forward_count))
+            steps.append(
+                self._step(
+                    names[len(steps)],
+                    names,
+                    compensation=len(steps) >= forward_count,
+                    second_pass=second_pass is not None,
+                )
+            )
+        if not any(step.defers for step in steps):
+            second_pass = None  # a later Map, but no Task sets an order aside for it
         return Workflow(
             state_machine=self.machine.logical_id,
             map_state=self.map_state.name,
@@ -326,6 +357,8 @@ class _WorkflowReader:
             retrier=self.retrier,
             parameters=dict(self.machine.parameters),
             notes=tuple(self.notes),
+            second_pass_map=second_pass.name if second_pass else None,
+            second_pass_concurrency=second_pass.max_concurrency if second_pass else None,
         )
 
     def _where(self) -> str:
@@ -396,9 +429,16 @@ class _WorkflowReader:
                 return self._continuation(catcher["Next"])
         return None
 
+    def _catches_by_name(self, task: str, error: str) -> bool:
+        """Whether the first Catch matching ``error`` names it (not States.ALL or States.TaskFailed)."""
+        for catcher in self.states[task].get("Catch") or []:
+            if isinstance(catcher, Mapping) and _matches(catcher.get("ErrorEquals") or [], error):
+                return error in (catcher.get("ErrorEquals") or [])
+        return False
+
     # -- one Task
 
-    def _step(self, name: str, names: list[str], *, compensation: bool) -> TaskStep:
+    def _step(self, name: str, names: list[str], *, compensation: bool, second_pass: bool) -> TaskStep:
         task = self.tasks[name]
         if task.function_id is None:
             raise ValueError(
@@ -422,6 +462,13 @@ class _WorkflowReader:
                 names.append(target)
             return Route(names.index(target) if target is not None else None, len(path))
 
+        on_throttle_failure = route(self._catch_of(name, THROTTLE_ERROR))
+        # A Catch for the 429 by name that ends the order without compensating it sets the order aside.
+        defers = (
+            second_pass
+            and self._catches_by_name(name, THROTTLE_ERROR)
+            and on_throttle_failure.next_step is None
+        )
         return TaskStep(
             state_name=name,
             function=task.function_id,
@@ -433,9 +480,12 @@ class _WorkflowReader:
             throttle_retry=policy(THROTTLE_ERROR),
             timeout_retry=policy(timeout_error),
             on_success=route(self._next_of(name)),
-            on_throttle_failure=route(self._catch_of(name, THROTTLE_ERROR)),
+            on_throttle_failure=on_throttle_failure,
             on_timeout_failure=route(self._catch_of(name, timeout_error)),
             compensation=compensation,
+            on_throttle_failure_last_pass=route(self._catch_of(name, FUNCTION_TIMEOUT_ERROR))
+            if defers
+            else None,
         )
 
     def _call_timeout(self, task: LambdaTask, function: LambdaFunction) -> tuple[float, str]:
@@ -451,6 +501,25 @@ class _WorkflowReader:
         return float(function_timeout), FUNCTION_TIMEOUT_ERROR
 
     # -- the Map itself
+
+    def _second_pass_map(self) -> MapState | None:
+        """The first Map invoking Lambda that follows this one in the top-level Next chain."""
+        definition = self.machine.definition or {}
+        states = definition.get("States") or {}
+        if self.map_state.path != ("States", self.map_state.name):
+            return None
+        seen = {self.map_state.name}
+        current = self.map_state.state.get("Next")
+        while isinstance(current, str) and current in states and current not in seen:
+            seen.add(current)
+            state = states[current]
+            if isinstance(state, Mapping) and state.get("Type") == "Map":
+                later = read_map(current, ("States", current), state, self.machine)
+                processor = later.processor_states
+                if any(name in self.tasks or _invokes_lambda(value) for name, value in processor.items()):
+                    return later
+            current = state.get("Next") if isinstance(state, Mapping) else None
+        return None
 
     def _child_execution_type(self) -> str | None:
         if not self.map_state.distributed:
@@ -509,6 +578,13 @@ class _WorkflowReader:
     def _note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
+
+
+def _invokes_lambda(state: Any) -> bool:
+    if not isinstance(state, Mapping) or state.get("Type") != "Task":
+        return False
+    resource = str(state.get("Resource", ""))
+    return resource.startswith("arn:aws:states:::lambda:invoke") or ":lambda:" in resource
 
 
 def _matches(errors: Sequence[Any], error: str) -> bool:

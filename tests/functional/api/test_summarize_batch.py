@@ -73,6 +73,7 @@ def test_inline_outcomes_are_summarized_once(cloud: Cloud, lambda_context: FakeL
         "rejected": 1,
         "duplicate": 1,
         "conflicting": 1,
+        "second_pass": 0,
     }
     assert [(order["order_id"], order["outcome"]) for order in first["orders"]] == [
         ("o-0", "SUCCEEDED"),
@@ -275,6 +276,7 @@ def test_a_distributed_batch_is_summarized_from_the_result_files(
         "rejected": 0,
         "duplicate": 1,
         "conflicting": 0,
+        "second_pass": 0,
         "orders_location": location,
     }
     stored = json.loads(
@@ -355,3 +357,69 @@ def test_json_lines_result_files_and_a_missing_map_run_arn_are_read(
         cloud.s3.get_object(Bucket=cloud.results_bucket, Key="batches/b-1/summary.json")["Body"].read()
     )
     assert [order["item_index"] for order in stored["orders"]] == [0, 1]
+
+
+def deferred_state(index: int, step: str) -> dict[str, Any]:
+    """What a first-pass child returns when ``step`` was throttled until its retrier ran out."""
+    return {
+        "order_id": None,
+        "item_index": index,
+        "outcome": "DEFERRED",
+        "code": "THROTTLED",
+        "reason": f"{step} was throttled until its retrier ran out; the second pass runs it again",
+        "resume_at": step,
+        "resume_input": {"batch_id": "b-1", "item_index": index, "order": {"order_id": f"o-{index}"}},
+    }
+
+
+def write_result_files(cloud: Cloud, run: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ResultWriter manifest and one SUCCEEDED file of child records, without a map run to check."""
+    key = f"map-results/{run}/SUCCEEDED_0.json"
+    cloud.s3.put_object(Bucket=cloud.results_bucket, Key=key, Body=json.dumps(records).encode())
+    manifest = {"DestinationBucket": cloud.results_bucket, "ResultFiles": {"SUCCEEDED": [{"Key": key}]}}
+    manifest_key = f"map-results/{run}/manifest.json"
+    cloud.s3.put_object(Bucket=cloud.results_bucket, Key=manifest_key, Body=json.dumps(manifest).encode())
+    return {"ResultWriterDetails": {"Bucket": cloud.results_bucket, "Key": manifest_key}}
+
+
+def test_an_s3_batch_s_deferred_orders_are_set_aside_for_the_second_pass_and_counted_once(
+    cloud: Cloud, lambda_context: FakeLambdaContext
+) -> None:
+    first_pass = write_result_files(
+        cloud,
+        "first",
+        [
+            child_record(0, "SUCCEEDED", order_state(0, "SUCCEEDED")),
+            child_record(1, "SUCCEEDED", deferred_state(1, "Charge payment")),
+            child_record(2, "SUCCEEDED", deferred_state(2, "Validate order")),
+        ],
+    )
+    request = {"action": "set_aside_deferred_orders", "batch_id": "b-1", "map_result": first_pass}
+
+    set_aside = summarize_batch.lambda_handler(request, lambda_context)
+
+    key = "batches/b-1/deferred-orders.json"
+    assert set_aside == {"Bucket": cloud.results_bucket, "Key": key, "count": 2}
+    stored = json.loads(cloud.s3.get_object(Bucket=cloud.results_bucket, Key=key)["Body"].read())
+    # Every field is kept: the second pass's ItemReader reads resume_at and resume_input from them.
+    assert stored == [deferred_state(1, "Charge payment"), deferred_state(2, "Validate order")]
+
+    second_pass = write_result_files(
+        cloud,
+        "second",
+        [
+            child_record(1, "SUCCEEDED", order_state(1, "SUCCEEDED")),
+            child_record(2, "SUCCEEDED", order_state(2, "FAILED", "TASK_FAILED", "throttled twice")),
+        ],
+    )
+    summary = summarize_batch.lambda_handler(
+        {"batch_id": "b-1", "source": {}, "map_result": first_pass, "second_pass_result": second_pass},
+        lambda_context,
+    )
+
+    assert (summary["total"], summary["succeeded"], summary["failed"], summary["second_pass"]) == (3, 2, 1, 2)
+
+
+def test_an_unknown_action_is_refused_by_name(cloud: Cloud, lambda_context: FakeLambdaContext) -> None:
+    with pytest.raises(ValueError, match="unknown action 'reticulate'; the only action is"):
+        summarize_batch.lambda_handler({"action": "reticulate", "batch_id": "b-1"}, lambda_context)

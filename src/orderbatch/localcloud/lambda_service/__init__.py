@@ -15,7 +15,8 @@ from orderbatch.localcloud.lambda_service.errors import (
     ResourceNotFoundError,
     TooManyRequestsError,
 )
-from orderbatch.localcloud.lambda_service.faults import EventKeys, FaultPlan, FaultRule
+from orderbatch.localcloud.lambda_service.event_keys import EventKeys
+from orderbatch.localcloud.lambda_service.faults import FaultPlan, FaultRule
 from orderbatch.localcloud.lambda_service.functions import FunctionSpec
 from orderbatch.localcloud.lambda_service.metrics import MetricsPublisher
 from orderbatch.localcloud.lambda_service.noisy_neighbour import NoisyNeighbour

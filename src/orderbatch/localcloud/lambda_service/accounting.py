@@ -137,6 +137,11 @@ class Accounting:
             self._note_account_level()
             return slot
 
+    def throttled(self, name: str, reason: str) -> TooManyRequestsError:
+        """A 429 decided outside the quota (an injected ``throttle`` fault), counted as one."""
+        with self._lock:
+            return self._throttle(self._functions[name], reason)
+
     def release(self, slot: Slot, duration_ms: float, *, error: bool, timed_out: bool) -> None:
         with self._lock:
             counters = self._functions[slot.function_name]

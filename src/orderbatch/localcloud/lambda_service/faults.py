@@ -9,6 +9,8 @@ A plan as YAML or JSON::
         - {kind: error_after_body, attempts: [1]}        # the 1st invocation per item key
         - {kind: response_delay, seconds: 5, probability: 0.1}
         - {kind: timeout, phase: before_body, attempts: [2]}
+      ValidateOrderFunction:
+        - {kind: throttle, attempts: [1, 2, 3], item_ids: [o-7]}   # HTTP 429, nothing runs
     noisy_neighbour: {slots: 8, duration_seconds: 30, start_after_seconds: 0}
 
 Each kind is a ``FaultRule`` subclass in ``FAULT_KINDS`` (docs/faults.md has the table) holding its own
@@ -23,6 +25,11 @@ cannot both claim it); a concurrent duplicate that took another path does not us
 One kind belongs to a state machine instead: ``duplicate_execution``, keyed by the state machine's
 logical ID, which the Step Functions interpreter asks about (through ``decide``) for each EXPRESS
 Distributed Map child, the child's input as the event; the Lambda service never sees it.
+
+A ``throttle`` answers a synchronous Invoke with HTTP 429 ``TooManyRequestsException`` (its ``reason``) before
+admission, as the quota does: nothing runs, no slot is taken, and the call counts in the function's
+Throttles. Its attempts count every synchronous call of the function with that item key, throttled ones
+included, on a counter of its own; it tests what a retrier that runs out does without timing a neighbour.
 
 A rule fires on the listed ``attempts`` (attempt n = the n-th admitted invocation of that function
 with the same item key, counted from when the plan was set), with ``probability``, or always; and
@@ -39,11 +46,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import tempfile
-import threading
 import time
-import uuid
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -54,10 +57,16 @@ import yaml
 
 from orderbatch.localcloud import runtime_shim
 from orderbatch.localcloud.lambda_service.backends import BackendResult
-from orderbatch.localcloud.lambda_service.event_keys import EventKeys
+from orderbatch.localcloud.lambda_service.errors import (
+    CONCURRENT_INVOCATION_LIMIT_EXCEEDED,
+    RESERVED_FUNCTION_CONCURRENT_INVOCATION_LIMIT_EXCEEDED,
+)
 from orderbatch.localcloud.lambda_service.functions import FunctionSpec
 from orderbatch.localcloud.lambda_service.noisy_neighbour import NoisyNeighbour
 
+THROTTLE_REASONS = frozenset(
+    {CONCURRENT_INVOCATION_LIMIT_EXCEEDED, RESERVED_FUNCTION_CONCURRENT_INVOCATION_LIMIT_EXCEEDED}
+)
 TIMEOUT_PHASES = frozenset({runtime_shim.BEFORE_BODY, runtime_shim.AFTER_BODY})
 DEFAULT_ERROR_TYPE = "InjectedFaultError"
 DEFAULT_ERROR_MESSAGE = "fault injected by the local Lambda service"
@@ -304,6 +313,23 @@ class Timeout(FaultRule):
 
 
 @dataclass(frozen=True)
+class Throttle(FaultRule):
+    """HTTP 429 before admission: the call never ran (decided by ``FaultInjector.throttle_reason``)."""
+
+    kind: ClassVar[str] = "throttle"
+
+    reason: str = CONCURRENT_INVOCATION_LIMIT_EXCEEDED
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.reason not in THROTTLE_REASONS:
+            raise ValueError(f"fault {self.kind}: reason must be one of {sorted(THROTTLE_REASONS)}")
+
+    def own_fields(self) -> dict[str, Any]:
+        return {"reason": self.reason}
+
+
+@dataclass(frozen=True)
 class Crash(FaultRule):
     """The runtime process killed at ``point`` (see ``runtime_shim.parse_crash_point``).
 
@@ -438,6 +464,7 @@ FAULT_KINDS: Mapping[str, type[FaultRule]] = MappingProxyType(
             Crash,
             RecordCalls,
             DuplicateExecution,
+            Throttle,
         )
     }
 )
@@ -582,90 +609,3 @@ class FaultDecision:
         if self.batch_key is not None:
             directive[runtime_shim.BATCH] = self.batch_key
         return directive
-
-
-class FaultInjector:
-    """Holds the current plan and the attempt counters; thread-safe."""
-
-    def __init__(
-        self,
-        plan: FaultPlan | None = None,
-        *,
-        marker_dir: Path | None = None,
-        event_keys: EventKeys | None = None,
-    ) -> None:
-        self._event_keys = event_keys or EventKeys()
-        self._lock = threading.Lock()
-        self._plan = FaultPlan()
-        self._attempts: dict[tuple[str, str], int] = {}
-        # `once` crashes known to have happened: (function, item key, rule).
-        self._crashed: set[tuple[str, str, FaultRule]] = set()
-        self._markers = Path(marker_dir) if marker_dir else Path(tempfile.gettempdir()) / "orderbatch-crashes"
-        self._generation = ""
-        self._rng = random.Random()
-        # Faults injected by kind since the injector was made, across plans: one counter per kind.
-        self._injected: Counter[str] = Counter()
-        self.set_plan(plan or FaultPlan())
-
-    @property
-    def plan(self) -> FaultPlan:
-        return self._plan
-
-    def set_plan(self, plan: FaultPlan) -> None:
-        with self._lock:
-            self._plan = plan
-            self._attempts = {}
-            self._crashed = set()
-            # Markers of an earlier plan must not stop this one's crashes.
-            self._generation = uuid.uuid4().hex[:12]
-            self._rng = random.Random(plan.seed)
-
-    def has_rules(self, function_name: str) -> bool:
-        return function_name in self._plan.functions
-
-    def decide(self, function_name: str, payload: bytes) -> FaultDecision | None:
-        """Count this attempt and pick the faults that fire; None when the function has no rules."""
-        rules = self._plan.functions.get(function_name)
-        if not rules:
-            return None
-        try:
-            event = json.loads(payload)
-        except ValueError:
-            event = None
-        item, batch = self._event_keys.keys_of(event, payload)
-        key = (function_name, item)
-        with self._lock:
-            attempt = self._attempts.get(key, 0) + 1
-            self._attempts[key] = attempt
-            decision = FaultDecision(attempt, item_key=item, batch_key=batch)
-            for rule in rules:
-                if not rule.applies_to(item, batch) or not rule.fires(attempt, self._rng):
-                    continue
-                if rule.fires_once() and (function_name, item, rule) in self._crashed:
-                    continue
-                decision = rule.add_to(decision)
-            self._injected.update(decision.injected_kinds())
-        outcome = decision.outcome
-        if outcome is not None and outcome.fires_once():
-            decision = replace(decision, once_marker=self._once_marker(function_name, item, outcome))
-        return decision
-
-    def injected(self) -> dict[str, int]:
-        """How many invocations (or, for ``duplicate_execution``, children) each fault kind was decided
-        for, since the injector was made: a soak checks that every kind it plans was exercised."""
-        with self._lock:
-            return dict(self._injected)
-
-    def _once_marker(self, function_name: str, item: str, rule: FaultRule) -> str:
-        """The file the runtime that crashes creates exclusively: at most one does per item and rule."""
-        self._markers.mkdir(parents=True, exist_ok=True)
-        identity = json.dumps([function_name, item, rule.to_dict()], sort_keys=True).encode()
-        return str(self._markers / f"{self._generation}-{hashlib.sha256(identity).hexdigest()[:32]}")
-
-    def settle(self, function_name: str, decision: FaultDecision, *, crashed: bool) -> None:
-        """After an invocation: a ``once`` crash that happened is no longer sent to that item's calls."""
-        rule = decision.outcome
-        if rule is None or not rule.fires_once() or not crashed:
-            return
-        with self._lock:
-            self._crashed.add((function_name, decision.item_key, rule))

@@ -30,11 +30,11 @@ from orderbatch.localcloud.lambda_service.errors import (
     ServiceError,
     TooManyRequestsError,
 )
+from orderbatch.localcloud.lambda_service.event_keys import EventKeys
+from orderbatch.localcloud.lambda_service.fault_injector import FaultInjector
 from orderbatch.localcloud.lambda_service.faults import (
     Emulation,
-    EventKeys,
     FaultDecision,
-    FaultInjector,
     FaultPlan,
     FaultRule,
 )
@@ -278,6 +278,10 @@ class LambdaService:
         if invocation_type == EVENT:
             self._start_async(spec, payload, request_id)
             return InvokeResult(202, request_id)
+        if self.faults.has_rules(spec.name):
+            reason = self.faults.throttle_reason(spec.name, payload)
+            if reason is not None:
+                raise self.accounting.throttled(spec.name, reason)
         slot = self.accounting.acquire(spec.name)
         return self._run(spec, payload, request_id, slot, tail_log=log_type == "Tail")
 
