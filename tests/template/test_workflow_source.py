@@ -146,8 +146,8 @@ def _state_names(container: dict[str, Any]) -> list[str]:
 
 def test_no_state_name_repeats_anywhere_in_the_definition(deployed: dict[str, Any]) -> None:
     names = _state_names(deployed)
-    # 11 top-level states, 16 per-order states in each of three first passes and 17 in two second passes.
-    assert len(names) == 11 + 3 * 16 + 2 * 17
+    # 13 top-level states, 16 per-order states in each of three first passes and 17 in two second passes.
+    assert len(names) == 13 + 3 * 16 + 2 * 17
     assert sorted(name for name in set(names) if names.count(name) > 1) == []
 
 
@@ -535,6 +535,21 @@ def test_the_summaries_get_both_passes(deployed: dict[str, Any]) -> None:
         assert states[map_name]["Next"] == "Set deferred S3 orders aside"
     set_aside = states["Set deferred S3 orders aside"]
     assert set_aside["Parameters"]["Payload"]["action"] == "set_aside_deferred_orders"
+    # With nothing deferred, no second map run: the summary gets a null second_pass_result.
+    any_deferred = states[set_aside["Next"]]
+    assert any_deferred["Choices"] == [
+        {
+            "Variable": "$.deferred_orders.count",
+            "NumericGreaterThan": 0,
+            "Next": "Run deferred S3 orders again",
+        }
+    ]
+    none_deferred = states[any_deferred["Default"]]
+    assert (none_deferred["Result"], none_deferred["ResultPath"], none_deferred["Next"]) == (
+        None,
+        "$.second_pass_result",
+        "Summarize S3 batch",
+    )
     reader = states["Run deferred S3 orders again"]["ItemReader"]["Parameters"]
     assert reader == {"Bucket.$": "$.deferred_orders.Bucket", "Key.$": "$.deferred_orders.Key"}
     payload = states["Summarize S3 batch"]["Parameters"]["Payload"]

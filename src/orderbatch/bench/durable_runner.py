@@ -130,6 +130,7 @@ def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
         "wall_seconds": round(measured["wall_seconds"], 1),
         "failed": sum(measured["failure_errors"].values()),
         "failed_by_throttling": measured["failure_errors"].get(THROTTLE_ERROR, 0),
+        "second_pass": (measured["result"] or {}).get("second_pass"),
         "longest_throttle_streak": None,
         "final_records": dict(measured["final_records"]),
     }

@@ -216,13 +216,15 @@ def durable_reading_notes(document: dict[str, Any]) -> list[str]:
 
 def exhaustion_notes(exhaustion: dict[str, Any] | None, prefix: str = "") -> list[str]:
     """Orders failed by throttling alone over a repeated scenario's batches."""
-    if not exhaustion or (exhaustion["batches"] < 2 and not exhaustion["failed_by_throttling"]):
+    rerun = exhaustion.get("second_pass") if exhaustion else None
+    if not exhaustion or (exhaustion["batches"] < 2 and not exhaustion["failed_by_throttling"] and not rerun):
         return []
     streak = exhaustion["longest_throttle_streak"]
     return [
         f"{prefix}throttling alone failed {exhaustion['failed_by_throttling']} of {exhaustion['orders']} "
         f"orders over {exhaustion['batches']} batch(es) (rate {exhaustion['rate']})"
         + ("" if streak is None else f"; longest run of 429s one order met: {streak}")
+        + (f"; the second pass ran {rerun} order(s) again" if rerun else "")
     ]
 
 

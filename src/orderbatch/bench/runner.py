@@ -108,6 +108,7 @@ def run_scenario(
     figures = _figures(scenario, settings, prices, max_concurrency, neighbour, bound, warmup, measured)
     figures["batches"] = batches
     figures["throttle_exhaustion"] = throttle_exhaustion(batches, settings.orders)
+    figures["targets"] = evaluate_targets(scenario, figures)  # again, with every batch's failures
     return figures
 
 
@@ -121,6 +122,7 @@ def throttle_exhaustion(batches: list[dict[str, Any]], orders_per_batch: int) ->
         "batches": len(batches),
         "orders": orders,
         "failed_by_throttling": failed,
+        "second_pass": sum(int(batch.get("second_pass") or 0) for batch in batches),
         "rate": round(failed / orders, 6) if orders else None,
         # None for the durable orchestrator, whose 429s leave no history to follow.
         "longest_throttle_streak": max((int(streak) for streak in streaks), default=None),
@@ -137,6 +139,8 @@ def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
         "wall_seconds": round(measured["wall_seconds"], 1),
         "failed": sum(measured["failure_errors"].values()),
         "failed_by_throttling": measured["failure_errors"].get(THROTTLE_ERROR, 0),
+        # Orders whose retrier ran out in the batch and that the second pass ran again.
+        "second_pass": measured["summary"].get("second_pass"),
         "throttles": measured["history"].throttle_failures,
         "longest_throttle_streak": measured["history"].longest_throttle_streak,
         "lost": len(audit.lost),
@@ -519,6 +523,13 @@ def evaluate_targets(scenario: Scenario, figures: dict[str, Any]) -> dict[str, A
     check("lost orders", figures["orders"]["lost"], targets.max_lost)
     check("doubled orders", figures["doubled"], targets.max_doubled)
     check("429s per order", figures["lambda"]["throttles_per_order"], targets.max_throttles_per_order)
+    exhaustion = figures.get("throttle_exhaustion")
+    if exhaustion is not None:
+        check(
+            "orders failed by throttling alone",
+            exhaustion["failed_by_throttling"],
+            targets.max_failed_by_throttling,
+        )
     return {
         "checks": checks,
         "met": all(c["met"] for c in checks),

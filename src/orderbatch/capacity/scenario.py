@@ -22,6 +22,8 @@ class Targets:
     max_lost: int | None = None
     max_doubled: int | None = 0
     max_throttles_per_order: float | None = None
+    # Orders failed by 429s alone over every batch of the scenario (their retriers, both passes, spent).
+    max_failed_by_throttling: int | None = None
     compare_with: str | None = None
 
 

@@ -136,6 +136,8 @@ class DurableCounters:
     peak_concurrency: int
     write_units: int
     execution_seconds: list[float] = field(repr=False)
+    deferred: int = 0
+    """Orders set aside when their throttle retrier ran out, run again by the second pass."""
 
 
 @dataclass(frozen=True)
@@ -346,6 +348,9 @@ class _DurableRun:
         cancel = [step for step in workflow.compensation if step.function == "CancelOrderFunction"]
         self.cancel: TaskStep | None = cancel[0] if cancel else (workflow.compensation or (None,))[0]
         self.max_concurrency = durable_max_concurrency(workflow, settings)
+        # The durable function runs the state machine's second pass when the template has one.
+        self.second_pass = workflow.second_pass_map is not None
+        self.second_pass_concurrency = workflow.second_pass_concurrency or self.max_concurrency
         functions = [step.function for step in (*self.forward, *([self.cancel] if self.cancel else []))]
         self.functions = list(dict.fromkeys(functions))
         self.samplers = {
@@ -367,6 +372,7 @@ class _DurableRun:
         self.compensating = [False] * total
         self.throttle_retries = [0] * total
         self.service_retries = [0] * total
+        self.in_second_pass = [False] * total
         # per batch
         batches = settings.batches
         self.inbox: list[list[tuple[int, int]]] = [[] for _ in range(batches)]
@@ -377,8 +383,10 @@ class _DurableRun:
         self.finished = [0] * batches
         self.ended_at = [0.0] * batches
         self.started_map = [False] * batches
+        self.first_pass_open = [0] * batches
+        self.set_aside: list[list[int]] = [[] for _ in range(batches)]
         # counters
-        self.succeeded = self.compensated = self.failed = self.compensation_failed = 0
+        self.succeeded = self.compensated = self.failed = self.compensation_failed = self.deferred = 0
         self.task_calls = self.task_throttles = self.waits = self.cold_starts = self.write_units = 0
         self.orchestrator_invocations = self.orchestrator_throttles = 0
         self.longest_throttle_streak = 0
@@ -456,6 +464,7 @@ class _DurableRun:
             first = batch * self.settings.orders
             count = min(self.settings.orders, self.max_concurrency)
             self.next_item[batch] = first + count
+            self.first_pass_open[batch] = count
             for order in range(first, first + count):
                 self.operations[batch] += 1  # the order's child context
                 to_invoke.append(order)
@@ -505,6 +514,12 @@ class _DurableRun:
             self._push(now + policy.wait_seconds(retry, self.rng), _WAIT_DONE, order)
             return
         self.throttle_retries[order] = 0
+        if self.second_pass and not self.in_second_pass[order]:
+            # Set aside at this step; the second pass runs it again once the batch's first pass is over.
+            self.deferred += 1
+            self.set_aside[batch].append(order)
+            self._leave_first_pass(batch, to_invoke)
+            return
         if self.compensating[order] or self.cancel is None:
             self.compensation_failed += self.compensating[order]
             self.failed += not self.compensating[order]
@@ -518,11 +533,30 @@ class _DurableRun:
     def _finish(self, batch: int, order: int, to_invoke: list[int]) -> None:
         """The order's branch is over; the map's freed place goes to the batch's next order."""
         self.finished[batch] += 1
+        if self.in_second_pass[order]:
+            self._resume_set_aside(batch, to_invoke, 1)
+            return
+        self._leave_first_pass(batch, to_invoke)
+
+    def _leave_first_pass(self, batch: int, to_invoke: list[int]) -> None:
+        self.first_pass_open[batch] -= 1
         following = self.next_item[batch]
         if following < (batch + 1) * self.settings.orders:
             self.next_item[batch] = following + 1
+            self.first_pass_open[batch] += 1
             self.operations[batch] += 1
             to_invoke.append(following)
+        elif not self.first_pass_open[batch]:
+            self._resume_set_aside(batch, to_invoke, self.second_pass_concurrency)
+
+    def _resume_set_aside(self, batch: int, to_invoke: list[int], count: int) -> None:
+        """Start up to ``count`` set-aside orders in the second pass, at the step where they stopped."""
+        waiting = self.set_aside[batch]
+        for order in waiting[:count]:
+            self.in_second_pass[order] = True
+            self.operations[batch] += 1  # the order's child context in the second map
+            to_invoke.append(order)
+        del waiting[:count]
 
     def _invoke(self, batch: int, order: int, now: float, *, new_operation: bool = True) -> None:
         step = self._step(order)
@@ -610,4 +644,5 @@ class _DurableRun:
             peak_concurrency=self.peak,
             write_units=self.write_units,
             execution_seconds=list(self.ended_at),
+            deferred=self.deferred,
         )

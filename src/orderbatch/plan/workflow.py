@@ -503,22 +503,27 @@ class _WorkflowReader:
     # -- the Map itself
 
     def _second_pass_map(self) -> MapState | None:
-        """The first Map invoking Lambda that follows this one in the top-level Next chain."""
+        """The nearest Map invoking Lambda reachable after this one at the top level (Next, Choices)."""
         definition = self.machine.definition or {}
         states = definition.get("States") or {}
         if self.map_state.path != ("States", self.map_state.name):
             return None
         seen = {self.map_state.name}
-        current = self.map_state.state.get("Next")
-        while isinstance(current, str) and current in states and current not in seen:
+        queue = deque([self.map_state.state.get("Next")])
+        while queue:
+            current = queue.popleft()
+            if not isinstance(current, str) or current not in states or current in seen:
+                continue
             seen.add(current)
             state = states[current]
-            if isinstance(state, Mapping) and state.get("Type") == "Map":
+            if not isinstance(state, Mapping):
+                continue
+            if state.get("Type") == "Map":
                 later = read_map(current, ("States", current), state, self.machine)
-                processor = later.processor_states
-                if any(name in self.tasks or _invokes_lambda(value) for name, value in processor.items()):
+                if any(_invokes_lambda(value) for value in later.processor_states.values()):
                     return later
-            current = state.get("Next") if isinstance(state, Mapping) else None
+            queue.extend([state.get("Next"), state.get("Default")])
+            queue.extend(rule.get("Next") for rule in state.get("Choices") or [] if isinstance(rule, Mapping))
         return None
 
     def _child_execution_type(self) -> str | None:
