@@ -448,8 +448,15 @@ def exhaustion_advice(
                 f"WARNING: {where}: the throttle retrier can be spent. In {forecast.runs} simulated batches "
                 f"{forecast.runs_with_failure} failed orders from 429s alone ({forecast.failed_orders} in "
                 f"all); P(a batch fails one or more) {batch.estimate:.3f} (95% CI {batch.low:.3f}-"
-                f"{batch.high:.3f}). Fresh Map items take the slots its backed-off retries wait for: lower "
-                "MaxConcurrency to the capacity left, or make the retrier's waits outlast the contention."
+                f"{batch.high:.3f}). Fresh Map items take the slots its backed-off retries wait for: set "
+                "such orders aside for a second pass after the batch (docs/throttling.md), or lower "
+                "MaxConcurrency to the capacity left."
+            )
+        elif forecast.deferred_orders:
+            lines.append(
+                f"{where}: in {forecast.runs} simulated batches {forecast.deferred_orders} orders spent "
+                "their throttle retrier in the batch and were set aside; the second pass ran them again "
+                f"and none failed (P(a batch fails one or more) at most {batch.high:.3f}, 95%)."
             )
         else:
             lines.append(

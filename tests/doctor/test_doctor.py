@@ -334,3 +334,32 @@ def test_the_planner_says_when_its_parameter_also_sets_a_durable_functions_concu
         "worst case is 11 of 10 unreserved, which does NOT fit." in line
         for line in advice
     )
+
+
+@pytest.mark.slow  # two doctor runs forecasting 400 simulated batches per Map: about 40 s
+def test_under_contention_the_doctor_warns_only_for_the_design_without_the_second_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    from orderbatch.capacity.retriers import without_second_pass
+    from orderbatch.project import PROJECT_ROOT
+
+    # The app's template with its definition rewritten to the design before the second pass.
+    definition = yaml.safe_load((PROJECT_ROOT / "statemachine" / "order_batch.asl.yaml").read_text())
+    (tmp_path / "statemachine").mkdir()
+    (tmp_path / "statemachine" / "order_batch.asl.yaml").write_text(
+        json.dumps(without_second_pass("OrderBatchStateMachine", definition))
+    )
+    (tmp_path / "template.yaml").write_text((PROJECT_ROOT / "template.yaml").read_text())
+    arguments = ["--account-concurrency", "10", "--contention", "5@0+300"]
+
+    main(["doctor", "--template", str(PROJECT_ROOT / "template.yaml"), *arguments])
+    shipped = capsys.readouterr().out
+    main(["doctor", "--template", str(tmp_path / "template.yaml"), *arguments])
+    old = capsys.readouterr().out
+
+    assert "the second pass ran them again and none failed" in shipped
+    assert "the throttle retrier can be spent" not in shipped
+    assert "the throttle retrier can be spent" in old
+    assert "second pass after the batch (docs/throttling.md)" in old
