@@ -97,22 +97,14 @@ def set_aside_deferred_orders(
     if not results_bucket:
         raise ValueError(f"no results bucket to write the deferred orders of batch {batch_id} to")
     s3 = s3_client or boto3.client("s3")
-    details = (request.get("map_result") or {}).get("ResultWriterDetails") or {}
-    bucket, manifest_key = details.get("Bucket"), details.get("Key")
-    if not bucket or not manifest_key:
-        raise ValueError(f"set-aside request of batch {batch_id} has no map_result.ResultWriterDetails")
+    bucket, manifest_key = _manifest_location(batch_id, request.get("map_result") or {}, "set-aside")
     deferred = [
         state
         for state in read_order_states(load_manifest(bucket, manifest_key, s3), bucket, s3)
         if state.get("outcome") == DEFERRED
     ]
     key = f"batches/{batch_id}/deferred-orders.json"
-    s3.put_object(
-        Bucket=results_bucket,
-        Key=key,
-        Body=json.dumps(deferred, separators=(",", ":")).encode("utf-8"),
-        ContentType="application/json",
-    )
+    _put_json(deferred, results_bucket, key, s3)
     return {"Bucket": results_bucket, "Key": key, "count": len(deferred)}
 
 
@@ -141,10 +133,7 @@ def with_second_pass(
 def _outcomes_of_map_run(
     batch_id: str, map_result: Mapping[str, Any], s3: S3Client, sfn_client: SFNClient | None
 ) -> list[dict[str, Any]]:
-    details = map_result.get("ResultWriterDetails") or {}
-    bucket, manifest_key = details.get("Bucket"), details.get("Key")
-    if not bucket or not manifest_key:
-        raise ValueError(f"summary request of batch {batch_id} has no map_result.ResultWriterDetails")
+    bucket, manifest_key = _manifest_location(batch_id, map_result, "summary")
     manifest = load_manifest(bucket, manifest_key, s3)
     outcomes = list(read_result_files(manifest, bucket, s3))
     map_run_arn = map_result.get("MapRunArn") or manifest.get("MapRunArn")
@@ -274,13 +263,26 @@ def write_summary(summary: Mapping[str, Any], bucket: str, s3: S3Client) -> str:
     if not bucket:
         raise ValueError(f"no results bucket to write the summary of batch {summary['batch_id']} to")
     key = f"batches/{summary['batch_id']}/summary.json"
+    _put_json(summary, bucket, key, s3)
+    return f"s3://{bucket}/{key}"
+
+
+def _put_json(document: Any, bucket: str, key: str, s3: S3Client) -> None:
     s3.put_object(
         Bucket=bucket,
         Key=key,
-        Body=json.dumps(summary, separators=(",", ":")).encode("utf-8"),
+        Body=json.dumps(document, separators=(",", ":")).encode("utf-8"),
         ContentType="application/json",
     )
-    return f"s3://{bucket}/{key}"
+
+
+def _manifest_location(batch_id: str, map_result: Mapping[str, Any], request: str) -> tuple[str, str]:
+    """The bucket and key of the ResultWriter manifest a Map's result names."""
+    details = map_result.get("ResultWriterDetails") or {}
+    bucket, manifest_key = details.get("Bucket"), details.get("Key")
+    if not bucket or not manifest_key:
+        raise ValueError(f"{request} request of batch {batch_id} has no map_result.ResultWriterDetails")
+    return str(bucket), str(manifest_key)
 
 
 def outcome_of_failed_item(item: Any, detail: str) -> dict[str, Any]:
