@@ -324,3 +324,195 @@ def test_test_state_reads_escapes_as_aws_does(sfn: Any) -> None:
 
     assert (program["status"], json.loads(program["output"])) == ("SUCCEEDED", 3)
     assert (single["status"], json.loads(single["output"])) == ("SUCCEEDED", 5)
+
+
+# --- Definitions moto's grammar let through, refused in AWS's words (definition_checks) ------------------
+
+
+def refusal(sfn: Any, definition: dict[str, Any] | str) -> dict[str, str]:
+    """The error CreateStateMachine answers for this definition; no state machine is left behind."""
+    text = definition if isinstance(definition, str) else json.dumps(definition)
+    name = f"refused-{next(_names)}"
+    with pytest.raises(ClientError) as refused:
+        sfn.create_state_machine(name=name, definition=text, roleArn=LOCAL_ROLE_ARN)
+    assert name not in [machine["name"] for machine in sfn.list_state_machines()["stateMachines"]]
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    return {key: str(value) for key, value in refused.value.response["Error"].items()}
+
+
+def invalid(*problems: str) -> dict[str, str]:
+    return {
+        "Code": "InvalidDefinition",
+        "Message": f"Invalid State Machine Definition: '{', '.join(problems)}'",
+    }
+
+
+def test_an_unknown_state_type_is_refused_at_its_type_field(sfn: Any) -> None:
+    definition = {"StartAt": "Go", "States": {"Go": {"Type": "Parallell", "End": True}}}
+
+    assert refusal(sfn, definition) == invalid(
+        "SCHEMA_VALIDATION_FAILED: Value should be one of the following: "
+        "[Task, Pass, Choice, Wait, Succeed, Fail, Parallel, Map] at /States/Go/Type"
+    )
+
+
+def test_a_state_with_neither_next_nor_end_is_refused(sfn: Any) -> None:
+    definition = {
+        "StartAt": "Go",
+        "States": {"Go": {"Type": "Pass"}, "Done": {"Type": "Succeed"}},
+    }
+
+    assert refusal(sfn, definition) == invalid(
+        "SCHEMA_VALIDATION_FAILED: This object should have only one of the following fields: [Next, End] "
+        "at /States/Go"
+    )
+
+
+def test_a_next_naming_no_state_is_a_missing_transition_target_wherever_it_is(sfn: Any) -> None:
+    definition = {
+        "StartAt": "Work",
+        "States": {
+            "Work": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": "f"},
+                "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Recover"}],
+                "Next": "Decide",
+            },
+            "Decide": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.ok", "BooleanEquals": True, "Next": "Finish"}],
+                "Default": "Done",
+            },
+            "Done": {"Type": "Succeed"},
+        },
+    }
+
+    assert refusal(sfn, definition) == invalid(
+        "MISSING_TRANSITION_TARGET: Missing 'Next' target: Recover at /States/Work/Catch[0]/Next",
+        "MISSING_TRANSITION_TARGET: Missing 'Next' target: Finish at /States/Decide/Choices[0]/Next",
+    )
+
+
+def test_a_loop_through_a_choice_is_accepted_and_runs_to_its_end(sfn: Any) -> None:
+    definition = {
+        "StartAt": "Enough?",
+        "States": {
+            "Enough?": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.count", "NumericGreaterThanEquals": 3, "Next": "Done"}],
+                "Default": "Count",
+            },
+            "Count": {
+                "Type": "Pass",
+                "Parameters": {"count.$": "States.MathAdd($.count, 1)"},
+                "Next": "Enough?",
+            },
+            "Done": {"Type": "Succeed"},
+        },
+    }
+
+    described = run(sfn, definition, {"count": 0})
+
+    assert described["status"] == "SUCCEEDED", (described.get("error"), described.get("cause"))
+    assert json.loads(described["output"]) == {"count": 3}
+    assert history_types(sfn, described).count("ChoiceStateEntered") == 4
+
+
+def test_a_loop_with_no_way_out_has_no_terminal_state(sfn: Any) -> None:
+    definition = {
+        "StartAt": "Ping",
+        "States": {"Ping": {"Type": "Pass", "Next": "Pong"}, "Pong": {"Type": "Pass", "Next": "Ping"}},
+    }
+
+    assert refusal(sfn, definition) == invalid("MISSING_END_STATE: Workflow has no terminal state at null")
+
+
+def test_a_state_nothing_leads_to_is_not_reachable(sfn: Any) -> None:
+    definition = {
+        "StartAt": "Ping",
+        "States": {
+            "Ping": {"Type": "Pass", "Next": "Pong"},
+            "Pong": {"Type": "Pass", "Next": "Ping"},
+            "Way out": {"Type": "Succeed"},
+        },
+    }
+
+    assert refusal(sfn, definition) == invalid(
+        'MISSING_TRANSITION_TARGET: State "Way out" is not reachable. at /States/Way out'
+    )
+
+
+@pytest.mark.parametrize("field_name", ["InputPath", "OutputPath", "ResultPath", "ItemsPath"])
+def test_a_path_field_that_is_no_jsonpath_is_refused_at_the_field(sfn: Any, field_name: str) -> None:
+    state = {
+        "Type": "Map",
+        "ItemProcessor": {"StartAt": "Item", "States": {"Item": {"Type": "Pass", "End": True}}},
+        "End": True,
+        field_name: "$.items[",
+    }
+
+    assert refusal(sfn, {"StartAt": "Each", "States": {"Each": state}}) == invalid(
+        f"SCHEMA_VALIDATION_FAILED: Value must be a valid JSONPath. at /States/Each/{field_name}"
+    )
+
+
+def test_a_parameter_ending_in_dollar_must_be_a_path_or_an_intrinsic_function(sfn: Any) -> None:
+    parameters = {
+        "execution.$": "$$.Execution.Id",
+        "greeting.$": "States.Format('hi {}', $.name)",
+        "nested": {"name.$": "name"},
+    }
+    definition = {
+        "StartAt": "Shape",
+        "States": {"Shape": {"Type": "Pass", "Parameters": parameters, "End": True}},
+    }
+
+    assert refusal(sfn, definition) == invalid(
+        "SCHEMA_VALIDATION_FAILED: The value for the field 'name.$' must be a valid JSONPath "
+        "at /States/Shape/Parameters/nested"
+    )
+
+
+def test_a_jsonata_expression_that_does_not_parse_is_refused_with_the_parser_message(sfn: Any) -> None:
+    definition = {
+        "QueryLanguage": "JSONata",
+        "StartAt": "Add",
+        "States": {"Add": {"Type": "Pass", "Output": {"sum": "{% $states.input.n + %}"}, "End": True}},
+    }
+
+    assert refusal(sfn, definition) == invalid(
+        "INVALID_JSONATA_EXPRESSION: Unexpected end of expression at /States/Add/Output/sum"
+    )
+
+
+def test_an_update_is_refused_as_a_create_is_and_keeps_the_definition(sfn: Any) -> None:
+    arn = sfn.create_state_machine(name="kept", definition=json.dumps(UNIQUE), roleArn=LOCAL_ROLE_ARN)[
+        "stateMachineArn"
+    ]
+    unreachable = {
+        "StartAt": "Go",
+        "States": {"Go": {"Type": "Pass", "End": True}, "Orphan": {"Type": "Pass", "End": True}},
+    }
+
+    with pytest.raises(ClientError) as refused:
+        sfn.update_state_machine(stateMachineArn=arn, definition=json.dumps(unreachable))
+
+    assert refused.value.response["Error"] == invalid(
+        'MISSING_TRANSITION_TARGET: State "Orphan" is not reachable. at /States/Orphan'
+    )
+    assert json.loads(sfn.describe_state_machine(stateMachineArn=arn)["definition"]) == UNIQUE
+
+
+def test_a_definition_over_the_apis_length_limit_is_a_validation_exception(sfn: Any) -> None:
+    # Valid in every other way: a Pass state whose Result carries the bulk.
+    padding = "x" * 1_048_576
+    definition = json.dumps(
+        {"StartAt": "Big", "States": {"Big": {"Type": "Pass", "Result": padding, "End": True}}}
+    )
+
+    assert refusal(sfn, definition) == {
+        "Code": "ValidationException",
+        "Message": "1 validation error detected: Value at 'definition' failed to satisfy constraint: "
+        "Member must have length less than or equal to 1048576",
+    }

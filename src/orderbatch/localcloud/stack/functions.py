@@ -9,6 +9,11 @@ from typing import Any
 from orderbatch.localcloud.lambda_service import FunctionSpec
 from orderbatch.localcloud.lambda_service.code_archives import CodeArchiveError, extracted_code
 from orderbatch.localcloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
+from orderbatch.localcloud.stack.function_checks import (
+    check_code_location,
+    check_python_handler,
+    check_runtime,
+)
 from orderbatch.localcloud.stack.model import LocalStack, TemplateError, note_unhonoured
 
 LAYER_TYPES = ("AWS::Serverless::LayerVersion", "AWS::Lambda::LayerVersion")
@@ -61,7 +66,15 @@ def function_spec(
 ) -> FunctionSpec:
     if props.get("PackageType") == "Image":
         raise TemplateError(f"{logical_id}: image functions need a container runtime; use --lambda-endpoint")
-    code_dir = task_root(logical_id, "CodeUri", props.get("CodeUri"), base_dir)
+    runtime = str(props.get("Runtime", "python3.12"))
+    check_runtime(logical_id, runtime)
+    code_uri = props.get("CodeUri")
+    if isinstance(code_uri, str) and not code_uri.startswith("s3://"):
+        check_code_location(logical_id, "CodeUri", code_uri, (base_dir / code_uri).resolve(), base_dir)
+    code_dir = task_root(logical_id, "CodeUri", code_uri, base_dir)
+    # InlineCode is the handler module itself, written in the template: no folder to look in.
+    if runtime.startswith("python") and "Handler" in props and "InlineCode" not in props:
+        check_python_handler(logical_id, str(props["Handler"]), runtime, code_dir, layers)
     environment = ((props.get("Environment") or {}).get("Variables")) or {}
     reserved = props.get("ReservedConcurrentExecutions")
     durable_config = props.get("DurableConfig")
@@ -71,7 +84,7 @@ def function_spec(
         name=name,
         handler=str(props["Handler"]),
         code_dir=code_dir,
-        runtime=str(props.get("Runtime", "python3.12")),
+        runtime=runtime,
         timeout_seconds=int(props.get("Timeout", 3)),
         memory_mb=int(props.get("MemorySize", 128)),
         environment={key: _env_string(value) for key, value in environment.items()},

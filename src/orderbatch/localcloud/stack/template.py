@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from orderbatch.localcloud.stack.apis import add_state_machine_api_events, set_rest_api_stages
+from orderbatch.localcloud.stack.dependencies import check_dependencies
 from orderbatch.localcloud.stack.functions import LAYER_TYPES, add_layer
 from orderbatch.localcloud.stack.model import (
     DEFAULT_ACCOUNT_ID,
@@ -52,6 +53,8 @@ def load_stack(
 
     template_path = template_path.resolve()
     raw = inline_includes(get_template_data(str(template_path)), template_path.parent)
+    # Before anything is resolved or created, as CloudFormation refuses such a template outright.
+    check_dependencies(raw.get("Resources") or {})
     parameters = _parameter_values(raw, parameter_overrides or {})
     pseudo = {
         "AWS::Region": region,

@@ -8,6 +8,11 @@
 - A ``States`` entry that is not an object (``"QueryLanguage": "JSONata"`` put inside ``States``) failed
   in moto's grammar with "mismatched input ... expecting '{'"; it is refused naming the entry, as AWS's
   schema check does.
+- What moto's grammar does not check (unknown state types, a missing ``Next``, transitions to no state,
+  unreachable states, a workflow without a terminal state, paths that are no JSONPath, JSONata that does
+  not parse) is checked by ``definition_checks`` before moto parses, and answered in AWS's words.
+- A definition longer than the API model's 1,048,576 characters is a ValidationException, as AWS's request
+  validation answers it, before any of the above.
 
 moto has no ValidateStateMachineDefinition to patch.
 """
@@ -20,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orderbatch.localcloud.moto_seam import hooks
+from orderbatch.localcloud.stepfunctions import definition_checks
 from orderbatch.state_names import (
     duplicate_state_names,
     invalid_definition_message,
@@ -43,6 +49,31 @@ def invalid_definition(message: str) -> Exception:
     return _invalid_definition_error()(message)
 
 
+# The ``definition`` member's maximum length in Step Functions' API model (botocore's service-2.json).
+MAX_DEFINITION_LENGTH = 1_048_576
+
+
+@functools.cache
+def _validation_error() -> type[Exception]:
+    from orderbatch.localcloud.moto_seam.stepfunctions import AWSError
+
+    class ValidationError(AWSError):
+        TYPE = "ValidationException"
+        STATUS = 400
+
+    return ValidationError
+
+
+def definition_too_long(definition: str) -> Exception | None:
+    """AWS's request validation answer for a definition over the model's length, or None."""
+    if len(definition) <= MAX_DEFINITION_LENGTH:
+        return None
+    return _validation_error()(
+        "1 validation error detected: Value at 'definition' failed to satisfy constraint: "
+        f"Member must have length less than or equal to {MAX_DEFINITION_LENGTH}"
+    )
+
+
 def register_hooks() -> None:
     from orderbatch.localcloud.moto_seam.stepfunctions import InvalidDefinition as MotoInvalidDefinition
     from orderbatch.localcloud.moto_seam.stepfunctions import StepFunctionsParserBackend
@@ -50,6 +81,9 @@ def register_hooks() -> None:
     # Both CreateStateMachine and UpdateStateMachine call this static method.
     @hooks.around(StepFunctionsParserBackend, "_validate_definition", concern="definitions")
     def validate_definition(proceed: Callable[..., None], definition: str) -> None:
+        too_long = definition_too_long(definition)
+        if too_long is not None:
+            raise too_long
         try:
             parsed: Any = json.loads(definition)
         except ValueError:
@@ -62,6 +96,11 @@ def register_hooks() -> None:
                 for name, path in not_objects
             )
             raise invalid_definition(f"Invalid State Machine Definition: '{problems}'")
+        # Before moto's grammar too: its error for an unknown Type or a path that is no JSONPath names a
+        # token, and it accepts the rest.
+        found = definition_checks.definition_problems(parsed) if isinstance(parsed, dict) else []
+        if found:
+            raise invalid_definition(definition_checks.invalid_definition_message(found))
         try:
             proceed(definition=definition)
         except MotoInvalidDefinition as refused:
