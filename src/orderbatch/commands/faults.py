@@ -57,6 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     matrix.add_argument("--template", type=Path, default=None, help="SAM template (default ./template.yaml)")
     matrix.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     matrix.set_defaults(func=run_crash_matrix)
+    register_linearizability(experiments)
+    register_fuzz(experiments)
 
 
 def run_crash_matrix(args: argparse.Namespace) -> int:
@@ -104,3 +106,81 @@ def run_crash_matrix(args: argparse.Namespace) -> int:
             print()
             print(render_failure_modes(modes))
     return 0 if result.ok and (modes is None or modes.ok) else 1
+
+
+def register_linearizability(experiments: argparse._SubParsersAction) -> None:
+    check = experiments.add_parser(
+        "linearizability",
+        help="race clients on a few hot keys of a local cloud's DynamoDB, record every history and check "
+        "that it is linearizable (Wing-Gong-Lowe search); also one winner per contended conditional put "
+        "and counters equal to their acknowledged ADDs",
+    )
+    check.add_argument("--histories", type=int, default=100, help="histories recorded and checked (100)")
+    check.add_argument("--operations", type=int, default=200, help="operations per history (200)")
+    check.add_argument("--threads", type=int, default=6, help="client threads per process (6)")
+    check.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="worker processes, each with --threads clients of its own (default 0: threads here only)",
+    )
+    check.add_argument("--seed", type=int, default=0, help="seed of the random requests (0)")
+    check.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    check.set_defaults(func=run_linearizability)
+
+
+def run_linearizability(args: argparse.Namespace) -> int:
+    from orderbatch.faults.linearizability_workload import run_on_local_cloud
+
+    if min(args.histories, args.operations, args.threads) < 1 or args.processes < 0:
+        print("orderbatch: --histories, --operations and --threads must be positive", file=sys.stderr)
+        return 2
+
+    def progress(message: str) -> None:
+        if not args.quiet:
+            print(message, file=sys.stderr, flush=True)
+
+    summary = run_on_local_cloud(
+        histories=args.histories,
+        operations=args.operations,
+        threads=args.threads,
+        processes=args.processes,
+        seed=args.seed,
+        progress=progress,
+    )
+    print(summary.render())
+    return 0 if summary.ok else 1
+
+
+def register_fuzz(experiments: argparse._SubParsersAction) -> None:
+    fuzz = experiments.add_parser(
+        "fuzz",
+        help="send requests generated from botocore's service models (valid, at AWS's limits, and spoiled) "
+        "to a local cloud of its own and hold every answer to AWS's codes and statuses (docs/bad-input.md)",
+    )
+    fuzz.add_argument(
+        "--requests", type=int, default=2_000, help="generated requests to send (default 2,000)"
+    )
+    fuzz.add_argument("--seed", type=int, default=20261206, help="Hypothesis's seed (default 20261206)")
+    fuzz.add_argument(
+        "--template",
+        type=Path,
+        default=None,
+        help="SAM template to deploy and fuzz (default: the fuzzer's own, one resource of each kind)",
+    )
+    fuzz.add_argument("--no-shrink", action="store_true", help="report failures as found, without shrinking")
+    fuzz.add_argument("--json", action="store_true", help="print the summary as one JSON document")
+    fuzz.set_defaults(func=run_fuzz)
+
+
+def run_fuzz(args: argparse.Namespace) -> int:
+    from orderbatch.faults.protocol_fuzz import FUZZ_TEMPLATE, fuzz_local_cloud
+
+    report = fuzz_local_cloud(
+        examples=args.requests,
+        seed_value=args.seed,
+        template=args.template or FUZZ_TEMPLATE,
+        shrink=not args.no_shrink,
+    )
+    print(json.dumps(report.as_dict(), indent=2) if args.json else report.summary())
+    return 1 if report.failures else 0

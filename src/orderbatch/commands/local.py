@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import shutil
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +22,7 @@ from orderbatch.project import (
     local_cloud_endpoint,
 )
 
+LOOPBACK_HOST = "127.0.0.1"
 # Where `local up` keeps its state (the environments' logs); `orderbatch audit` reads the logs from here.
 STATE_DIR_MARKER = ".orderbatch-local-state"
 
@@ -50,6 +53,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--no-iam",
         action="store_true",
         help="do not enforce the template's IAM roles: every call is allowed (--iam-mode off)",
+    )
+    up.add_argument(
+        "--host",
+        default=None,
+        help="address to listen on (default 127.0.0.1). Anything but loopback lets whoever reaches the "
+        "port act as any identity the cloud issues: it does not authenticate like AWS over a network",
+    )
+    up.add_argument(
+        "--no-verify-signatures",
+        action="store_true",
+        help="take any SigV4 signature (by default, with IAM on, signatures are checked as AWS checks "
+        "them; with --iam-mode off they are never checked; see docs/iam.md, 'Signatures')",
     )
     up.add_argument(
         "--mock-config",
@@ -184,12 +199,18 @@ def run_up(args: argparse.Namespace) -> int:
     from orderbatch.localcloud.cloud import LocalCloud
 
     state_dir = prepare_state_dir(args.state_dir)
+    host = args.host or LOOPBACK_HOST
+    warning = exposure_warning(host)
+    if warning is not None:
+        print(warning, file=sys.stderr)
     cloud = LocalCloud(
         cloud_config_from_args(
             args,
             state_dir=state_dir,
+            host=host,
             enforce_iam=not args.no_iam,
             iam_mode="off" if args.no_iam else args.iam_mode,
+            verify_signatures=not args.no_verify_signatures,
             mock_config=args.mock_config,
         )
     )
@@ -236,6 +257,26 @@ def run_up(args: argparse.Namespace) -> int:
         cloud.stop()
         report_would_be_denials(cloud)
     return 0
+
+
+def exposure_warning(host: str) -> str | None:
+    """What to tell someone binding the local cloud beyond loopback; None for a loopback address."""
+    if _is_loopback(host):
+        return None
+    return (
+        f"orderbatch: warning: listening on {host}, not loopback. The local cloud does not authenticate "
+        "as AWS does over a network: anyone who can reach this port can act as any identity it issues "
+        "(the operator's keys, every function's and role's)."
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: whatever it resolves to, it is not known to be loopback
 
 
 def report_would_be_denials(cloud: LocalCloud) -> None:

@@ -40,12 +40,20 @@ from orderbatch.localcloud.dynamodb_service import DynamoDBApp
 from orderbatch.localcloud.event_sources import QueuePollers
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
 from orderbatch.localcloud.iam import IamEnforcer, build_roles
+from orderbatch.localcloud.iam.signatures import SignatureVerifier, secrets_of
 from orderbatch.localcloud.lambda_service import (
     EventKeys,
     FaultPlan,
     LambdaService,
     MetricsPublisher,
     TooManyRequestsError,
+)
+from orderbatch.localcloud.protocol_guard import ProtocolGuard
+from orderbatch.localcloud.readiness import (
+    DEPLOYER_CREDENTIALS,
+    from_deployer,
+    health_answer,
+    still_deploying_answer,
 )
 from orderbatch.localcloud.stack import LocalStack, TemplateError, load_stack
 from orderbatch.localcloud.stepfunctions import (
@@ -63,9 +71,13 @@ from orderbatch.localcloud.stepfunctions.sync_tracking import track_sync_with
 from orderbatch.localcloud.stepfunctions.task_clients import give_task_roles_credentials
 from orderbatch.project import DUMMY_CREDENTIALS
 
-# The deployment's own calls carry this key: they are the only ones served before the template is deployed.
-DEPLOYER_CREDENTIALS = {"aws_access_key_id": "orderbatch-deployer", "aws_secret_access_key": "deployer"}
 HEALTH_PATH = "/_orderbatch/health"
+# Added to AWS's answer to a key the local cloud did not issue: the keys LocalCloud.environment() exports.
+UNKNOWN_KEY_HINT = (
+    f"local cloud: sign with AWS_ACCESS_KEY_ID={DUMMY_CREDENTIALS['aws_access_key_id']} and "
+    f"AWS_SECRET_ACCESS_KEY={DUMMY_CREDENTIALS['aws_secret_access_key']}, as `orderbatch local env` exports, "
+    "or with the keys it gives a function"
+)
 # Lambda sends its CloudWatch metrics at one-minute resolution; publishing every second made moto's metric
 # store grow by some 30 datums a second for as long as functions ran.
 METRICS_INTERVAL_SECONDS = 60.0
@@ -121,6 +133,10 @@ class LocalCloudConfig:
     # Step Functions Local's MockConfigFile: executions started as <arn>#<TestCase> run that test case
     # (docs/stepfunctions-local.md). None: the SFN_MOCK_CONFIG environment variable's file, if set.
     mock_config: Path | None = None
+    # With IAM on, every SigV4-signed request's signature is checked as AWS checks it: only the keys the
+    # cloud exports and issues, the right secret, the request's time within AWS's skew (docs/iam.md,
+    # "Signatures"). False (or IAM off) takes any signature.
+    verify_signatures: bool = True
 
 
 class LocalCloud:
@@ -148,6 +164,11 @@ class LocalCloud:
             self.stack.not_honoured.extend(roles.notes)
         else:
             self.stack.not_honoured.append("IAM: policies are not enforced (every call is allowed)")
+        self.signatures: SignatureVerifier | None = None
+        if self.iam is not None and config.verify_signatures:
+            self.signatures = SignatureVerifier(
+                secrets_of(known_credentials(), self.iam.identity), unknown_key_hint=UNKNOWN_KEY_HINT
+            )
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
         self.lambda_service: LambdaService | None = None
@@ -167,6 +188,8 @@ class LocalCloud:
         self._moto_port_before: str | None = None
         self._event_client_lock = threading.Lock()
         self.data_plane: DataPlane | None = None
+        # AWS's front-end checks before moto sees a request, and moto's crashes answered in AWS's shape.
+        self._guarded_services = ProtocolGuard(self._aws_services)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LocalCloud:
@@ -195,6 +218,8 @@ class LocalCloud:
                 enforce_iam=self.iam is not None,
                 iam_report=self.iam_report,
                 host=self.config.host,
+                known_credentials=known_credentials() if self.signatures is not None else None,
+                unknown_key_hint=UNKNOWN_KEY_HINT,
             )
         self._server = make_server(
             self.config.host,
@@ -425,11 +450,16 @@ class LocalCloud:
     def _dispatch(self, environ: dict[str, Any], start_response: Any) -> Any:
         path = environ.get("PATH_INFO", "")
         if path == HEALTH_PATH:
-            return _health(self.deployed, start_response)
-        if not self._deployed.is_set() and not _from_deployer(environ):
+            return health_answer(self.deployed, start_response)
+        # The HTTP API answers for its own routes' authorization (http_api.py), as API Gateway does.
+        if self.signatures is not None and not (self.http_api is not None and self.http_api.handles(path)):
+            signature_refusal = self.signatures.refuse(environ, start_response)
+            if signature_refusal is not None:
+                return signature_refusal
+        if not self._deployed.is_set() and not from_deployer(environ):
             assert self.lambda_service is not None
             as_json = bool(environ.get("HTTP_X_AMZ_TARGET")) or self.lambda_service.handles(path)
-            return _still_deploying(as_json, start_response)
+            return still_deploying_answer(as_json, start_response)
         if self.iam is not None and (refusal := self.iam.refuse(environ, start_response)) is not None:
             return refusal
         assert self.lambda_service is not None
@@ -438,6 +468,10 @@ class LocalCloud:
             return self.lambda_service(environ, start_response)
         if self.http_api.handles(path):
             return self.http_api(environ, start_response)
+        return self._guarded_services(environ, start_response)
+
+    def _aws_services(self, environ: dict[str, Any], start_response: Any) -> Any:
+        """moto's services and the data plane, behind the protocol guard (``_guarded_services``)."""
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if not target:
             return self._moto_app(environ, start_response)
@@ -493,8 +527,9 @@ class LocalCloud:
             },
         )
         SigV4Auth(Credentials(*credentials), "states", self.stack.region).add_auth(signed)
+        # Served in-process, under the host it was signed for.
         response = WerkzeugClient(self._dispatch).post(
-            "/", data=signed.body, headers=dict(signed.headers.items())
+            "/", base_url=self.endpoint, data=signed.body, headers=dict(signed.headers.items())
         )
         return ActionOutcome(status=response.status_code, body=response.get_data())
 
@@ -593,10 +628,7 @@ class LocalCloud:
     def _create_alarms(self) -> None:
         cloudwatch = self._deployer_client("cloudwatch")
         for logical_id, props in self.stack.alarms.items():
-            # CloudFormation coerces the template's strings to the API's numbers; boto3 does not.
-            arguments = _numbers_where_expected(
-                {key: value for key, value in props.items() if value is not None}
-            )
+            arguments = {key: value for key, value in props.items() if value is not None}
             arguments.setdefault("AlarmName", f"{self.stack.stack_name}-{logical_id}")
             try:
                 cloudwatch.put_metric_alarm(**arguments)
@@ -620,60 +652,14 @@ class LocalCloud:
         return len(items)
 
 
-def _from_deployer(environ: Mapping[str, Any]) -> bool:
-    authorization = environ.get("HTTP_AUTHORIZATION", "")
-    return f"Credential={DEPLOYER_CREDENTIALS['aws_access_key_id']}/" in authorization
-
-
-def _health(deployed: bool, start_response: Any) -> list[bytes]:
-    body = json.dumps({"status": "deployed" if deployed else "deploying"}).encode()
-    start_response(
-        "200 OK" if deployed else "503 Service Unavailable",
-        [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
-    )
-    return [body]
-
-
-def _still_deploying(as_json: bool, start_response: Any) -> list[bytes]:
-    """AWS's own 503 shape, so boto3 and the AWS CLI retry it as they retry any ServiceUnavailable."""
-    message = "The local cloud is still deploying its template; retry shortly."
-    headers = [("Retry-After", "1")]
-    if as_json:
-        body = json.dumps({"__type": "ServiceUnavailableException", "message": message}).encode()
-        content_type = "application/x-amz-json-1.0"
-        headers.append(("x-amzn-ErrorType", "ServiceUnavailableException"))
-    else:
-        body = (
-            '<?xml version="1.0" encoding="UTF-8"?>\n'
-            f"<Error><Code>ServiceUnavailable</Code><Message>{message}</Message></Error>"
-        ).encode()
-        content_type = "application/xml"
-    start_response(
-        "503 Service Unavailable",
-        [("Content-Type", content_type), ("Content-Length", str(len(body))), *headers],
-    )
-    return [body]
-
-
-_NUMERIC_ALARM_FIELDS = {
-    "Threshold": float,
-    "EvaluationPeriods": int,
-    "DatapointsToAlarm": int,
-    "Period": int,
-}
-
-
-def _numbers_where_expected(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {
-            key: _NUMERIC_ALARM_FIELDS[key](value)
-            if key in _NUMERIC_ALARM_FIELDS
-            else _numbers_where_expected(value)
-            for key, value in node.items()
-        }
-    if isinstance(node, list):
-        return [_numbers_where_expected(item) for item in node]
-    return node
+def known_credentials() -> dict[str, str]:
+    """The keys every local cloud knows besides those it issues: the operator's, the deployer's, and the one
+    moto's own Step Functions interpreter signs its Tasks' calls with when ours is not patched in."""
+    return {
+        DUMMY_CREDENTIALS["aws_access_key_id"]: DUMMY_CREDENTIALS["aws_secret_access_key"],
+        DEPLOYER_CREDENTIALS["aws_access_key_id"]: DEPLOYER_CREDENTIALS["aws_secret_access_key"],
+        "ak": "sk",
+    }
 
 
 def _exit_on_sigterm() -> Any:

@@ -39,6 +39,7 @@ from orderbatch.localcloud.dynamodb import TableLocks, WriteCounter
 
 # Requests the main process forwards carry this header with the worker's secret: IAM was checked there.
 CHECKED_HEADER = "X-Orderbatch-Checked"
+_CHECKED_ENVIRON_KEY = "HTTP_" + CHECKED_HEADER.upper().replace("-", "_")
 WRITES_PATH = "/_orderbatch/dynamodb-writes"
 HEALTH_PATH = "/_orderbatch/health"
 TARGET_PREFIXES = ("DynamoDB_", "DynamoDBStreams_")
@@ -67,7 +68,11 @@ class DataPlane:
         enforce_iam: bool,
         iam_report: Path | None = None,
         host: str = "127.0.0.1",
+        known_credentials: Mapping[str, str] | None = None,
+        unknown_key_hint: str = "",
     ) -> None:
+        """``known_credentials``: the keys besides the issued ones whose signatures the worker accepts from
+        direct callers; None: signatures are not checked."""
         self._secret = secrets.token_hex(16)
         arguments = {
             "template": str(template),
@@ -76,6 +81,8 @@ class DataPlane:
             "iam_report": str(iam_report) if iam_report is not None else None,
             "host": host,
             "secret": self._secret,
+            "known_credentials": dict(known_credentials) if known_credentials is not None else None,
+            "unknown_key_hint": unknown_key_hint,
         }
         self.host = host
         self._process = subprocess.Popen(
@@ -187,9 +194,10 @@ class DataPlane:
 class DataPlaneApp:
     """The worker's WSGI application: IAM for direct callers, table locks, moto's DynamoDB."""
 
-    def __init__(self, dynamodb_app: Any, *, iam: Any, secret: str) -> None:
+    def __init__(self, dynamodb_app: Any, *, iam: Any, secret: str, signatures: Any = None) -> None:
         self._dynamodb_app = dynamodb_app
         self._iam = iam
+        self._signatures = signatures
         self._secret = secret
         self._locks = TableLocks()
         self._writes = WriteCounter()
@@ -203,6 +211,10 @@ class DataPlaneApp:
             requests, units = self._writes.snapshot()
             document = json.dumps({"requests": requests, "units": units}).encode()
             return _answer(start_response, "200 OK", document)
+        if not forwarded and self._signatures is not None:
+            signature_refusal = self._signatures.refuse(environ, start_response)
+            if signature_refusal is not None:
+                return signature_refusal
         if not forwarded and self._iam is not None:
             refusal = self._iam.refuse(environ, start_response)
             if refusal is not None:
@@ -244,12 +256,14 @@ def _moto_dynamodb_app() -> Any:
 def _serve(arguments: Mapping[str, Any]) -> None:
     from orderbatch.localcloud.dynamodb_service import DynamoDBApp
     from orderbatch.localcloud.iam import IamEnforcer, build_roles
+    from orderbatch.localcloud.iam.signatures import SignatureVerifier, secrets_of
     from orderbatch.localcloud.lean_wsgi import LeanWsgiServer
     from orderbatch.localcloud.moto_seam.installers import (
         install_dynamodb,
         install_model_registry,
         install_request_caches,
     )
+    from orderbatch.localcloud.protocol_guard import ProtocolGuard
     from orderbatch.localcloud.stack import load_stack
 
     logging.getLogger("moto").setLevel(logging.CRITICAL)
@@ -265,7 +279,18 @@ def _serve(arguments: Mapping[str, Any]) -> None:
         iam = IamEnforcer(
             build_roles(stack), region=stack.region, account_id=stack.account_id, report_to=report
         )
-    app = DataPlaneApp(DynamoDBApp(_moto_dynamodb_app()), iam=iam, secret=arguments["secret"])
+    signatures = None
+    if iam is not None and arguments.get("known_credentials") is not None:
+        signatures = SignatureVerifier(
+            secrets_of(arguments["known_credentials"], iam.identity),
+            unknown_key_hint=arguments.get("unknown_key_hint", ""),
+        )
+    secret = arguments["secret"]
+    guarded = ProtocolGuard(
+        DynamoDBApp(_moto_dynamodb_app()),
+        checked_before=lambda environ: environ.get(_CHECKED_ENVIRON_KEY) == secret,
+    )
+    app = DataPlaneApp(guarded, iam=iam, secret=secret, signatures=signatures)
     # Every request is a short JSON call on a kept-alive loopback connection (lean_wsgi says why).
     server = LeanWsgiServer(arguments["host"], 0, app)
     threading.Thread(target=server.serve_forever, name="data-plane", daemon=True).start()

@@ -54,6 +54,7 @@ from orderbatch.localcloud.lambda_service.runtimes import (
     requirements_text,
 )
 from orderbatch.localcloud.process_groups import start_session
+from orderbatch.project import DUMMY_CREDENTIALS
 
 # Variables whose container values describe the container's own system: the host's values are used.
 HOST_VARIABLES = frozenset({"PATH", "LD_LIBRARY_PATH", "LAMBDA_RUNTIME_DIR", "LANG", "TZ", "HOME"})
@@ -328,9 +329,9 @@ class ExecutionEnvironments:
         variables.update(
             {key: value for key, value in config.environment.items() if key not in HOST_VARIABLES}
         )
-        # Signed calls need some credentials; the local cloud takes any key it did not issue.
-        variables.setdefault("AWS_ACCESS_KEY_ID", "defaultkey")
-        variables.setdefault("AWS_SECRET_ACCESS_KEY", "defaultsecret")
+        # Signed calls need some credentials: the operator's, which the local cloud's signature check knows.
+        variables.setdefault("AWS_ACCESS_KEY_ID", DUMMY_CREDENTIALS["aws_access_key_id"])
+        variables.setdefault("AWS_SECRET_ACCESS_KEY", DUMMY_CREDENTIALS["aws_secret_access_key"])
         variables["PYTHONPATH"] = os.pathsep.join(
             entry for entry in [_OWN_SOURCE_ROOT, variables.get("PYTHONPATH", "")] if entry
         )

@@ -581,12 +581,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 # then fails with EAGAIN, which SAM CLI reports as "requires a container runtime"). dockerd listens
 # with the system's maximum.
 _LISTEN_BACKLOG = socket.SOMAXCONN
+SOCKET_MODE = 0o600
 
 
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     block_on_close = False
     request_queue_size = _LISTEN_BACKLOG
+
+    def server_bind(self) -> None:
+        super().server_bind()
+        # Whoever can connect can run any process as this user, as with dockerd's socket: the owner only.
+        # Set after bind and before listen, so no one connects in between.
+        os.chmod(str(self.server_address), SOCKET_MODE)
 
 
 class _TcpServer(http.server.ThreadingHTTPServer):

@@ -5,13 +5,14 @@
   no Allow means deny);
 - ``identities``: the credentials that act as a role, and what a denial says;
 - ``resources``: the actions and resource ARNs a request needs, for each service;
-- ``responses``: the access-denied answer in each service's protocol;
+- ``responses``: the access-denied and refused-signature answers in each service's protocol;
+- ``signatures``: ``SignatureVerifier``, SigV4 signatures checked as AWS checks them (known keys only);
 - ``enforcer``: ``IamEnforcer``, which puts them together for one local cloud.
 
 Every function gets credentials of its own (an access key derived from its name) and every state
 machine's Tasks call with its role's; a request signed with one of those keys is checked before it is
-served. Any other key (the operator's ``testing``, the deployer's) is an administrator's. What is and is
-not enforced: docs/iam.md.
+served. The operator's ``testing`` and the deployer's key are an administrator's; any other key is refused.
+What is and is not enforced: docs/iam.md.
 """
 
 from __future__ import annotations

@@ -53,6 +53,23 @@ class Denial:
         )
 
 
+@dataclass(frozen=True)
+class SignatureRefusal:
+    """Why a signed request is refused.
+
+    ``reason``: ``unknown-key``, ``mismatch``, ``skewed`` (the request's time too far from now) or
+    ``expired`` (a presigned URL past its ``X-Amz-Expires``). ``message`` is AWS's words for the service,
+    with the local hint in parentheses after them; ``details`` are the extra elements S3's XML error
+    carries (``AWSAccessKeyId``, ``StringToSign``, ``RequestTime``, ...).
+    """
+
+    reason: str
+    service: str
+    access_key_id: str
+    message: str
+    details: tuple[tuple[str, str], ...] = ()
+
+
 def _action_as_worded(action: str) -> str:
     """The action as the service words it in its denial: SQS lower-cases it (``sqs:sendmessage``), SNS
     writes its prefix in capitals (``SNS:Publish``), the others as IAM spells them."""

@@ -122,7 +122,7 @@ class Request:
     def json_body(self) -> Any:
         try:
             return json.loads(self.body() or b"{}")
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
             raise InvalidParameterValueError(f"Request body is not JSON: {error}") from None
 
 

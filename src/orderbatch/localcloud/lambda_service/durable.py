@@ -45,6 +45,7 @@ from aws_durable_execution_sdk_python_testing.child_dispatcher import (
 from aws_durable_execution_sdk_python_testing.exceptions import (
     AwsApiException,
     DurableFunctionsTestError,
+    InvalidParameterValueException,
     ResourceNotFoundException,
     UnknownRouteError,
 )
@@ -479,6 +480,8 @@ class DurableExecutions:
                 request = HTTPRequest.from_bytes(body, method=method, path=route, query_params=query)
         except AwsApiException as error:
             return _error_response(error)
+        except RecursionError:  # nested past what a JSON parser takes: not JSON, as Lambda says
+            return _error_response(InvalidParameterValueException("Could not parse request body into json"))
         return _as_response(handler.handle(route, request))
 
     def _resolve_named(self, function_name: str, qualifier: str | None) -> str:

@@ -73,7 +73,7 @@ class InvokeResult:
 def _runtime_exited(payload: bytes) -> bool:
     try:
         document = json.loads(payload)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(document, dict) and document.get("errorType") == "Runtime.ExitError"
 
@@ -294,7 +294,8 @@ class LambdaService:
             )
         try:
             json.loads(payload)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
+            # Nested deeper than a parser's stack goes is unparseable too (Lambda's own parser refuses it).
             raise InvalidRequestContentError(f"Could not parse request body into json: {error}") from None
 
     def _run(

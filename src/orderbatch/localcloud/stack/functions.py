@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,10 @@ def function_spec(
     check_runtime(logical_id, runtime)
     code_uri = props.get("CodeUri")
     if isinstance(code_uri, str) and not code_uri.startswith("s3://"):
-        check_code_location(logical_id, "CodeUri", code_uri, (base_dir / code_uri).resolve(), base_dir)
+        # Lexically, not resolved: a folder linked into the project is the project's, as `sam build` sees it.
+        check_code_location(
+            logical_id, "CodeUri", code_uri, Path(os.path.normpath(base_dir / code_uri)), base_dir
+        )
     code_dir = task_root(logical_id, "CodeUri", code_uri, base_dir)
     # InlineCode is the handler module itself, written in the template: no folder to look in.
     if runtime.startswith("python") and "Handler" in props and "InlineCode" not in props:

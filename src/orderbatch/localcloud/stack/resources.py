@@ -51,7 +51,8 @@ def add_resource(
     elif kind == "AWS::Serverless::Api":
         add_definition_routes(stack, logical_id, props, stage=str(props.get("StageName", "Prod")))
     elif kind == "AWS::CloudWatch::Alarm":
-        stack.alarms[logical_id] = props
+        # CloudFormation coerces the template's strings to the API's numbers; boto3 does not.
+        stack.alarms[logical_id] = _numbers_where_expected(props)
         return
     else:
         stack.not_honoured.append(f"{logical_id} ({kind}): resource type not created locally")
@@ -116,3 +117,24 @@ def _table_spec(logical_id: str, kind: str, name: str, props: Mapping[str, Any])
 
 
 _SIMPLE_TABLE_TYPES = {"String": "S", "Number": "N", "Binary": "B"}
+
+
+_NUMERIC_ALARM_FIELDS = {
+    "Threshold": float,
+    "EvaluationPeriods": int,
+    "DatapointsToAlarm": int,
+    "Period": int,
+}
+
+
+def _numbers_where_expected(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: _NUMERIC_ALARM_FIELDS[key](value)
+            if key in _NUMERIC_ALARM_FIELDS
+            else _numbers_where_expected(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_numbers_where_expected(item) for item in node]
+    return node

@@ -20,6 +20,7 @@ import boto3
 from botocore.config import Config
 
 from orderbatch.localcloud.moto_seam import hooks
+from orderbatch.project import DUMMY_CREDENTIALS
 
 _CONCERN = "task_clients"
 # A service call of a Task gets an answer within these or fails with botocore's timeout error: moto's
@@ -27,8 +28,9 @@ _CONCERN = "task_clients"
 # Lambda's Invoke, which may run for 15 minutes, is made in-process and not bounded by them.
 CONNECT_TIMEOUT_SECONDS = 10
 READ_TIMEOUT_SECONDS = 90
-# The keys moto's interpreter signs with when the Task's role has none locally: the operator's.
-_MOTO_TASK_KEYS = ("ak", "sk")
+# The keys moto's interpreter signs with when the Task's role has none locally: the operator's (the local
+# cloud checks signatures, and knows these).
+_MOTO_TASK_KEYS = (DUMMY_CREDENTIALS["aws_access_key_id"], DUMMY_CREDENTIALS["aws_secret_access_key"])
 
 _lambda_client: Any | None = None
 # Role ARN -> (access key ID, secret access key) that the role's Tasks sign with; None: moto's own keys.

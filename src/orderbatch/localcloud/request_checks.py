@@ -1,0 +1,469 @@
+"""The checks AWS's front end makes on a request before the service's code runs, on botocore's models.
+
+AWS checks every request against the service's model first: a JSON body that does not parse is a
+``SerializationException``, a value of the wrong JSON type too, an ``X-Amz-Target`` naming no operation an
+``UnknownOperationException``, a missing required member or a value outside its length, range, enum or
+pattern a ``ValidationException`` (``ValidationError`` in the query protocol) whose message names each
+member, in Coral's words; a member marked sensitive is named without its value. An ARN member holding no ARN
+gets the operation's own invalid-ARN error. S3 refuses an XML body that does not parse as ``MalformedXML``.
+
+Patterns the models write in Java's syntax, which Python reads differently, are not checked: a pattern read
+wrongly would refuse what AWS accepts.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+from urllib.parse import parse_qsl
+from xml.etree import ElementTree
+
+import botocore.session
+from botocore.model import OperationModel, ServiceModel, Shape
+
+# The services moto serves behind the local cloud's endpoint (botocore's names).
+GUARDED_SERVICES = (
+    "dynamodb",
+    "stepfunctions",
+    "sqs",
+    "sns",
+    "events",
+    "cloudwatch",
+    "iam",
+    "logs",
+    "sts",
+    "s3",
+    "lambda",
+)
+# The local cloud's answer to an operation the service's model has and moto does not implement.
+NOT_IMPLEMENTED_CODE = "UnsupportedOperationException"
+_MAX_MESSAGE_ERRORS = 10
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An error answer before (or instead of) the service's: AWS's code, HTTP status and message."""
+
+    code: str
+    message: str
+    status: int = 400
+
+
+@cache
+def _service_model(name: str) -> ServiceModel:
+    session = botocore.session.get_session()
+    return ServiceModel(session.get_service_data(name), service_name=name)
+
+
+@cache
+def _services_by_target_prefix() -> dict[str, ServiceModel]:
+    models = {}
+    for name in GUARDED_SERVICES:
+        model = _service_model(name)
+        prefix = model.metadata.get("targetPrefix")
+        if prefix:
+            models[prefix] = model
+    return models
+
+
+# Signing names botocore's endpoint rules give single operations (S3's WriteGetObjectResponse).
+_OPERATION_SIGNING_NAMES = {"s3-object-lambda": "s3"}
+
+
+@cache
+def _services_by_signing_name() -> dict[str, ServiceModel]:
+    models = {alias: _service_model(name) for alias, name in _OPERATION_SIGNING_NAMES.items()}
+    for name in GUARDED_SERVICES:
+        model = _service_model(name)
+        models[model.metadata.get("signingName") or model.endpoint_prefix] = model
+        models.setdefault(model.endpoint_prefix, model)
+    return models
+
+
+def service_of(environ: Mapping[str, Any]) -> ServiceModel | None:
+    """The service a request is for: its ``X-Amz-Target`` prefix, else the service its signature names."""
+    target = environ.get("HTTP_X_AMZ_TARGET", "")
+    if target:
+        return _services_by_target_prefix().get(target.rpartition(".")[0])
+    authorization = environ.get("HTTP_AUTHORIZATION", "")
+    scope = authorization.partition("Credential=")[2].split(",", 1)[0].split("/")
+    if len(scope) >= 4:
+        return _services_by_signing_name().get(scope[3])
+    return None
+
+
+def protocol_of(model: ServiceModel) -> str:
+    return str(getattr(model, "resolved_protocol", None) or model.protocol)
+
+
+def operation_name(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> str | None:
+    protocol = protocol_of(model)
+    if protocol == "json":
+        return str(environ.get("HTTP_X_AMZ_TARGET", "")).rpartition(".")[2] or None
+    if protocol == "query":
+        values = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
+        with contextlib.suppress(UnicodeDecodeError):
+            values.update(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
+        return values.get("Action")
+    return None
+
+
+def check_request(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
+    """AWS's answer to a request its front end refuses, or None to let the service answer."""
+    protocol = protocol_of(model)
+    if protocol == "json":
+        return _check_json(model, environ, body)
+    if protocol == "query":
+        return _check_query(model, environ, body)
+    if protocol == "rest-xml":
+        return _check_xml_payload(model, environ, body)
+    if protocol == "rest-json":
+        return _check_json_payload(model, environ, body)
+    return None
+
+
+def _check_json_payload(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
+    """A REST-JSON body that is not JSON, for an operation whose members travel in the body."""
+    operation = rest_operation(model, str(environ.get("REQUEST_METHOD", "GET")), environ)
+    shape = operation.input_shape if operation is not None else None
+    if operation is None or shape is None or not body.strip() or shape.serialization.get("payload"):
+        return None
+    members: dict[str, Shape] = shape.members
+    if all(member.serialization.get("location") for member in members.values()):
+        return None
+    try:
+        json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        modelled = {shape.name for shape in operation.error_shapes}
+        code = (
+            "InvalidRequestContentException"
+            if "InvalidRequestContentException" in modelled
+            else "SerializationException"
+        )
+        return Refusal(code, f"Could not parse request body into json: {error}"[:300])
+    return None
+
+
+MALFORMED_XML = "The XML you provided was not well-formed or did not validate against our published schema"
+
+
+def _check_xml_payload(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
+    """An XML body that does not parse, or whose root is not the operation's: S3's MalformedXML."""
+    operation = rest_operation(model, str(environ.get("REQUEST_METHOD", "GET")), environ)
+    shape = operation.input_shape if operation is not None else None
+    payload_name = shape.serialization.get("payload") if shape is not None else None
+    if shape is None or not payload_name:
+        return None
+    payload: Shape = shape.members[payload_name]
+    if payload.type_name != "structure":
+        return None
+    if not body.strip():
+        if payload_name in shape.required_members:
+            return Refusal("MissingRequestBodyError", "Request Body is empty")
+        return None
+    try:
+        root = ElementTree.fromstring(body)
+    except (ElementTree.ParseError, RecursionError, ValueError):
+        return Refusal("MalformedXML", MALFORMED_XML)
+    if root.tag.rsplit("}", 1)[-1] != payload.serialization.get("name", payload_name):
+        return Refusal("MalformedXML", MALFORMED_XML)
+    return None
+
+
+def rest_operation(model: ServiceModel, method: str, environ: Mapping[str, Any]) -> OperationModel | None:
+    """The operation a path-style REST request names: its method, path depth and query markers
+    (``?encryption``), the most specific template winning."""
+    segments = [segment for segment in str(environ.get("PATH_INFO", "")).split("/") if segment]
+    query = {key for key, _ in parse_qsl(str(environ.get("QUERY_STRING", "")), keep_blank_values=True)}
+    best: tuple[int, OperationModel] | None = None
+    for template, markers, operation in _rest_templates(model.service_name, method):
+        if not markers <= query or not _path_fits(template, segments):
+            continue
+        if best is None or len(markers) > best[0]:
+            best = (len(markers), operation)
+    return best[1] if best is not None else None
+
+
+@cache
+def _rest_templates(
+    service: str, method: str
+) -> list[tuple[tuple[str, ...], frozenset[str], OperationModel]]:
+    model = _service_model(service)
+    templates = []
+    for name in model.operation_names:
+        operation = model.operation_model(name)
+        if operation.http.get("method") != method:
+            continue
+        path, _, query = operation.http.get("requestUri", "/").partition("?")
+        markers = frozenset(part.split("=", 1)[0] for part in query.split("&") if part)
+        templates.append((tuple(part for part in path.split("/") if part), markers, operation))
+    return templates
+
+
+def _path_fits(template: tuple[str, ...], segments: list[str]) -> bool:
+    greedy = bool(template) and template[-1].endswith("+}")
+    if len(segments) < len(template) or (not greedy and len(segments) != len(template)):
+        return False
+    return all(
+        part.startswith("{") or part == segment for part, segment in zip(template, segments, strict=False)
+    )
+
+
+def _check_json(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
+    name = str(environ.get("HTTP_X_AMZ_TARGET", "")).rpartition(".")[2]
+    if name not in model.operation_names:
+        return Refusal("UnknownOperationException", "")
+    operation = model.operation_model(name)
+    try:
+        document = json.loads(body.decode("utf-8")) if body.strip() else {}
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return Refusal("SerializationException", "")
+    if not isinstance(document, dict):
+        return Refusal("SerializationException", "Start of list found where not expected")
+    if operation.input_shape is None:
+        return None
+    problems = _Problems()
+    _walk(operation.input_shape, document, "", problems)
+    if problems.serialization:
+        return Refusal("SerializationException", problems.serialization)
+    refusal = _validation_refusal(problems.constraints, "ValidationException")
+    if refusal is None and problems.bad_arns:
+        return _arn_refusal(operation, problems.bad_arns, "ValidationException")
+    return refusal
+
+
+def _check_query(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
+    pairs = parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True)
+    if body and "x-www-form-urlencoded" in str(environ.get("CONTENT_TYPE", "")):
+        try:
+            pairs += parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict")
+        except (UnicodeDecodeError, ValueError):
+            return Refusal("MalformedQueryString", "The query string contains a syntax error.", 404)
+    values = dict(pairs)
+    action = values.get("Action")
+    if not action:
+        return Refusal("MissingAction", "Missing Action")
+    if action not in model.operation_names:
+        return Refusal("InvalidAction", f"The action {action} is not valid for this web service.")
+    operation = model.operation_model(action)
+    shape = operation.input_shape
+    if shape is None:
+        return None
+    problems = _Problems()
+    members: dict[str, Shape] = shape.members
+    prefixes = {key.split(".", 1)[0] for key in values}
+    for member_name in shape.required_members:
+        serialized = members[member_name].serialization.get("name", member_name)
+        if serialized not in prefixes:
+            problems.constraint("null", _coral_path("", member_name), "Member must not be null")
+    for member_name, member in members.items():
+        serialized = member.serialization.get("name", member_name)
+        if serialized in values and member.type_name == "string":
+            _check_scalar(member, values[serialized], _coral_path("", member_name), problems)
+    refusal = _validation_refusal(problems.constraints, "ValidationError")
+    if refusal is None and problems.bad_arns:
+        return _arn_refusal(operation, problems.bad_arns, "ValidationError")
+    return refusal
+
+
+class _Problems:
+    def __init__(self) -> None:
+        self.constraints: list[str] = []
+        self.serialization = ""
+        # ARN members whose value is no ARN: the operation's own "invalid ARN" error, where it has one.
+        self.bad_arns: list[tuple[str, str]] = []
+
+    def arn(self, value: str, path: str) -> None:
+        self.bad_arns.append((value, path))
+
+    def constraint(self, value: str, path: str, rule: str) -> None:
+        # A sensitive member's value is never repeated back: "Value at 'definition' failed ...".
+        said = f"Value {value} at" if value else "Value at"
+        self.constraints.append(f"{said} '{path}' failed to satisfy constraint: {rule}")
+
+    def wrong_type(self, message: str) -> None:
+        if not self.serialization:
+            self.serialization = message
+
+
+def _validation_refusal(constraints: list[str], code: str) -> Refusal | None:
+    if not constraints:
+        return None
+    count = len(constraints)
+    shown = "; ".join(constraints[:_MAX_MESSAGE_ERRORS])
+    noun = "error" if count == 1 else "errors"
+    return Refusal(code, f"{count} validation {noun} detected: {shown}")
+
+
+def _coral_path(parent: str, member_name: str) -> str:
+    name = member_name[:1].lower() + member_name[1:]
+    return f"{parent}.{name}" if parent else name
+
+
+_JSON_KINDS = {bool: "BOOLEAN_VALUE", int: "NUMBER_VALUE", float: "NUMBER_VALUE", str: "STRING_VALUE"}
+_EXPECTED_SCALARS: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "long": (int,),
+    "float": (int, float),
+    "double": (int, float),
+    "boolean": (bool,),
+    "timestamp": (int, float, str),
+    "blob": (str,),
+}
+
+
+def _walk(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
+    """Check one value against its shape: Coral's deserialiser (types) and validator (constraints)."""
+    kind = shape.type_name
+    if kind == "structure":
+        _walk_structure(shape, value, path, problems)
+    elif kind == "list":
+        _walk_list(shape, value, path, problems)
+    elif kind == "map":
+        _walk_map(shape, value, path, problems)
+    elif kind in _EXPECTED_SCALARS:
+        _walk_scalar(shape, value, path, problems)
+
+
+def _walk_structure(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
+    if shape.metadata.get("document"):
+        return
+    if not isinstance(value, dict):
+        problems.wrong_type(_unexpected(value))
+        return
+    members: dict[str, Shape] = shape.members  # type: ignore[attr-defined]
+    for member_name in shape.required_members:
+        if value.get(member_name) is None:
+            problems.constraint("null", _coral_path(path, member_name), "Member must not be null")
+    for member_name, member_value in value.items():
+        member = members.get(member_name)
+        if member is not None and member_value is not None:
+            _walk(member, member_value, _coral_path(path, member_name), problems)
+
+
+def _walk_list(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
+    if not isinstance(value, list):
+        problems.wrong_type(_unexpected(value))
+        return
+    _check_size(shape, len(value), path, problems)
+    for index, item in enumerate(value, start=1):
+        if item is not None:
+            _walk(shape.member, item, f"{path}.{index}.member", problems)  # type: ignore[attr-defined]
+
+
+def _walk_map(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
+    if not isinstance(value, dict):
+        problems.wrong_type(_unexpected(value))
+        return
+    _check_size(shape, len(value), path, problems)
+    for key, item in value.items():
+        _walk(shape.key, key, f"{path}.key", problems)  # type: ignore[attr-defined]
+        if item is not None:
+            _walk(shape.value, item, f"{path}.{key}.member", problems)  # type: ignore[attr-defined]
+
+
+def _walk_scalar(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
+    kind = shape.type_name
+    integral = kind in ("integer", "long") and isinstance(value, float) and value.is_integer()
+    wrong_type = not isinstance(value, _EXPECTED_SCALARS[kind]) and not integral
+    if wrong_type or (kind != "boolean" and isinstance(value, bool)):
+        problems.wrong_type(f"{_json_kind(value)} can not be converted to {kind.title()}")
+        return
+    if kind == "blob":
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            problems.wrong_type("Base64 encoded value is not valid")
+        return
+    _check_scalar(shape, value, path, problems)
+
+
+def _check_scalar(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
+    shown = f"'{value}'" if isinstance(value, str) else str(value)
+    if shape.metadata.get("sensitive"):
+        shown = ""
+    if shape.type_name == "string":
+        enum = shape.enum  # type: ignore[attr-defined]
+        if enum and value not in enum:
+            problems.constraint(shown, path, f"Member must satisfy enum value set: [{', '.join(enum)}]")
+            return
+        before = len(problems.constraints)
+        _check_size(shape, len(value), path, problems, shown)
+        pattern = shape.metadata.get("pattern")
+        compiled = _python_pattern(pattern) if pattern else None
+        if len(problems.constraints) == before and compiled is not None and not compiled.fullmatch(value):
+            problems.constraint(shown, path, f"Member must satisfy regular expression pattern: {pattern}")
+        if _names_an_arn(path) and not _ARN.match(value):
+            problems.arn(value, path)
+    elif shape.type_name in ("integer", "long", "float", "double"):
+        least, most = shape.metadata.get("min"), shape.metadata.get("max")
+        if least is not None and value < least:
+            problems.constraint(shown, path, f"Member must have value greater than or equal to {least}")
+        elif most is not None and value > most:
+            problems.constraint(shown, path, f"Member must have value less than or equal to {most}")
+
+
+# Java's syntax Python reads differently or not at all: such a pattern is not checked rather than misread.
+_JAVA_ONLY = ("\\p{", "\\P{", "++", "*+", "?+", "\\z", "\\Z", "(?<", "&&")
+_ARN = re.compile(r"^arn:[^:]+:[^:]*:[^:]*:[^:]*:.+", re.DOTALL)
+
+
+@cache
+def _python_pattern(pattern: str) -> re.Pattern[str] | None:
+    if any(token in pattern for token in _JAVA_ONLY):
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+def _names_an_arn(path: str) -> bool:
+    # By the member's name: shapes named ...Arn also take plain names (DynamoDB's TableName is a TableArn).
+    return path.rsplit(".", 1)[-1].lower().endswith("arn")
+
+
+def _arn_refusal(operation: OperationModel, bad_arns: list[tuple[str, str]], fallback: str) -> Refusal:
+    """The operation's own error for a malformed ARN: InvalidArn where it has one, else its invalid-parameter
+    error, else the protocol's validation error."""
+    value, path = bad_arns[0]
+    errors = {shape.name: shape for shape in operation.error_shapes}
+    if "InvalidArn" in errors:
+        return Refusal("InvalidArn", f"Invalid Arn: '{value}'")
+    for name in ("InvalidParameterException", "InvalidParameterValueException", "InvalidInputException"):
+        if name in errors:
+            code = errors[name].metadata.get("error", {}).get("code", name)
+            return Refusal(code, f"Invalid parameter: {path} Reason: An ARN must have at least 6 elements")
+    member = path[:1].upper() + path[1:]
+    return Refusal(fallback, f"Invalid {member}: '{value}' is not an ARN")
+
+
+def _check_size(shape: Shape, size: int, path: str, problems: _Problems, shown: str | None = None) -> None:
+    least, most = shape.metadata.get("min"), shape.metadata.get("max")
+    said = shown if shown is not None else ("" if shape.metadata.get("sensitive") else "'[...]'")
+    if least is not None and size < least:
+        problems.constraint(said, path, f"Member must have length greater than or equal to {least}")
+    elif most is not None and size > most:
+        problems.constraint(said, path, f"Member must have length less than or equal to {most}")
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "TRUE_VALUE" if value else "FALSE_VALUE"
+    return _JSON_KINDS.get(type(value), "VALUE")
+
+
+def _unexpected(value: Any) -> str:
+    if isinstance(value, dict):
+        return "Start of structure or map found where not expected."
+    if isinstance(value, list):
+        return "Start of list found where not expected"
+    return f"{_json_kind(value)} can not be converted to a structure, list or map"
