@@ -13,7 +13,7 @@ import datetime
 import json
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.model import OperationModel, Shape
@@ -45,6 +45,8 @@ MUTATIONS = (
     UNKNOWN_OPERATION,
 )
 # Mutations that spoil the body's syntax: a JSON service must answer SerializationException.
+# What ``expect`` names for an answer without an error.
+SUCCESS = "success"
 BODY_SYNTAX_MUTATIONS = frozenset({MALFORMED_BODY, TRUNCATED_BODY, NON_UTF8_BODY, DEEP_BODY})
 
 # Past this depth a structure gets its required members only and lists and maps stay empty: the models are
@@ -74,7 +76,8 @@ class FuzzCase:
     # replays and shrinks exactly.
     choice: int = 0
     label: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    # For a case whose answer AWS documents (a limit, FIELD-NOTES): the codes it may get, SUCCESS for none.
+    expect: tuple[str, ...] = ()
 
     def describe(self, limit: int | None = 400) -> str:
         params = json.dumps(self.params, default=_shown, sort_keys=True)

@@ -17,6 +17,7 @@ from orderbatch.faults.fuzz_requests import (
     BODY_SYNTAX_MUTATIONS,
     HUGE_HEADER,
     MISSING_REQUIRED,
+    SUCCESS,
     UNKNOWN_OPERATION,
     FuzzCase,
 )
@@ -144,6 +145,8 @@ _S3_COMMON = {
     "NoSuchAccessPoint": 404,
     "InvalidBucketAclWithObjectOwnership": 400,
     "UnresolvableGrantByEmailAddress": 400,
+    # Account-regional bucket namespaces (2025): a name without the suffix its namespace header asks for.
+    "InvalidNamespaceHeader": 400,
 }
 # A header or request line longer than the front server takes: a bare 400 or 431, as AWS's front doors answer.
 _OVERSIZE_STATUSES = {400, 431}
@@ -171,6 +174,9 @@ def judge(case: FuzzCase, operation: OperationModel, outcome: Outcome) -> tuple[
         return UNPARSEABLE_ANSWER, outcome.parse_error
     if case.mutation == HUGE_HEADER and (outcome.status or 0) in _OVERSIZE_STATUSES:
         return None
+    answered = outcome.code or SUCCESS
+    if case.expect and answered not in case.expect:
+        return WRONG_CODE, f"{answered} ({outcome.status}) where AWS answers {' or '.join(case.expect)}"
     if outcome.code is None:
         return _judge_success(case, protocol_of(operation), outcome.status or 0)
     if outcome.code == NOT_IMPLEMENTED_CODE:

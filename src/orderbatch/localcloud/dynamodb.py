@@ -109,7 +109,7 @@ class TableLocks:
 def register_hooks() -> None:
     """TransactWriteItems rolls back by item instead of by whole-table copies (install_dynamodb)."""
     from orderbatch.localcloud.moto_seam import hooks
-    from orderbatch.localcloud.moto_seam.services import DynamoDBBackend, Table, dynamodb_models
+    from orderbatch.localcloud.moto_seam.services import DynamoDBBackend, Table, dynamo_type, dynamodb_models
 
     def deepcopy_except_tables(value: Any, memo: dict[int, Any] | None = None) -> Any:
         # The only Table deep-copied in moto's DynamoDB models is the transaction's whole-table backup.
@@ -117,6 +117,10 @@ def register_hooks() -> None:
 
     hooks.replace(
         dynamodb_models, "copy", types.SimpleNamespace(deepcopy=deepcopy_except_tables), concern="dynamodb"
+    )
+
+    hooks.replace(
+        dynamo_type.LimitedSizeDict, "__setitem__", _set_attribute_within_the_item_limit, concern="dynamodb"
     )
 
     @hooks.around(DynamoDBBackend, "transact_write_items", concern="dynamodb")
@@ -127,6 +131,30 @@ def register_hooks() -> None:
         except Exception:
             _put_back(self, before)
             raise
+
+
+# DynamoDB's item size limit: 400 KB of attribute names and values. moto refuses from 405,000 bytes, so an
+# item AWS stores (up to 409,600 bytes) was refused locally.
+ITEM_SIZE_LIMIT = 400 * 1024
+
+
+def _set_attribute_within_the_item_limit(item: dict[str, Any], name: str, value: Any) -> None:
+    """moto's ``LimitedSizeDict.__setitem__`` with AWS's limit: the item's size with this attribute set."""
+    from orderbatch.localcloud.moto_seam.services import dynamo_type
+
+    def size(attribute: Any) -> int:
+        return (
+            attribute.size()
+            if type(attribute) is dynamo_type.DynamoType
+            else dynamo_type.bytesize(str(attribute))
+        )
+
+    others = sum(
+        dynamo_type.bytesize(key) + size(attribute) for key, attribute in item.items() if key != name
+    )
+    if others + dynamo_type.bytesize(name) + size(value) > ITEM_SIZE_LIMIT:
+        raise dynamo_type.ItemSizeTooLarge
+    dict.__setitem__(item, name, value)
 
 
 def _items_before(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple[Any, Any, Any, Any]]:

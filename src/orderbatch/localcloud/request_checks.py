@@ -123,7 +123,7 @@ def check_request(model: ServiceModel, environ: Mapping[str, Any], body: bytes) 
     if protocol == "query":
         return _check_query(model, environ, body)
     if protocol == "rest-xml":
-        return _check_xml_payload(model, environ, body)
+        return _check_s3_key(model, environ) or _check_xml_payload(model, environ, body)
     if protocol == "rest-json":
         return _check_json_payload(model, environ, body)
     return None
@@ -152,6 +152,22 @@ def _check_json_payload(model: ServiceModel, environ: Mapping[str, Any], body: b
 
 
 MALFORMED_XML = "The XML you provided was not well-formed or did not validate against our published schema"
+
+
+# S3's longest object key, in UTF-8 bytes.
+S3_MAX_KEY_BYTES = 1024
+
+
+def _check_s3_key(model: ServiceModel, environ: Mapping[str, Any]) -> Refusal | None:
+    """A path-style S3 request naming a key longer than S3 takes: ``KeyTooLongError``."""
+    if model.service_name != "s3":
+        return None
+    # PATH_INFO is the path's bytes decoded as latin-1: encoded back, they are the key's UTF-8 bytes.
+    raw_path = str(environ.get("PATH_INFO", "")).encode("latin-1", errors="replace")
+    key = raw_path.lstrip(b"/").partition(b"/")[2]
+    if len(key) > S3_MAX_KEY_BYTES:
+        return Refusal("KeyTooLongError", "Your key is too long")
+    return None
 
 
 def _check_xml_payload(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
