@@ -209,3 +209,18 @@ def test_clients_built_with_retries_see_no_retried_answers(cloud: LocalCloud) ->
 
     assert error["ResponseMetadata"]["RetryAttempts"] == 0
     assert error["Error"]["Code"] == "ValidationException"
+
+
+def test_a_durable_api_body_nested_past_any_parser_is_an_invalid_parameter(cloud: LocalCloud) -> None:
+    lambda_client = cloud.client("lambda", **NO_VALIDATION)
+
+    def nest(request: Any, **_: Any) -> None:
+        request.data = b"[" * 100_000 + b"]" * 100_000
+        del request.headers["Content-Length"]
+        request.headers["Content-Length"] = str(len(request.data))
+
+    lambda_client.meta.events.register("before-sign.lambda.SendDurableExecutionCallbackFailure", nest)
+    error = refused(lambda_client.send_durable_execution_callback_failure, CallbackId="c", Error={})
+
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert error["Error"]["Code"] == "InvalidParameterValueException"

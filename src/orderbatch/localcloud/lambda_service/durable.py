@@ -216,6 +216,17 @@ class ServiceChildDispatcher:
         return result_outcome(body or None)
 
 
+def _nested_too_deep(body: bytes) -> bool:
+    """Whether the body is JSON nested past what a parser's stack takes (Lambda cannot parse it either)."""
+    try:
+        json.loads(body)
+    except RecursionError:
+        return True
+    except ValueError:
+        return False
+    return False
+
+
 def _function_error(body: str) -> ErrorObject:
     try:
         document = json.loads(body)
@@ -473,6 +484,10 @@ class DurableExecutions:
             if query.get("Statuses"):
                 query["StatusFilter"] = [",".join(query.pop("Statuses"))]
         handler = self._handlers[type(route)]
+        if body and not isinstance(route, durable_routes.CallbackSuccessRoute) and _nested_too_deep(body):
+            # The SDK's handlers parse the body (all but a callback's raw result) and answer a RecursionError
+            # with a 500.
+            return _error_response(InvalidParameterValueException("Could not parse request body into json"))
         try:
             if isinstance(route, durable_routes.BytesPayloadRoute):
                 request = HTTPRequest.from_raw_bytes(body, method=method, path=route, query_params=query)
