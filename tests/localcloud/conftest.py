@@ -1,7 +1,9 @@
-"""Helpers for the local Lambda service tests: the service served over WSGI on a free loopback port."""
+"""Helpers for the local cloud tests: the Lambda service served over WSGI on a free loopback port, and
+`local up`'s configuration as the command line builds it."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -14,6 +16,8 @@ import pytest
 from botocore.config import Config
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from orderbatch.commands.local import register
+from orderbatch.localcloud.cloud import LocalCloudConfig
 from orderbatch.localcloud.lambda_service import FunctionSpec, LambdaService
 from orderbatch.project import DUMMY_CREDENTIALS
 
@@ -89,3 +93,32 @@ def run_log(tmp_path: Path) -> Path:
 def probe_function(run_log: Path) -> Callable[..., FunctionSpec]:
     """Factory: ``probe_function(name, **FunctionSpec options)`` recording its runs in ``run_log``."""
     return lambda name, **options: probe_spec(name, run_log, **options)
+
+
+class _ConfigSeenError(Exception):
+    """Stops `local up` once it has built its configuration, before anything is served."""
+
+
+@pytest.fixture
+def local_up_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., LocalCloudConfig]:
+    """The configuration `orderbatch local up <flags>` builds, without starting a cloud."""
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    configs: list[LocalCloudConfig] = []
+
+    class CloudThatOnlyRecords:
+        def __init__(self, config: LocalCloudConfig) -> None:
+            configs.append(config)
+
+        def start(self) -> None:
+            raise _ConfigSeenError
+
+    monkeypatch.setattr("orderbatch.localcloud.cloud.LocalCloud", CloudThatOnlyRecords)
+
+    def built(*flags: str) -> LocalCloudConfig:
+        args = parser.parse_args(["local", "up", "--state-dir", str(tmp_path / "state"), *flags])
+        with pytest.raises(_ConfigSeenError):
+            args.func(args)
+        return configs[-1]
+
+    return built

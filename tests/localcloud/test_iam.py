@@ -8,10 +8,9 @@ Every cloud here runs alone (moto's state is per process), so each test starts i
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,6 @@ from samcli.yamlhelper import yaml_dump, yaml_parse
 from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders
 from orderbatch.audit import BatchLocations
-from orderbatch.commands.local import register
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.localcloud.iam import Access, IamEnforcer, Role, StackRoles, build_roles, requested_access
@@ -654,26 +652,9 @@ def test_in_report_mode_calls_go_through_and_each_would_be_denial_is_listed(prob
     )
 
 
-def test_local_up_enforces_iam_unless_told_no_iam(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers())
-    configs: list[LocalCloudConfig] = []
-
-    class ConfigSeenError(Exception):
-        """Stops `local up` once it has built its configuration, before anything is served."""
-
-    class CloudThatOnlyRecords:
-        def __init__(self, config: LocalCloudConfig) -> None:
-            configs.append(config)
-
-        def start(self) -> None:
-            raise ConfigSeenError
-
-    monkeypatch.setattr("orderbatch.localcloud.cloud.LocalCloud", CloudThatOnlyRecords)
-    for flags in (["--no-iam"], [], ["--iam-mode", "report"], ["--iam-mode", "off"]):
-        args = parser.parse_args(["local", "up", "--state-dir", str(tmp_path / "state"), *flags])
-        with pytest.raises(ConfigSeenError):
-            args.func(args)
+def test_local_up_enforces_iam_unless_told_no_iam(local_up_config: Callable[..., LocalCloudConfig]) -> None:
+    flag_sets = (["--no-iam"], [], ["--iam-mode", "report"], ["--iam-mode", "off"])
+    configs = [local_up_config(*flags) for flags in flag_sets]
 
     assert [config.iam_mode for config in configs] == ["off", None, "report", "off"]
     assert [config.enforce_iam for config in configs] == [False, True, True, True]

@@ -158,6 +158,50 @@ def test_an_s3_xml_body_that_does_not_parse_is_malformed_xml(cloud: LocalCloud) 
     assert error["Error"]["Code"] == "MalformedXML"
 
 
+def test_an_error_carries_the_status_aws_documents_for_its_code(cloud: LocalCloud) -> None:
+    # moto raises InvalidBucketState with 400; S3's list of error codes gives it 409 Conflict.
+    s3 = cloud.client("s3", **NO_VALIDATION)
+    bucket = next(iter(cloud.stack.buckets.values()))
+
+    error = refused(
+        s3.put_object_lock_configuration,
+        Bucket=bucket,
+        ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"},
+    )
+
+    assert error["Error"]["Code"] == "InvalidBucketState"
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 409
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        (b"not json", "Policies must be valid JSON and the first byte must be '{'"),
+        (b'{"Version": "2012-10-17", "Statement": [', "This policy contains invalid Json"),
+        (b'{"Statement": "\xc3"}', "This policy contains invalid Json"),
+    ],
+    ids=["first-byte", "cut-short", "cut-utf8"],
+)
+def test_a_bucket_policy_that_is_not_json_is_malformed_and_not_stored(
+    cloud: LocalCloud, policy: bytes, message: str
+) -> None:
+    s3 = cloud.client("s3", **NO_VALIDATION)
+    bucket = next(iter(cloud.stack.buckets.values()))
+
+    def send_as_is(request: Any, **_: Any) -> None:
+        request.data = policy
+        del request.headers["Content-Length"]
+        request.headers["Content-Length"] = str(len(request.data))
+
+    s3.meta.events.register("before-sign.s3.PutBucketPolicy", send_as_is)
+    error = refused(s3.put_bucket_policy, Bucket=bucket, Policy="{}")
+
+    assert (error["ResponseMetadata"]["HTTPStatusCode"], error["Error"]["Code"]) == (400, "MalformedPolicy")
+    assert error["Error"]["Message"] == message
+    # Nothing was stored: the bucket has no policy an SDK could not decode.
+    assert refused(s3.get_bucket_policy, Bucket=bucket)["Error"]["Code"] == "NoSuchBucketPolicy"
+
+
 def test_an_operation_moto_lacks_is_said_plainly_not_as_a_server_error(cloud: LocalCloud) -> None:
     dynamodb = cloud.client("dynamodb", **NO_VALIDATION)
 

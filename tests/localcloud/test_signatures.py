@@ -6,14 +6,13 @@ against a local cloud on the IAM probe template, each service answering a bad si
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import io
 import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -28,7 +27,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 from werkzeug.test import EnvironBuilder
 
-from orderbatch.commands.local import exposure_warning, register
+from orderbatch.commands.local import exposure_warning
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.localcloud.docker_api.server import DockerApiServer
 from orderbatch.localcloud.iam.signatures import (
@@ -329,7 +328,7 @@ def test_a_clock_twenty_minutes_behind_is_too_skewed_for_s3_and_expired_for_dyna
     assert status == 400
     answer = json.loads(body)
     assert answer["__type"].endswith("#InvalidSignatureException")
-    assert answer["Message"].startswith(
+    assert answer["message"].startswith(
         f"Signature expired: {twenty_minutes_ago:%Y%m%dT%H%M%SZ} is now earlier than"
     )
 
@@ -395,33 +394,14 @@ def test_the_docker_api_socket_is_the_owners_only(tmp_path: Path) -> None:
 
 
 def test_local_up_binds_loopback_by_default_and_warns_for_another_host(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    local_up_config: Callable[..., LocalCloudConfig], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers())
-    configs: list[LocalCloudConfig] = []
-    warnings: list[str] = []
+    default = local_up_config()
+    quiet = capsys.readouterr().err
+    exposed = local_up_config("--host", "0.0.0.0", "--no-verify-signatures")
+    warned = capsys.readouterr().err
 
-    class ConfigSeenError(Exception):
-        """Stops `local up` once it has built its configuration, before anything is served."""
-
-    class CloudThatOnlyRecords:
-        def __init__(self, config: LocalCloudConfig) -> None:
-            configs.append(config)
-
-        def start(self) -> None:
-            raise ConfigSeenError
-
-    monkeypatch.setattr("orderbatch.localcloud.cloud.LocalCloud", CloudThatOnlyRecords)
-    for flags in ([], ["--host", "0.0.0.0", "--no-verify-signatures"]):
-        args = parser.parse_args(["local", "up", "--state-dir", str(tmp_path / "state"), *flags])
-        with pytest.raises(ConfigSeenError):
-            args.func(args)
-        warnings.append(capsys.readouterr().err)
-
-    assert [(config.host, config.verify_signatures) for config in configs] == [
-        ("127.0.0.1", True),
-        ("0.0.0.0", False),
-    ]
-    assert warnings[0] == ""
-    assert "listening on 0.0.0.0, not loopback" in warnings[1]
+    assert (default.host, default.verify_signatures) == ("127.0.0.1", True)
+    assert (exposed.host, exposed.verify_signatures) == ("0.0.0.0", False)
+    assert quiet == ""
+    assert "listening on 0.0.0.0, not loopback" in warned

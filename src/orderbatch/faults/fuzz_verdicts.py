@@ -21,6 +21,7 @@ from orderbatch.faults.fuzz_requests import (
     UNKNOWN_OPERATION,
     FuzzCase,
 )
+from orderbatch.localcloud.error_statuses import S3_DOCUMENTED_STATUSES
 
 # Failure kinds, as the summary counts them.
 DROPPED_CONNECTION = "dropped-connection"
@@ -70,83 +71,6 @@ _QUERY_COMMON = {
     "InvalidQueryParameter": 400,
     "MalformedQueryString": 404,
     "InvalidParameter": 400,
-}
-# S3's documented error codes that any operation may answer (docs: S3 API "Error responses").
-_S3_COMMON = {
-    "AccessDenied": 403,
-    "BadDigest": 400,
-    "EntityTooLarge": 400,
-    "EntityTooSmall": 400,
-    "IncompleteBody": 400,
-    "InvalidArgument": 400,
-    "InvalidBucketName": 400,
-    "InvalidDigest": 400,
-    "InvalidRange": 416,
-    "InvalidRequest": 400,
-    "InvalidStorageClass": 400,
-    "InvalidTag": 400,
-    "InvalidPart": 400,
-    "InvalidPartOrder": 400,
-    "InvalidURI": 400,
-    "KeyTooLongError": 400,
-    "MalformedXML": 400,
-    "MalformedPolicy": 400,
-    "MalformedACLError": 400,
-    "MetadataTooLarge": 400,
-    "MethodNotAllowed": 405,
-    "MissingContentLength": 411,
-    "MissingRequestBodyError": 400,
-    "NoSuchBucket": 404,
-    "NoSuchKey": 404,
-    "NoSuchUpload": 404,
-    "NoSuchVersion": 404,
-    "NoSuchBucketPolicy": 404,
-    "NoSuchTagSet": 404,
-    "NoSuchLifecycleConfiguration": 404,
-    "NoSuchCORSConfiguration": 404,
-    "NoSuchWebsiteConfiguration": 404,
-    "ServerSideEncryptionConfigurationNotFoundError": 404,
-    "ObjectLockConfigurationNotFoundError": 404,
-    "OwnershipControlsNotFoundError": 404,
-    "NoSuchPublicAccessBlockConfiguration": 404,
-    "ReplicationConfigurationNotFoundError": 404,
-    "PreconditionFailed": 412,
-    "RequestTimeTooSkewed": 403,
-    "BucketAlreadyExists": 409,
-    "BucketAlreadyOwnedByYou": 409,
-    "BucketNotEmpty": 409,
-    "InvalidBucketState": 409,
-    "OperationAborted": 409,
-    "IllegalLocationConstraintException": 400,
-    "InvalidLocationConstraint": 400,
-    "NotImplemented": 501,
-    "SignatureDoesNotMatch": 403,
-    "InvalidAccessKeyId": 403,
-    "RequestHeaderSectionTooLarge": 400,
-    "UnexpectedContent": 400,
-    "InvalidObjectState": 403,
-    "NoSuchObjectLockConfiguration": 404,
-    "InvalidEncryptionAlgorithmError": 400,
-    "NoSuchConfiguration": 404,
-    "CrossLocationLoggingProhibited": 403,
-    "InvalidTargetBucketForLogging": 400,
-    "InvalidToken": 400,
-    "ExpiredToken": 400,
-    "AccessForbidden": 403,
-    "BadRequest": 400,
-    "InvalidSecurity": 403,
-    "InvalidPolicyDocument": 400,
-    "InvalidPayer": 403,
-    "TooManyBuckets": 400,
-    "AuthorizationHeaderMalformed": 400,
-    "MaxMessageLengthExceeded": 400,
-    "RequestTimeout": 400,
-    "SlowDown": 503,
-    "NoSuchAccessPoint": 404,
-    "InvalidBucketAclWithObjectOwnership": 400,
-    "UnresolvableGrantByEmailAddress": 400,
-    # Account-regional bucket namespaces (2025): a name without the suffix its namespace header asks for.
-    "InvalidNamespaceHeader": 400,
 }
 # A header or request line longer than the front server takes: a bare 400 or 431, as AWS's front doors answer.
 _OVERSIZE_STATUSES = {400, 431}
@@ -263,7 +187,7 @@ def _known_statuses(operation: OperationModel) -> dict[str, int | None]:
     if protocol in ("query", "ec2") or operation.service_model.metadata.get("awsQueryCompatible") is not None:
         codes.update(_QUERY_COMMON)
     if operation.service_model.service_name == "s3":
-        codes.update(_S3_COMMON)
+        codes.update(S3_DOCUMENTED_STATUSES)
     # The operation's list names the errors AWS documents for it; the service's other errors (a missing
     # resource of another kind) are AWS's words too, at their own statuses.
     service_errors = [operation.service_model.shape_for(name) for name in operation.service_model.shape_names]

@@ -13,15 +13,16 @@ from __future__ import annotations
 import json
 import logging
 import re
-import uuid
 from collections.abc import Callable, Iterable, Mapping
+from http import HTTPStatus
 from typing import Any
 from xml.etree import ElementTree
 from xml.parsers.expat import ExpatError
-from xml.sax.saxutils import escape
 
 from botocore.model import ServiceModel
 
+from orderbatch.localcloud.error_answers import NOT_XML, Answer, error_answer
+from orderbatch.localcloud.error_statuses import documented_status
 from orderbatch.localcloud.request_checks import (
     MALFORMED_XML,
     NOT_IMPLEMENTED_CODE,
@@ -85,14 +86,9 @@ def _unrouted(app: WsgiApp, environ: dict[str, Any], start_response: Callable[..
         return list(app(environ, start_response))
     except Exception as error:
         _LOG.warning("a request for no known service failed in moto", exc_info=True)
-        message = escape(
-            f"The local cloud cannot tell which service this request is for ({type(error).__name__})."
-        )
-        body = (
-            '<?xml version="1.0" encoding="UTF-8"?>\n'
-            f"<Error><Code>{NOT_IMPLEMENTED_CODE}</Code><Message>{message}</Message></Error>"
-        ).encode()
-        start_response("400 Bad Request", _sized([("Content-Type", "application/xml")], body))
+        message = f"The local cloud cannot tell which service this request is for ({type(error).__name__})."
+        status, headers, body = error_answer("rest-xml", NOT_IMPLEMENTED_CODE, message, 400)
+        start_response(status, headers)
         return [body]
 
 
@@ -114,7 +110,7 @@ def _failure_answer(
             NOT_IMPLEMENTED_CODE, f"The local cloud does not implement {model.service_id} {operation}."
         )
     _LOG.warning(
-        "%s %s: the local cloud cannot answer this request", model.service_id, operation, exc_info=True
+        "%s %s: the local cloud cannot answer this request", model.service_id, operation, exc_info=error
     )
     reason = f"{type(error).__name__}: {error}"[:300]
     message = (
@@ -129,8 +125,6 @@ def _rest_operation_name(model: ServiceModel, environ: Mapping[str, Any]) -> str
 
 
 _JSON_CONTENT_TYPES = ("application/x-amz-json-", "application/json")
-# Characters XML 1.0 does not allow (a request's value echoed into an answer must not make it unreadable).
-_NOT_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _captured(app: WsgiApp, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], Any, bytes]:
@@ -179,10 +173,18 @@ def _json_codes_as_modelled(
     if aws_code is None and code not in model.shape_names and f"{code}Exception" in model.shape_names:
         aws_code = f"{code}Exception"
     if aws_code is None:
-        return status, headers, body
+        return _documented(model, status, code), headers, body
     document["__type"] = f"{prefix}#{aws_code}" if prefix else aws_code
     body = json.dumps(document).encode()
-    return status, _with_length(headers, body), body
+    return _documented(model, status, aws_code), _with_length(headers, body), body
+
+
+def _documented(model: ServiceModel, status: str, code: str) -> str:
+    """The status line AWS answers ``code`` with, where its model or docs say and moto's differs."""
+    aws_status = documented_status(model.service_name, code)
+    if aws_status is None or status.startswith(str(aws_status)):
+        return status
+    return f"{aws_status} {HTTPStatus(aws_status).phrase}"
 
 
 def _is_html(headers: list[tuple[str, str]]) -> bool:
@@ -204,11 +206,12 @@ def _xml_safe(
     if not any(name.lower() == "content-type" and "xml" in value for name, value in headers):
         return status, headers, body
     text = body.decode("utf-8", errors="replace")
-    changed = _NOT_XML.sub("?", text) if _NOT_XML.search(text) else text
+    changed = NOT_XML.sub("?", text) if NOT_XML.search(text) else text
     if status.startswith("4") and (found := _XML_CODE.search(changed)):
         aws_code = _AWS_CODE_FOR_MOTOS.get((model.service_name, found.group(1)))
         if aws_code is not None:
             changed = changed[: found.start(1)] + aws_code + changed[found.end(1) :]
+        status = _documented(model, status, aws_code or found.group(1))
     if changed == text:
         return status, headers, body
     body = changed.encode()
@@ -237,49 +240,15 @@ def answer(
     return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
 
 
-def error_response(
-    model: ServiceModel, environ: Mapping[str, Any], refusal: Refusal
-) -> tuple[str, list[tuple[str, str]], bytes]:
+def error_response(model: ServiceModel, environ: Mapping[str, Any], refusal: Refusal) -> Answer:
     """The error in the shape the service's protocol gives it: status line, headers, body."""
-    from http import HTTPStatus
-
-    request_id = str(uuid.uuid4())
-    status = f"{refusal.status} {HTTPStatus(refusal.status).phrase}"
-    refusal = Refusal(refusal.code, _NOT_XML.sub("?", refusal.message), refusal.status)
     protocol = protocol_of(model)
-    if protocol == "json":
-        content_type = f"application/x-amz-json-{model.metadata.get('jsonVersion', '1.0')}"
-        document = {"__type": f"com.amazon.coral.service#{refusal.code}", "message": refusal.message}
-        headers = [("Content-Type", content_type), ("x-amzn-RequestId", request_id)]
-        if model.metadata.get("awsQueryCompatible") is not None:
-            headers.append(("x-amzn-query-error", f"{refusal.code};Sender"))
-        return status, _sized(headers, body := json.dumps(document).encode()), body
-    if protocol == "rest-json":
-        headers = [
-            ("Content-Type", "application/json"),
-            ("x-amzn-ErrorType", refusal.code),
-            ("x-amzn-RequestId", request_id),
-        ]
-        body = json.dumps({"Type": "User", "message": refusal.message}).encode()
-        return status, _sized(headers, body), body
-    if protocol == "rest-xml":
-        body = (
-            '<?xml version="1.0" encoding="UTF-8"?>\n'
-            f"<Error><Code>{refusal.code}</Code><Message>{escape(refusal.message)}</Message>"
-            f"<RequestId>{request_id}</RequestId></Error>"
-        ).encode()
-        return (
-            status,
-            _sized([("Content-Type", "application/xml"), ("x-amz-request-id", request_id)], body),
-            body,
-        )
-    fault = "Receiver" if refusal.status >= 500 else "Sender"
-    body = (
-        f"<ErrorResponse><Error><Type>{fault}</Type><Code>{refusal.code}</Code>"
-        f"<Message>{escape(refusal.message)}</Message></Error><RequestId>{request_id}</RequestId></ErrorResponse>"
-    ).encode()
-    return status, _sized([("Content-Type", "text/xml"), ("x-amzn-RequestId", request_id)], body), body
-
-
-def _sized(headers: list[tuple[str, str]], body: bytes) -> list[tuple[str, str]]:
-    return [*headers, ("Content-Length", str(len(body)))]
+    query_compatible = protocol == "json" and model.metadata.get("awsQueryCompatible") is not None
+    return error_answer(
+        protocol,
+        refusal.code,
+        refusal.message,
+        refusal.status,
+        content_type=f"application/x-amz-json-{model.metadata.get('jsonVersion', '1.0')}",
+        query_code=refusal.code if query_compatible else None,
+    )

@@ -3,14 +3,13 @@ an in-process call."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from orderbatch.localcloud.iam.digests import digest
+from orderbatch.localcloud.error_answers import Answer, error_answer
 from orderbatch.localcloud.iam.identities import Denial, SignatureRefusal
 
 
@@ -30,12 +29,10 @@ def access_denied_client_error(message: str, operation: str) -> ClientError:
     return ClientError(response, operation)
 
 
-_QUERY_COMPATIBLE = {"monitoring": "400 Bad Request", "sqs": "403 Forbidden"}
+_QUERY_COMPATIBLE = {"monitoring": 400, "sqs": 403}
 
 
-def denied_response(
-    service: str, environ: Mapping[str, Any], denial: Denial
-) -> tuple[str, list[tuple[str, str]], bytes]:
+def denied_response(service: str, environ: Mapping[str, Any], denial: Denial) -> Answer:
     """The access-denied answer in the shape the service's protocol gives it (status, headers, body)."""
     if service == "s3":
         return _s3_error("AccessDenied", denial.message(quote_resource=True))
@@ -43,7 +40,7 @@ def denied_response(
         return _lambda_error("AccessDeniedException", denial.message())
     if environ.get("HTTP_X_AMZ_TARGET"):
         # Query-compatible JSON services answer with their query protocol's code (AccessDenied).
-        status = _QUERY_COMPATIBLE.get(service, "400 Bad Request")
+        status = _QUERY_COMPATIBLE.get(service, 400)
         query_code = "AccessDenied" if service in _QUERY_COMPATIBLE else None
         return _json_error(environ, "AccessDeniedException", denial.message(), status, query_code)
     code = "AuthorizationError" if service == "sns" else "AccessDenied"
@@ -59,9 +56,7 @@ _SIGNATURE_CODES = {
 }
 
 
-def signature_refused_response(
-    environ: Mapping[str, Any], refusal: SignatureRefusal
-) -> tuple[str, list[tuple[str, str]], bytes]:
+def signature_refused_response(environ: Mapping[str, Any], refusal: SignatureRefusal) -> Answer:
     """A refused signature's answer in the service's protocol: 400 for the JSON protocols, 403 for
     Lambda, S3 and the query protocols (and the query-compatible JSON services, SQS's and CloudWatch's)."""
     json_code, s3_code, query_code = _SIGNATURE_CODES[refusal.reason]
@@ -71,61 +66,35 @@ def signature_refused_response(
         return _lambda_error(json_code, refusal.message)
     if environ.get("HTTP_X_AMZ_TARGET"):
         if refusal.service in _QUERY_COMPATIBLE:
-            return _json_error(environ, json_code, refusal.message, "403 Forbidden", query_code)
-        return _json_error(environ, json_code, refusal.message, "400 Bad Request", None)
+            return _json_error(environ, json_code, refusal.message, 403, query_code)
+        return _json_error(environ, json_code, refusal.message, 400, None)
     return _query_error(query_code, refusal.message)
 
 
-Answer = tuple[str, list[tuple[str, str]], bytes]
-
-
 def _s3_error(code: str, message: str, details: Iterable[tuple[str, str]] = ()) -> Answer:
-    request_id = str(uuid.uuid4())
-    extra = "".join(f"<{name}>{_xml_escape(value)}</{name}>" for name, value in details)
-    body = (
-        f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
-        f"<Message>{_xml_escape(message)}</Message>{extra}"
-        f"<RequestId>{request_id}</RequestId><HostId>{digest(request_id, 40)}</HostId></Error>"
-    ).encode()
-    return "403 Forbidden", [("Content-Type", "application/xml"), ("x-amz-request-id", request_id)], body
+    return error_answer("rest-xml", code, message, 403, details=details)
 
 
 def _lambda_error(code: str, message: str) -> Answer:
-    request_id = str(uuid.uuid4())
-    body = json.dumps({"Message": message, "Type": "User"}).encode()
-    headers = [
-        ("Content-Type", "application/json"),
-        ("x-amzn-ErrorType", code),
-        ("x-amzn-RequestId", request_id),
-    ]
-    return "403 Forbidden", headers, body
+    return error_answer("rest-json", code, message, 403)
 
 
 def _json_error(
-    environ: Mapping[str, Any], code: str, message: str, status: str, query_code: str | None
+    environ: Mapping[str, Any], code: str, message: str, status: int, query_code: str | None
 ) -> Answer:
-    request_id = str(uuid.uuid4())
-    body = json.dumps({"__type": f"com.amazon.coral.service#{code}", "Message": message}).encode()
-    headers = [
-        ("Content-Type", environ.get("CONTENT_TYPE") or "application/x-amz-json-1.0"),
-        ("x-amzn-RequestId", request_id),
-    ]
-    if query_code is not None:
-        headers.append(("x-amzn-query-error", f"{query_code};Sender"))
-    return status, headers, body
+    content_type = environ.get("CONTENT_TYPE") or "application/x-amz-json-1.0"
+    # DynamoDB spells an access denial's key "Message", a refused signature's "message".
+    message_key = "Message" if code == "AccessDeniedException" else "message"
+    return error_answer(
+        "json",
+        code,
+        message,
+        status,
+        content_type=content_type,
+        query_code=query_code,
+        message_key=message_key,
+    )
 
 
 def _query_error(code: str, message: str) -> Answer:
-    request_id = str(uuid.uuid4())
-    body = (
-        f"<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code>"
-        f"<Message>{_xml_escape(message)}</Message></Error>"
-        f"<RequestId>{request_id}</RequestId></ErrorResponse>"
-    ).encode()
-    return "403 Forbidden", [("Content-Type", "text/xml"), ("x-amzn-RequestId", request_id)], body
-
-
-def _xml_escape(text: str) -> str:
-    from xml.sax.saxutils import escape
-
-    return escape(text, {'"': "&quot;"})
+    return error_answer("query", code, message, 403)
