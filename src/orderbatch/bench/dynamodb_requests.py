@@ -6,6 +6,10 @@ a WSGI call, first to moto's app, then to DynamoDBApp on fresh backends, and rep
 request of each and their ratio. Every answer must be a 200, so both apps did the same work.
 
     python -m orderbatch.bench.dynamodb_requests --rounds 300
+
+``--read-sizes 1000 10000`` also measures what reads cost as the table grows: a Query of one partition
+(two items) and a page of a Scan (100 items), each on tables of those sizes. AWS's cost is in proportion
+to the items read, so the CPU per request should not grow with the table.
 """
 
 from __future__ import annotations
@@ -201,6 +205,65 @@ def measure(app: Callable[..., Any], rounds: int) -> Measurement:
     return measured
 
 
+def read_calls(
+    table_items: int, reads: int
+) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, dict[str, Any]]]]:
+    """Puts filling the orders table with ``table_items`` items (two per order partition), then ``reads``
+    Queries of one partition and ``reads`` Scan pages of 100 items each, resumed from spread-out keys."""
+    orders = max(table_items // 2, 1)
+    fill = [
+        ("PutItem", {"TableName": ORDERS, "Item": {"pk": {"S": f"order#{n:06d}"}, "sk": {"S": part}}})
+        for n in range(orders)
+        for part in ("hold", "record")
+    ]
+    step = max(orders // reads, 1)
+    queries = [
+        (
+            "Query",
+            {
+                "TableName": ORDERS,
+                "KeyConditionExpression": "pk = :pk",
+                "ExpressionAttributeValues": {":pk": {"S": f"order#{(n * step) % orders:06d}"}},
+                "ConsistentRead": True,
+            },
+        )
+        for n in range(reads)
+    ]
+    scans = [
+        (
+            "Scan",
+            {
+                "TableName": ORDERS,
+                "Limit": 100,
+                "ExclusiveStartKey": {"pk": {"S": f"order#{(n * step) % orders:06d}"}, "sk": {"S": "hold"}},
+            },
+        )
+        for n in range(reads)
+    ]
+    return fill, queries + scans
+
+
+def measure_reads(app: Callable[..., Any], table_items: int, reads: int = 200) -> dict[str, float]:
+    """CPU ms per Query and per Scan page on a table of ``table_items`` items."""
+    from orderbatch.localcloud.moto_seam.services import moto_api_backend
+
+    moto_api_backend.reset()
+    for operation, request in setup_calls():
+        call(app, operation, request)
+    fill, read = read_calls(table_items, reads)
+    for operation, request in fill:
+        call(app, operation, request)
+    cpu_ms: dict[str, float] = {}
+    for operation in ("Query", "Scan"):
+        calls = [(name, request) for name, request in read if name == operation]
+        started = time.process_time()
+        statuses = [call(app, name, request) for name, request in calls]
+        cpu_ms[operation] = 1000 * (time.process_time() - started) / len(calls)
+        if any(status != 200 for status in statuses):
+            raise RuntimeError(f"{operation}: not every read was answered 200: {sorted(set(statuses))}")
+    return cpu_ms
+
+
 def main(argv: list[str] | None = None) -> None:
     import logging
 
@@ -215,6 +278,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=300, help="tasks' worth of calls (4 requests each)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each app; the fastest counts")
+    parser.add_argument(
+        "--read-sizes", type=int, nargs="*", default=[], help="table sizes (items) to measure reads on"
+    )
     args = parser.parse_args(argv)
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     # moto as the local cloud runs it: without these, whole-table copies per transaction dominate.
@@ -239,6 +305,17 @@ def main(argv: list[str] | None = None) -> None:
         )
     ratio = by_moto.cpu_ms_per_request / by_lean.cpu_ms_per_request
     print(f"ratio: {ratio:.2f}x less CPU per request than moto's app")
+    reads = {size: measure_reads(lean, size) for size in args.read_sizes}
+    for size, cpu_ms in reads.items():
+        print(
+            f"reads on {size:,} items: Query {cpu_ms['Query']:.3f} ms CPU/request,"
+            f" Scan page of 100 {cpu_ms['Scan']:.3f} ms CPU/request"
+        )
+    if len(reads) > 1:
+        smallest, largest = min(reads), max(reads)
+        for operation in ("Query", "Scan"):
+            growth = reads[largest][operation] / reads[smallest][operation]
+            print(f"{operation}: {growth:.2f}x the CPU on a table {largest / smallest:.0f}x as large")
 
 
 def _fastest(run: Callable[[], Measurement], repeat: int) -> Measurement:

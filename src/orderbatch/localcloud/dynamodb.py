@@ -7,6 +7,12 @@ other; here a call holds the locks of exactly the tables it names (a transaction
 in one global order, so two never deadlock). Calls that name no table, and those that create or delete
 one, hold the catalogue lock.
 
+Queries: moto's Query of a table sorts every item of the table, then keeps the partition's, so reading
+one order's items cost in proportion to the whole table (an audit of N orders, N log N per order). Here a
+Query of the table itself starts from the partition's own items, as DynamoDB reads them. A Scan sorted the
+whole table for every page and then skipped to where the page starts; here the table's order is kept until
+a write adds or removes an item, and a page starts at its key by bisection.
+
 Transactions: moto's TransactWriteItems deep-copies every table it touches before it starts, to restore
 them if the transaction is cancelled. That costs time and memory in proportion to the tables' size on
 every transaction, so a batch's cost grew with the square of its orders. Here only the items the
@@ -16,6 +22,7 @@ change them in between, which is the isolation DynamoDB gives a transaction.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import json
 import threading
@@ -24,6 +31,11 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
+
+# The table and partition a Query of a table (not an index) reads, while moto answers it on this thread;
+# the table and start key of a Scan of a table.
+_QUERIED_PARTITION = threading.local()
+_SCANNED_FROM = threading.local()
 
 CATALOGUE = "\x00catalogue"
 _CATALOGUE_OPERATIONS = frozenset({"CreateTable", "DeleteTable", "UpdateTable", "RestoreTableFromBackup"})
@@ -123,6 +135,8 @@ def register_hooks() -> None:
         dynamo_type.LimitedSizeDict, "__setitem__", _set_attribute_within_the_item_limit, concern="dynamodb"
     )
 
+    _register_read_hooks()
+
     @hooks.around(DynamoDBBackend, "transact_write_items", concern="dynamodb")
     def transact_write_items(proceed: Any, self: Any, transact_items: list[dict[str, Any]]) -> None:
         before = _items_before(self, transact_items)
@@ -131,6 +145,58 @@ def register_hooks() -> None:
         except Exception:
             _put_back(self, before)
             raise
+
+
+def _register_read_hooks() -> None:
+    """Query and Scan read in proportion to the items they return, not to the table."""
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.services import Table
+
+    @hooks.around(Table, "query", concern="dynamodb")
+    def query(proceed: Any, self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = kwargs["index_name"] if "index_name" in kwargs else (args[6] if len(args) > 6 else None)
+        if index_name or hash_key is None:
+            return proceed(self, hash_key, *args, **kwargs)
+        _QUERIED_PARTITION.current = (self, hash_key)
+        try:
+            return proceed(self, hash_key, *args, **kwargs)
+        finally:
+            _QUERIED_PARTITION.current = None
+
+    @hooks.around(Table, "scan", concern="dynamodb")
+    def scan(proceed: Any, self: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = kwargs["index_name"] if "index_name" in kwargs else (args[4] if len(args) > 4 else None)
+        if index_name:
+            return proceed(self, *args, **kwargs)
+        start = kwargs.get("exclusive_start_key", args[2] if len(args) > 2 else None)
+        _SCANNED_FROM.current = (self, start)
+        try:
+            return proceed(self, *args, **kwargs)
+        finally:
+            _SCANNED_FROM.current = None
+
+    @hooks.around(Table, "all_items", concern="dynamodb")
+    def all_items(proceed: Any, self: Any) -> Any:
+        queried = getattr(_QUERIED_PARTITION, "current", None)
+        if queried is not None and queried[0] is self:
+            # moto keeps the query's own items and sorts them by range key: the partition is all it needs.
+            stored = self.items.get(queried[1])
+            if stored is None:
+                return []
+            return list(stored.values()) if self.range_key_attr else [stored]
+        scanned = getattr(_SCANNED_FROM, "current", None)
+        if scanned is not None and scanned[0] is self:
+            return _items_after(self, scanned[1], proceed)
+        return proceed(self)
+
+    for write in ("put_item", "delete_item"):
+
+        @hooks.around(Table, write, concern="dynamodb")
+        def changed(proceed: Any, self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return proceed(self, *args, **kwargs)
+            finally:
+                _keys_changed(self)
 
 
 # DynamoDB's item size limit: 400 KB of attribute names and values. moto refuses from 405,000 bytes, so an
@@ -180,9 +246,54 @@ def _items_before(backend: Any, transact_items: list[dict[str, Any]]) -> list[tu
 
 def _put_back(backend: Any, before: list[tuple[Any, Any, Any, Any]]) -> None:
     for table, hash_key, range_key, item in reversed(before):
+        _keys_changed(table)
         if item is None:
             table.delete_item(hash_key, range_key)
         elif range_key is not None:
             table.items[hash_key][range_key] = item
         else:
             table.items[hash_key] = item
+
+
+# A table's scan order and the version of its key set it was taken at, kept on the table itself: it lives
+# and dies with the table, as the table's own derived state.
+_SCAN_ORDER = "_orderbatch_scan_order"
+_KEY_VERSION = "_orderbatch_key_version"
+
+
+def _keys_changed(table: Any) -> None:
+    setattr(table, _KEY_VERSION, getattr(table, _KEY_VERSION, 0) + 1)
+
+
+def _items_after(table: Any, start: dict[str, Any] | None, all_items: Any) -> list[Any]:
+    """The table's items in moto's scan order (by hash key, then range key) from where a page resumes.
+
+    The order is kept until a write adds, replaces or removes an item (an update changes an item in
+    place: its key and place stay)."""
+    version = getattr(table, _KEY_VERSION, 0)
+    cached = getattr(table, _SCAN_ORDER, None)
+    if cached is None or cached[0] != version:
+        items = all_items(table)
+        keys = [(item.hash_key, item.range_key) if item.range_key else item.hash_key for item in items]
+        cached = (version, items, keys)
+        setattr(table, _SCAN_ORDER, cached)
+    _, items, keys = cached
+    first = _start_position(table, start, keys)
+    return items[first:] if first else list(items)
+
+
+def _start_position(table: Any, start: dict[str, Any] | None, keys: list[Any]) -> int:
+    """Where a page that resumes after ``start`` begins; 0 (moto skips to it) when the key is not whole."""
+    from orderbatch.localcloud.moto_seam.services import dynamo_type
+
+    if not start or table.hash_key_attr not in start:
+        return 0
+    try:
+        hash_key = dynamo_type.DynamoType(start[table.hash_key_attr])
+        if not table.range_key_attr:
+            return bisect.bisect_right(keys, hash_key)
+        if table.range_key_attr not in start:
+            return 0
+        return bisect.bisect_right(keys, (hash_key, dynamo_type.DynamoType(start[table.range_key_attr])))
+    except Exception:  # a start key of the wrong shape: moto's own answer for it
+        return 0
