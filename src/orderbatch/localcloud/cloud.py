@@ -202,16 +202,8 @@ class LocalCloud:
 
         # Before anything runs: an unusable mock configuration stops the start with its problems listed.
         self.mock_config = use_mock_config(mock_config_path(self.config.mock_config))
-        # moto logs every unsupported field and every missing JSONPath it tries (IsPresent included).
-        logging.getLogger("moto").setLevel(logging.CRITICAL)
-        moto_app = create_moto_app()
-        # Step Functions' concerns, DynamoDB's transactions and request caches (moto lists a response
-        # class's methods with inspect on every request of every service), untracked models, rule targets.
-        install_everything()
-        # moto keeps its state in the process, not in a server: cleared, every local cloud starts empty.
-        moto_api_backend.reset()
         if self.config.dynamodb_process:
-            # Started first: it loads moto and the template in parallel with this process's own start-up.
+            # Started first: it loads moto and the template on the other core while this one loads its own.
             self.data_plane = DataPlane(
                 self.config.template,
                 parameter_overrides=self.config.parameter_overrides,
@@ -221,6 +213,14 @@ class LocalCloud:
                 known_credentials=known_credentials() if self.signatures is not None else None,
                 unknown_key_hint=UNKNOWN_KEY_HINT,
             )
+        # moto logs every unsupported field and every missing JSONPath it tries (IsPresent included).
+        logging.getLogger("moto").setLevel(logging.CRITICAL)
+        moto_app = create_moto_app()
+        # Step Functions' concerns, DynamoDB's transactions and request caches (moto lists a response
+        # class's methods with inspect on every request of every service), untracked models, rule targets.
+        install_everything()
+        # moto keeps its state in the process, not in a server: cleared, every local cloud starts empty.
+        moto_api_backend.reset()
         self._server = make_server(
             self.config.host,
             self.config.port,
@@ -265,6 +265,7 @@ class LocalCloud:
             runtime_fallback=self.config.runtime_fallback,
             event_keys=self.config.event_keys,
         )
+        self.lambda_service.launch_runtime_servers()
         if self.iam is not None:
             self.lambda_service.chained_invoke_authorizer = self.iam.function_invoke_denial
         in_process = self.lambda_service.in_process_client()

@@ -62,40 +62,44 @@ def _service_model(name: str) -> ServiceModel:
     return ServiceModel(session.get_service_data(name), service_name=name)
 
 
-@cache
-def _services_by_target_prefix() -> dict[str, ServiceModel]:
-    models = {}
-    for name in GUARDED_SERVICES:
-        model = _service_model(name)
-        prefix = model.metadata.get("targetPrefix")
-        if prefix:
-            models[prefix] = model
-    return models
-
-
-# Signing names botocore's endpoint rules give single operations (S3's WriteGetObjectResponse).
-_OPERATION_SIGNING_NAMES = {"s3-object-lambda": "s3"}
-
-
-@cache
-def _services_by_signing_name() -> dict[str, ServiceModel]:
-    models = {alias: _service_model(name) for alias, name in _OPERATION_SIGNING_NAMES.items()}
-    for name in GUARDED_SERVICES:
-        model = _service_model(name)
-        models[model.metadata.get("signingName") or model.endpoint_prefix] = model
-        models.setdefault(model.endpoint_prefix, model)
-    return models
+# Which guarded service an X-Amz-Target prefix or a signature's service names, as botocore's models say
+# (a unit test holds these to the models). Read from the models on every start, they cost the first
+# request of each process most of a second: eleven models parsed to answer one.
+TARGET_PREFIXES = {
+    "DynamoDB_20120810": "dynamodb",
+    "AWSStepFunctions": "stepfunctions",
+    "AmazonSQS": "sqs",
+    "AWSEvents": "events",
+    "GraniteServiceVersion20100801": "cloudwatch",
+    "Logs_20140328": "logs",
+}
+SIGNING_NAMES = {
+    "dynamodb": "dynamodb",
+    "states": "stepfunctions",
+    "sqs": "sqs",
+    "sns": "sns",
+    "events": "events",
+    "monitoring": "cloudwatch",
+    "iam": "iam",
+    "logs": "logs",
+    "sts": "sts",
+    "s3": "s3",
+    "lambda": "lambda",
+    # Signing names botocore's endpoint rules give single operations (S3's WriteGetObjectResponse).
+    "s3-object-lambda": "s3",
+}
 
 
 def service_of(environ: Mapping[str, Any]) -> ServiceModel | None:
     """The service a request is for: its ``X-Amz-Target`` prefix, else the service its signature names."""
     target = environ.get("HTTP_X_AMZ_TARGET", "")
     if target:
-        return _services_by_target_prefix().get(target.rpartition(".")[0])
+        service = TARGET_PREFIXES.get(target.rpartition(".")[0])
+        return _service_model(service) if service is not None else None
     authorization = environ.get("HTTP_AUTHORIZATION", "")
     scope = authorization.partition("Credential=")[2].split(",", 1)[0].split("/")
-    if len(scope) >= 4:
-        return _services_by_signing_name().get(scope[3])
+    if len(scope) >= 4 and scope[3] in SIGNING_NAMES:
+        return _service_model(SIGNING_NAMES[scope[3]])
     return None
 
 

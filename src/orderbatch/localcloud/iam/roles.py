@@ -139,12 +139,26 @@ class _LocalManagedPolicies:
 def _translate(raw: dict[str, Any], region: str, values: Mapping[str, str]) -> dict[str, Any]:
     """The template as CloudFormation receives it: SAM resources turned into roles, functions, ..."""
     from samcli.lib.translate.sam_template_validator import SamTemplateValidator
-    from samcli.yamlhelper import yaml_parse
+    from samtranslator.translator.translator import Translator
 
     validator = SamTemplateValidator(
         copy.deepcopy(raw), _LocalManagedPolicies(), region=region, parameter_overrides=dict(values)
     )
-    translated: dict[str, Any] = yaml_parse(validator.get_translated_template_if_valid())
+    # What validator.get_translated_template_if_valid() does, without turning the result into YAML text
+    # twice (once for a debug line that is not printed) to parse it back: half of a start's translation.
+    validator._replace_local_codeuri()
+    validator._replace_local_image()
+    translator = Translator(
+        managed_policy_map=None,
+        sam_parser=validator.sam_parser,
+        plugins=[],
+        boto_session=validator.boto3_session,
+    )
+    translated: dict[str, Any] = translator.translate(
+        sam_template=validator.sam_template,
+        parameter_values=dict(values),
+        get_managed_policy_map=validator._get_managed_policy_map,
+    )
     return translated
 
 

@@ -138,6 +138,7 @@ class RuntimeForkServer:
         self.startup_timeout_seconds = startup_timeout_seconds
         self._process: subprocess.Popen[bytes] | None = None
         self._folder: str | None = None
+        self._launched_at = 0.0
         self._closed = False
         self._lock = threading.Lock()
 
@@ -146,10 +147,21 @@ class RuntimeForkServer:
         with self._lock:
             if self._closed:
                 raise ForkServerError("the runtime server is stopped")
-            if self._process is not None and self._process.poll() is None and self._folder:
-                return os.path.join(self._folder, "forkserver.sock")
-            self._stop_locked()
-            return self._start_locked()
+            if not self._running_locked():
+                self._stop_locked()
+                self._launch_locked()
+            return self._wait_started_locked()
+
+    def launch(self) -> None:
+        """Starts the server without waiting for it, as Lambda readies a runtime ahead of the first call:
+        its shared imports load while the local cloud finishes starting, not during the first Invoke."""
+        with self._lock:
+            if not self._closed and not self._running_locked():
+                self._stop_locked()
+                self._launch_locked()
+
+    def _running_locked(self) -> bool:
+        return self._process is not None and self._process.poll() is None and self._folder is not None
 
     def command(self, handler: str) -> list[str]:
         """What the emulator runs as the runtime: the stub, which asks this server for the runtime."""
@@ -184,7 +196,7 @@ class RuntimeForkServer:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
-    def _start_locked(self) -> str:
+    def _launch_locked(self) -> None:
         # Unix socket paths are limited to about 100 characters: a short folder of its own in /tmp.
         self._folder = tempfile.mkdtemp(prefix="orderbatch-fs-")
         path = os.path.join(self._folder, "forkserver.sock")
@@ -208,7 +220,13 @@ class RuntimeForkServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + self.startup_timeout_seconds
+        self._launched_at = time.monotonic()
+
+    def _wait_started_locked(self) -> str:
+        if self._process is None or self._folder is None:
+            raise ForkServerError("the runtime fork server was not launched")
+        path = os.path.join(self._folder, "forkserver.sock")
+        deadline = self._launched_at + self.startup_timeout_seconds
         while not os.path.exists(path):
             if self._process.poll() is not None or time.monotonic() > deadline:
                 code = self._process.returncode

@@ -159,8 +159,10 @@ class LambdaService:
         # Set by the local cloud when it checks IAM: whether a durable function's role may invoke a target.
         self.chained_invoke_authorizer: ChainedInvokeAuthorizer | None = None
         self._durable_lock = threading.Lock()
+        functions = list(functions)
         for spec in functions:
             self.add_function(spec)
+        self._defined_at_start = functions
         self.set_fault_plan(fault_plan)
         if latency:
             self.set_fault_plan(self.faults.plan.with_latency(latency))
@@ -179,6 +181,11 @@ class LambdaService:
 
     def resolve(self, name: str, qualifier: str | None = None) -> FunctionSpec:
         return self.registry.resolve(name, qualifier)
+
+    def launch_runtime_servers(self) -> None:
+        """Starts, without waiting, the runtime servers of the functions defined at start (RieBackend)."""
+        if isinstance(self.backend, RieBackend):
+            self.backend.launch_runtime_servers(self._defined_at_start)
 
     def get_function(self, name: str, qualifier: str | None = None) -> dict[str, Any]:
         spec = self.registry.resolve(name, qualifier)

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from orderbatch.localcloud.stack.model import LocalStack, StateMachineSpec, TemplateError
+from orderbatch.localcloud.stack.yaml_text import safe_load
 
 
 def as_serverless_machine(props: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def _parse_definition(logical_id: str, substituted: str) -> str:
     except json.JSONDecodeError as json_error:
         problem = f"not valid JSON after substitution{hint}: {json_error}"
     try:
-        parsed = yaml.safe_load(substituted)
+        parsed = safe_load(substituted)
     except yaml.YAMLError as yaml_error:
         raise TemplateError(
             f"{logical_id}: definition is {problem}; nor valid YAML: {yaml_error}"

@@ -34,6 +34,7 @@ from orderbatch.localcloud.stack.nested import (
 )
 from orderbatch.localcloud.stack.resources import add_resource
 from orderbatch.localcloud.stack.return_values import physical_ids, unsupported_attributes
+from orderbatch.localcloud.stack.yaml_text import read_template
 
 
 def load_stack(
@@ -46,13 +47,12 @@ def load_stack(
     nested: bool = False,
 ) -> LocalStack:
     # SAM CLI is imported here, not at module level: half a second that `orderbatch lint` never needs.
-    from samcli.commands._utils.template import get_template_data
     from samcli.lib.intrinsic_resolver.intrinsic_property_resolver import IntrinsicResolver
     from samcli.lib.intrinsic_resolver.intrinsics_symbol_table import IntrinsicsSymbolTable
     from samcli.lib.samlib.wrapper import SamTranslatorWrapper
 
     template_path = template_path.resolve()
-    raw = inline_includes(get_template_data(str(template_path)), template_path.parent)
+    raw = inline_includes(read_template(template_path), template_path.parent)
     # Before anything is resolved or created, as CloudFormation refuses such a template outright.
     check_dependencies(raw.get("Resources") or {})
     parameters = _parameter_values(raw, parameter_overrides or {})
@@ -140,8 +140,6 @@ def inline_includes(node: Any, base_dir: Path) -> Any:
     content, as CloudFormation does before it evaluates the template, so the intrinsic functions inside
     an included OpenAPI body (an integration's ``credentials: {Fn::GetAtt: [Role, Arn]}``) are resolved
     with the rest. ``sam package`` reads a local Location relative to the template's directory."""
-    from samcli.commands._utils.template import get_template_data
-
     if isinstance(node, list):
         return [inline_includes(item, base_dir) for item in node]
     if not isinstance(node, dict):
@@ -157,7 +155,7 @@ def inline_includes(node: Any, base_dir: Path) -> Any:
     path = base_dir / location
     if not path.is_file():
         raise TemplateError(f"AWS::Include Location {location!r}: no such file in {base_dir}")
-    included = inline_includes(get_template_data(str(path)), path.parent)
+    included = inline_includes(read_template(path), path.parent)
     siblings = {
         key: inline_includes(value, base_dir) for key, value in node.items() if key != "Fn::Transform"
     }
