@@ -90,6 +90,14 @@ def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
         assert used["cpu_ms_per_task"]["environments"] > 0  # the runtimes' own CPU is counted too
         # The DynamoDB data plane's CPU is the local cloud's own, counted apart from the environments'
         assert used["cpu_ms_per_task"]["data_plane"] > 0
+        # The yardstick: every task's handler wrote down its own CPU, and the rest is the emulation's.
+        assert used["handler_invocations"] == scenario["lambda"]["invocations"]
+        assert 0 < used["handler_cpu_ms"] < used["total_cpu_ms"]
+        assert used["overhead_factor"] == pytest.approx(
+            (used["total_cpu_ms"] - used["handler_cpu_ms"]) / used["handler_cpu_ms"], abs=0.02
+        )
+        assert set(used["data_plane_cpu_ms"]) >= {"PutItem (conditional)", "TransactWriteItems"}
+        assert all(ms > 0 for ms in used["data_plane_cpu_ms"].values())
         assert used["peak_tree_pss_mib"] >= used["tree_pss_mib_before"] > 0
         assert used["peak_processes"] > 2 * 4  # an emulator and a runtime per warm environment, at least
         assert scenario["simulated"]["makespan_seconds"] >= scenario["lower_bound_seconds"]

@@ -51,6 +51,10 @@ COLUMNS = (
 )
 
 
+# The local cloud's goal for its own cost per Lambda task, as a multiple of the handler's own CPU.
+OVERHEAD_GOAL = 2
+
+
 def _row(figures: dict[str, Any]) -> list[str]:
     orders = figures["orders"]
     cost = figures["cost_per_million_orders"]
@@ -272,6 +276,13 @@ def scenario_notes(figures: dict[str, Any], by_name: dict[str, dict[str, Any]]) 
         f"+{used['pss_growth_mib_per_1000_orders']} MiB per 1,000 orders; local cloud process peak RSS "
         f"{used['peak_process_rss_mib']} MiB",
     ]
+    if used.get("overhead_factor") is not None:
+        per_request = ", ".join(f"{kind} {ms}" for kind, ms in used["data_plane_cpu_ms"].items())
+        lines.append(
+            f"overhead factor O = {used['overhead_factor']} (goal <= {OVERHEAD_GOAL}): "
+            f"{used['total_cpu_ms']} ms CPU per task in all, {used['handler_cpu_ms']} ms of it the "
+            f"handler's own; data plane CPU ms per request: {per_request or 'none'}"
+        )
     if len(figures.get("batches", [])) > 1:
         first = figures["batches"][0]["tree_pss_mib_after"]
         lines.append(

@@ -214,3 +214,17 @@ if __name__ == "__main__":
     _root = int(_arguments[_arguments.index("--root") + 1])
     _interval = float(_arguments[_arguments.index("--interval") + 1])
     print(json.dumps(_sample_until_stdin_closes(_root, _interval)), flush=True)
+
+
+def handler_cpu(folder: Path) -> tuple[float, int]:
+    """CPU seconds the functions' handlers spent in their own threads, and their invocations, as the
+    runtimes wrote them down (``LocalCloudConfig.measure_handler_cpu``): one file per runtime process."""
+    seconds, invocations = 0.0, 0
+    for record in folder.glob("*") if folder.is_dir() else ():
+        try:
+            spent, count = record.read_text().split()
+        except (OSError, ValueError):  # a runtime killed mid-write: its last whole figures are lost
+            continue
+        seconds += float(spent)
+        invocations += int(count)
+    return seconds, invocations

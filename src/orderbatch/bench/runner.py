@@ -82,6 +82,7 @@ def run_scenario(
         map_max_concurrency=max_concurrency,
         definition_transform=scenario.definition_transform,
         state_dir=state_dir,
+        measure_handler_cpu=True,
     )
     if scenario.keep_every_environment:
         config.environments_per_quota_slot = 0
@@ -237,6 +238,8 @@ class _BatchRun:
         series_origin = time.monotonic() - service.started_monotonic
         memory_before = resources.memory()
         cpu_before = resources.cpu_seconds(data_plane=cloud.data_plane_pids())
+        handler_before = resources.handler_cpu(cloud.handler_cpu_dir)
+        requests_before = cloud.data_plane.request_cpu() if cloud.data_plane is not None else {}
         peak = resources.PeakMemory().start(seed=memory_before)
         execution_arn = sfn.start_execution(
             stateMachineArn=locations.state_machine_arn, name=self.batch_id, input=json.dumps(self._input())
@@ -271,6 +274,8 @@ class _BatchRun:
         # Before the sampler stops: once reaped, its CPU would be in this process's children's time.
         cpu = resources.cpu_seconds(data_plane=cloud.data_plane_pids(), exclude=peak.pids()) - cpu_before
         peak.stop()
+        handler_after = resources.handler_cpu(cloud.handler_cpu_dir)
+        requests_after = cloud.data_plane.request_cpu() if cloud.data_plane is not None else {}
         stats = service.stats(include_timeseries=True)
         service.set_fault_plan(None)
         writes_after = cloud.dynamodb_writes()
@@ -308,6 +313,16 @@ class _BatchRun:
                 "peak_process_rss_mib": round(peak.peak_process_rss_mib, 1),
                 "peak_processes": peak.peak_processes,
                 "tree_pss_mib_after": round(resources.memory().tree_pss_mib, 1),
+                "handler_cpu_seconds": round(handler_after[0] - handler_before[0], 4),
+                "handler_invocations": handler_after[1] - handler_before[1],
+                "data_plane_requests": {
+                    kind: [
+                        round(seconds - requests_before.get(kind, (0.0, 0))[0], 4),
+                        count - requests_before.get(kind, (0.0, 0))[1],
+                    ]
+                    for kind, (seconds, count) in requests_after.items()
+                    if count > requests_before.get(kind, (0.0, 0))[1]
+                },
             },
             "writes": {
                 "requests": dict(writes_after[0] - writes_before[0]),
@@ -505,7 +520,29 @@ def _resource_figures(measured: dict[str, Any], invocations: int, orders: int) -
             part: round(seconds * 1000 / invocations, 2) if invocations else None
             for part, seconds in cpu.items()
         },
+        **overhead_figures(measured, invocations),
         "pss_growth_mib_per_1000_orders": round(growth * 1000 / orders, 1),
+    }
+
+
+def overhead_figures(measured: dict[str, Any], invocations: int) -> dict[str, Any]:
+    """The emulation's cost against the handlers' own work, per Lambda task: O = (total CPU - handler's
+    CPU) / handler's CPU. The handler's CPU is what the same code costs on AWS; the rest is the local
+    cloud's (its process, the data plane, the execution environments outside the handler)."""
+    handler_seconds = measured.get("handler_cpu_seconds", 0.0)
+    handled = measured.get("handler_invocations", 0)
+    total_ms = 1000 * sum(measured["cpu_seconds"].values()) / invocations if invocations else None
+    handler_ms = 1000 * handler_seconds / handled if handled else None
+    overhead = (total_ms - handler_ms) / handler_ms if total_ms is not None and handler_ms else None
+    return {
+        "total_cpu_ms": round(total_ms, 2) if total_ms is not None else None,
+        "handler_cpu_ms": round(handler_ms, 3) if handler_ms is not None else None,
+        "overhead_factor": round(overhead, 2) if overhead is not None else None,
+        "data_plane_cpu_ms": {
+            kind: round(1000 * seconds / count, 3)
+            for kind, (seconds, count) in sorted(measured.get("data_plane_requests", {}).items())
+            if count
+        },
     }
 
 

@@ -55,6 +55,7 @@ from orderbatch.localcloud.readiness import (
     health_answer,
     still_deploying_answer,
 )
+from orderbatch.localcloud.runtime_shim import HANDLER_CPU_VARIABLE
 from orderbatch.localcloud.stack import LocalStack, TemplateError, load_stack
 from orderbatch.localcloud.stepfunctions import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
@@ -137,6 +138,8 @@ class LocalCloudConfig:
     # cloud exports and issues, the right secret, the request's time within AWS's skew (docs/iam.md,
     # "Signatures"). False (or IAM off) takes any signature.
     verify_signatures: bool = True
+    # Each runtime writes down its handler's own CPU time in handler_cpu_dir (the benchmark's yardstick).
+    measure_handler_cpu: bool = False
 
 
 class LocalCloud:
@@ -245,6 +248,7 @@ class LocalCloud:
                     **spec.environment,
                     **(self.iam.function_environment(spec.name) if self.iam else {}),
                     **self.config.function_environment,
+                    **self._handler_cpu_environment(),
                 }
             )
             for spec in self.stack.functions
@@ -431,6 +435,17 @@ class LocalCloud:
     def log_dir(self) -> Path:
         """The functions' logs (one file per execution environment)."""
         return self.state_dir / "logs"
+
+    @property
+    def handler_cpu_dir(self) -> Path:
+        """Where runtimes write their handlers' CPU time, with measure_handler_cpu (runtime_shim)."""
+        return self.log_dir / "handler-cpu"
+
+    def _handler_cpu_environment(self) -> dict[str, str]:
+        if not self.config.measure_handler_cpu:
+            return {}
+        self.handler_cpu_dir.mkdir(parents=True, exist_ok=True)
+        return {HANDLER_CPU_VARIABLE: str(self.handler_cpu_dir)}
 
     def dynamodb_writes(self) -> tuple[Counter[str], Counter[str]]:
         """DynamoDB write requests and write request units by operation since the start, answered or not."""

@@ -12,7 +12,8 @@ DynamoDB to a second process, so the two share the machine's cores instead of on
   over a kept-alive connection, IAM having been checked on the way in. Functions take the short way:
   their environments get ``AWS_ENDPOINT_URL_DYNAMODB`` (the SDKs' service-specific endpoint variable),
   and the worker checks their signatures against the template's roles itself.
-- **Write counts** for the benchmark are kept where the writes are, and read with ``writes()``.
+- **Write counts** for the benchmark are kept where the writes are, and read with ``writes()``; the CPU
+  each operation's requests took in the worker, with ``request_cpu()``.
 
 The worker is ``python -m orderbatch.localcloud.data_plane``; it reports its port on its standard output
 and exits when its standard input closes, so it never outlives the local cloud.
@@ -30,12 +31,13 @@ import secrets
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from orderbatch.localcloud.dynamodb import TableLocks, WriteCounter
+from orderbatch.localcloud.dynamodb import RequestCpu, TableLocks, WriteCounter
 
 # Requests the main process forwards carry this header with the worker's secret: IAM was checked there.
 CHECKED_HEADER = "X-Orderbatch-Checked"
@@ -153,6 +155,13 @@ class DataPlane:
         document = json.loads(body)
         return Counter(document["requests"]), Counter(document["units"])
 
+    def request_cpu(self) -> dict[str, tuple[float, int]]:
+        """CPU seconds and requests by kind of request (``RequestCpu``), since the worker started."""
+        status, _, _, body = self._request("GET", WRITES_PATH, b"", {CHECKED_HEADER: self._secret})
+        if status != 200:
+            raise DataPlaneError(f"the data plane answered {status} for its request counts")
+        return {kind: (seconds, count) for kind, (seconds, count) in json.loads(body)["cpu"].items()}
+
     def _request(
         self, method: str, path: str, body: bytes, headers: dict[str, str]
     ) -> tuple[int, str, list[tuple[str, str]], bytes]:
@@ -201,15 +210,26 @@ class DataPlaneApp:
         self._secret = secret
         self._locks = TableLocks()
         self._writes = WriteCounter()
+        self._cpu = RequestCpu()
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        started = time.thread_time()
+        answer = self._answer(environ, start_response)
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if target:
+            body = environ["wsgi.input"].getvalue() if isinstance(environ["wsgi.input"], io.BytesIO) else b""
+            self._cpu.record(RequestCpu.kind(target.rpartition(".")[2], body), time.thread_time() - started)
+        return answer
+
+    def _answer(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         forwarded = environ.get("HTTP_" + CHECKED_HEADER.upper().replace("-", "_")) == self._secret
         if path == HEALTH_PATH:
             return _answer(start_response, "200 OK", b'{"status": "serving"}')
         if path == WRITES_PATH and forwarded:
             requests, units = self._writes.snapshot()
-            document = json.dumps({"requests": requests, "units": units}).encode()
+            counts = {"requests": requests, "units": units, "cpu": self._cpu.snapshot()}
+            document = json.dumps(counts).encode()
             return _answer(start_response, "200 OK", document)
         if not forwarded and self._signatures is not None:
             signature_refusal = self._signatures.refuse(environ, start_response)

@@ -98,6 +98,30 @@ class WriteCounter:
             return Counter(self._requests), Counter(self._units)
 
 
+class RequestCpu:
+    """CPU time of the thread that answered each request, and requests, by operation; a conditional
+    UpdateItem (or PutItem) is counted apart from a plain one, as it costs a condition's evaluation too."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seconds: dict[str, float] = {}
+        self._requests: Counter[str] = Counter()
+
+    @staticmethod
+    def kind(operation: str, body: bytes) -> str:
+        conditional = operation in _SINGLE_ITEM_WRITES and b'"ConditionExpression"' in body
+        return f"{operation} (conditional)" if conditional else operation
+
+    def record(self, kind: str, seconds: float) -> None:
+        with self._lock:
+            self._seconds[kind] = self._seconds.get(kind, 0.0) + seconds
+            self._requests[kind] += 1
+
+    def snapshot(self) -> dict[str, tuple[float, int]]:
+        with self._lock:
+            return {kind: (self._seconds[kind], self._requests[kind]) for kind in self._requests}
+
+
 class TableLocks:
     def __init__(self) -> None:
         self._locks: dict[str, threading.Lock] = {}

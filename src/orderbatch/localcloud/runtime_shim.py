@@ -355,8 +355,39 @@ DIRECTIVES: dict[str, Directive] = {
 }
 
 
+# Set by the local cloud when asked to measure (the benchmark): a folder where each runtime keeps the CPU
+# time its handler's thread spent, boto3's client side included, and its invocations.
+HANDLER_CPU_VARIABLE = "ORDERBATCH_HANDLER_CPU_DIR"
+
+
+def measuring_cpu(real_handler: Handler) -> Handler:
+    """The handler, with its own CPU time written down after each call when the local cloud asks for it:
+    the part of a task AWS would run too, against which the local cloud's own cost is measured."""
+    totals = [0.0, 0]
+    # Named on first use, in the runtime's own process: unique even when a process ID is used again.
+    record: list[str] = []
+
+    def handler(event: Any, context: Any) -> Any:
+        folder = os.environ.get(HANDLER_CPU_VARIABLE)
+        if not folder:
+            return real_handler(event, context)
+        started = time.thread_time()
+        try:
+            return real_handler(event, context)
+        finally:
+            totals[0] += time.thread_time() - started
+            totals[1] += 1
+            if not record:
+                record.append(os.path.join(folder, f"{os.getpid()}-{time.time_ns()}"))
+            with open(record[0], "w") as file:
+                file.write(f"{totals[0]:.6f} {totals[1]}\n")
+
+    return handler
+
+
 def with_faults(real_handler: Handler) -> Handler:
     """The real handler behind the fault directives of the local Lambda service."""
+    real_handler = measuring_cpu(real_handler)
 
     def handler(event: Any, context: Any) -> Any:
         global _current
