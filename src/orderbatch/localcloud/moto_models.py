@@ -59,8 +59,10 @@ def _register_compact_dynamodb_items() -> None:
     }
     slotted = type(original.__name__, (), {**namespace, "__slots__": ("type", "value")})
     for module in list(sys.modules.values()):
-        if (getattr(module, "__name__", "") or "").startswith("moto.") and (
-            getattr(module, "DynamoType", None) is original
+        # The module's own namespace: a name it lacks must not run a deferred package's __init__.
+        namespace_of = getattr(module, "__dict__", {})
+        if str(namespace_of.get("__name__", "")).startswith("moto.") and (
+            namespace_of.get("DynamoType") is original
         ):
             hooks.replace(module, "DynamoType", slotted, concern="model_registry")
 

@@ -14,3 +14,8 @@
   (``fingerprints.json``). A test fails naming each target that a different moto changed; see
   docs/architecture.md ("Upgrading moto").
 """
+
+from orderbatch.localcloud.moto_seam.deferred_packages import defer_package_inits
+
+# Before any of moto's modules is imported through the seam: see deferred_packages.
+defer_package_inits()
