@@ -12,6 +12,19 @@ wait is completed on the lane but its invocation is never started, and an execut
 returns PENDING waits for ever. Here a timer that has fired runs to its end, and re-arming is serialised,
 so a decision taken on an older state cannot cancel one taken on a newer.
 
+Suspending past a completion: the SDK's map and parallel keep a branch that suspended on an invoke (or on a
+wait it could not resume in the same invocation) suspended until the invocation ends, even when a later
+checkpoint answer (another branch's, or the final flush while the handler stops) shows that operation
+complete. The handler then returns PENDING with nothing pending, having been shown every change. The SDK's
+executor refuses that answer ("Cannot return PENDING status with no pending operations"), replays only
+after its retry delay, counts the refusal as a failed attempt, and fails the execution at the third such
+invocation in a row, even when each one moved the execution on; and the sweeper below cannot see such an
+execution, since every change was delivered. Nothing is wrong with the execution: a replay finds those
+operations complete and goes on. So here such a PENDING, after the service completed an operation during
+the invocation and a checkpoint answer delivered it, is accepted and the execution is replayed at once: a
+replay is what Lambda would run. A PENDING with nothing pending and nothing completed since its input is
+still refused as the SDK refuses it.
+
 Stalls: Lambda keeps a durable execution's pending work in its own durable store, and any change to it
 leads to an invocation. In the SDK that guarantee rests on in-memory timers and hand-offs between
 threads. So a sweeper checks every few seconds for an execution that has a change no invocation has been
@@ -28,6 +41,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from aws_durable_execution_sdk_python.execution import DurableExecutionInvocationOutput, InvocationStatus
+from aws_durable_execution_sdk_python_testing.execution import Execution
 from aws_durable_execution_sdk_python_testing.executor import Executor
 from aws_durable_execution_sdk_python_testing.threads import DaemonThreadPool
 from aws_durable_execution_sdk_python_testing.worker.status import InvocationState
@@ -86,6 +101,29 @@ class LocalCloudExecutor(Executor):
 
         return fire_to_the_end
 
+    # -- suspending past a completion ------------------------------------------------------------------
+    def _validate_invocation_response_and_store(
+        self,
+        execution_arn: str,
+        response: DurableExecutionInvocationOutput,
+        execution: Execution,
+        invocation_seq: int | None = None,
+    ) -> None:
+        if not suspended_past_a_completion(response, execution, invocation_seq):
+            super()._validate_invocation_response_and_store(
+                execution_arn, response, execution, invocation_seq
+            )
+            return
+        logger.info(
+            "[%s] the handler returned PENDING after a checkpoint answer showed it %s complete; replaying it",
+            execution_arn,
+            ", ".join(execution.updated_operation_ids),
+        )
+        # This replay answers every trigger that met the busy gate meanwhile: the SDK must not add another.
+        execution.needs_reinvoke = False
+        # On the execution's lane: the replay's claim queues behind this invocation's release of the gate.
+        self._invoke_execution(execution_arn)
+
     # -- stalls ----------------------------------------------------------------------------------------
     def _begin_invocation(self, execution_arn: str) -> Any:
         claim = super()._begin_invocation(execution_arn)
@@ -141,3 +179,20 @@ class LocalCloudExecutor(Executor):
     def shutdown(self) -> None:
         self._sweeper_stop.set()
         super().shutdown()
+
+
+def suspended_past_a_completion(
+    response: DurableExecutionInvocationOutput, execution: Execution, invocation_seq: int | None
+) -> bool:
+    """Whether a PENDING answer only shows the SDK's race: nothing is left pending, the service completed an
+    operation while the invocation ran (``updated_operation_ids`` is reset when an invocation's input is
+    built), and a checkpoint answer delivered it, so the SDK's executor would refuse the answer."""
+    return (
+        response.status == InvocationStatus.PENDING
+        and invocation_seq is not None
+        and not execution.is_complete
+        and bool(execution.updated_operation_ids)
+        and not execution.has_deferred_invocation
+        and not execution.has_pending_operations(execution)
+        and not execution.has_changes_after(max(invocation_seq, execution.handler_seen_seq))
+    )
