@@ -19,7 +19,8 @@ For one configuration of the app (as shipped, or a control with a defence switch
 3. **Judge.** The execution succeeded; the crash fired exactly once, at the call the recording had there;
    the exactly-once audit passes (no order lost, no effect doubled, nothing left reserved or charged for
    a failed order); every order ID has exactly one outcome that is not a duplicate's; the subject ends
-   as it would without the crash.
+   as it would without the crash. A durable batch still running after ``BATCH_TIMEOUT_SECONDS`` is judged
+   with what the executor held of it then (``durable_stall_view``): what it waits on, and since when.
 
 What is crashed (steps, configurations, each case's batch and rule) is ``crash_cases``; what was found,
 and the tables printed, ``crash_results``. This module runs and judges.
@@ -81,6 +82,7 @@ from orderbatch.localcloud.lambda_service.crash_points import (
     recorded_invocations,
 )
 from orderbatch.localcloud.lambda_service.faults import RecordCalls
+from orderbatch.localcloud.lambda_service.service import LambdaService
 from orderbatch.localcloud.runtime_shim import (
     AFTER_CALL,
     AFTER_CHECKPOINT,
@@ -106,6 +108,7 @@ PARAMETERS = {
     "ChildExecutionType": "EXPRESS",
 }
 BATCH_TIMEOUT_SECONDS = 300.0
+STILL_RUNNING = "STILL RUNNING"
 DEFAULT_PARALLEL_BATCHES = 8
 DUPLICATE = Outcome.DUPLICATE.value
 
@@ -151,6 +154,8 @@ class ConfigurationRun:
         self.log_dir = cloud.log_dir
         assert cloud.lambda_service is not None, "the crash matrix needs the local Lambda service"
         self.lambda_service = cloud.lambda_service
+        # Batch ID -> what the executor held of its durable execution when the wait for it ran out.
+        self.still_running: dict[str, str] = {}
 
     # ---------------------------------------------------------------------------- recording
     def record(self, steps: Sequence[Step]) -> dict[str, list[RecordedCall]]:
@@ -309,7 +314,7 @@ class ConfigurationRun:
                 poll_seconds=0.5,
             )
         except ExecutionStillRunningError:
-            return "STILL RUNNING"
+            return STILL_RUNNING
 
     def _run_durable_batch(self, batch_id: str, orders: list[dict[str, Any]], starts: int) -> str:
         """Start the batch ``starts`` times at once under its durable execution name; wait for it."""
@@ -327,12 +332,14 @@ class ConfigurationRun:
             }
         if len(arns) != 1:
             return f"{len(arns)} EXECUTIONS"
+        arn = arns.pop()
         try:
             execution = wait_for_durable_batch(
-                lambda_client, arns.pop(), timeout=BATCH_TIMEOUT_SECONDS, poll_seconds=0.5
+                lambda_client, arn, timeout=BATCH_TIMEOUT_SECONDS, poll_seconds=0.5
             )
         except DurableBatchStillRunningError:
-            return "STILL RUNNING"
+            self.still_running[batch_id] = durable_stall_view(self.lambda_service, arn)
+            return STILL_RUNNING
         return str(execution["Status"])
 
     # ------------------------------------------------------------------------------- judging
@@ -373,6 +380,9 @@ class ConfigurationRun:
         ]
         subject_outcome = str(subject_outcomes[0]) if subject_outcomes else None
         verdict = _verdict(case, status, fired, lost, report.doubled, problems, subject_outcome)
+        stalled = self.still_running.get(case.batch_id)
+        if status == STILL_RUNNING and stalled is not None:
+            verdict += f" after {BATCH_TIMEOUT_SECONDS:.0f} s; the executor's view: {stalled}"
         runs = body_runs.get((case.step.body_log_name, case.subject)) if case.step.body_log_name else None
         return CaseResult(
             configuration=case.configuration.name,
@@ -437,6 +447,24 @@ class ConfigurationRun:
         if compensated != [Outcome.FAILED.value]:
             problems.append(f"order {case.compensated_order} ended {compensated}, expected its compensation")
         return problems
+
+
+def durable_stall_view(service: LambdaService, execution_arn: str) -> str:
+    """Why a durable execution is still running, as far as the local cloud knows: the executor's view of it
+    (its invocation gate, its invocation in flight and for how long, its failed attempts in a row,
+    ``needs_reinvoke``, the operations it waits on, a chained invoke's target in flight), and the durable
+    invocations throttled at that moment. Never raises: it explains a verdict, it must not replace it."""
+    try:
+        view = service.durable.execution_view(execution_arn).describe()
+    except Exception as error:
+        view = f"none ({type(error).__name__}: {error})"
+    waits = service.durable_slot_waits()
+    if waits:
+        throttled = ", ".join(
+            f"{name} {count} (longest {longest:.0f} s)" for name, (count, longest) in sorted(waits.items())
+        )
+        view += f"; durable invocations throttled now, retrying for a slot: {throttled}"
+    return view
 
 
 # The orchestrator's points that are not checkpoint boundaries; each fires in the first replay.

@@ -21,6 +21,7 @@ import dataclasses
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ from aws_durable_execution_sdk_python_testing.web import routes as durable_route
 from aws_durable_execution_sdk_python_testing.web.models import HTTPRequest, HTTPResponse
 from aws_durable_execution_sdk_python_testing.worker.registry import ExecutionRegistry
 
-from orderbatch.localcloud.lambda_service.durable_executor import LocalCloudExecutor
+from orderbatch.localcloud.lambda_service.durable_executor import ExecutionView, LocalCloudExecutor
 from orderbatch.localcloud.lambda_service.errors import LambdaApiError, ResourceNotFoundError, ServiceError
 from orderbatch.localcloud.lambda_service.functions import (
     DEFAULT_EXECUTION_TIMEOUT_SECONDS,
@@ -162,6 +163,20 @@ class ServiceChildDispatcher:
         self._run_invocation = run_invocation
         self._caller_of = caller_of
         self._authorizer = authorizer
+        # (parent execution ARN, operation ID) -> time.monotonic() when its target invocation began.
+        self._in_flight: dict[tuple[str, str], float] = {}
+        self._in_flight_lock = threading.Lock()
+
+    def targets_in_flight(self, parent_execution_arn: str) -> dict[str, float]:
+        """The execution's chained invokes whose plain target is being invoked now: operation ID -> for how
+        many seconds (a throttled target's wait for a slot included)."""
+        now = time.monotonic()
+        with self._in_flight_lock:
+            return {
+                operation_id: now - began
+                for (parent, operation_id), began in self._in_flight.items()
+                if parent == parent_execution_arn
+            }
 
     def _target(self, name: str, qualifier: str | None) -> FunctionSpec | None:
         try:
@@ -193,7 +208,8 @@ class ServiceChildDispatcher:
             )
         identifier = request.invoke_identifier()
         payload = (request.payload or "{}").encode()
-        return RunInvocation(invocation=lambda: self._invoke_plain(identifier, payload))
+        key = (request.parent_execution_arn, request.operation_id)
+        return RunInvocation(invocation=lambda: self._invoke_tracked(key, identifier, payload))
 
     def _denial(self, request: ChainedInvokeRequest) -> str | None:
         """Lambda invokes the target as the calling function's role: it needs lambda:InvokeFunction."""
@@ -201,6 +217,15 @@ class ServiceChildDispatcher:
         if authorizer is None or self._caller_of is None:
             return None
         return authorizer(self._caller_of(request.parent_execution_arn), request.invoke_identifier())
+
+    def _invoke_tracked(self, key: tuple[str, str], identifier: str, payload: bytes) -> ChildOutcome:
+        with self._in_flight_lock:
+            self._in_flight[key] = time.monotonic()
+        try:
+            return self._invoke_plain(identifier, payload)
+        finally:
+            with self._in_flight_lock:
+                self._in_flight.pop(key, None)
 
     def _invoke_plain(self, identifier: str, payload: bytes) -> ChildOutcome:
         try:
@@ -394,18 +419,19 @@ class DurableExecutions:
         store = AwsArnExecutionStore(region)
         self._scheduler = Scheduler()
         processor = CheckpointProcessor(store, self._scheduler)
+        self._dispatcher = ServiceChildDispatcher(
+            resolve,
+            run_invocation,
+            caller_of=lambda arn: self.executor.get_execution(arn).start_input.function_name,
+            authorizer=authorizer,
+        )
         self.executor = LocalCloudExecutor(
             store=store,
             scheduler=self._scheduler,
             invoker=ServiceInvoker(run_invocation),
             checkpoint_processor=processor,
             registry=ExecutionRegistry(store, self._scheduler),
-            child_dispatcher=ServiceChildDispatcher(
-                resolve,
-                run_invocation,
-                caller_of=lambda arn: self.executor.get_execution(arn).start_input.function_name,
-                authorizer=authorizer,
-            ),
+            child_dispatcher=self._dispatcher,
             region=region,
         )
         processor.add_execution_observer(self.executor)
@@ -449,6 +475,10 @@ class DurableExecutions:
         if self.executor.get_execution(arn).is_complete:
             return True
         return self.executor.wait_until_complete(arn, timeout_seconds)
+
+    def execution_view(self, arn: str) -> ExecutionView:
+        """What the executor holds of the execution, its chained invokes' targets in flight included."""
+        return self.executor.execution_view(arn, self._dispatcher.targets_in_flight(arn))
 
     def outcome(self, arn: str) -> tuple[bytes, str | None]:
         """A finished execution as a synchronous Invoke answers it: its result, or its error document."""

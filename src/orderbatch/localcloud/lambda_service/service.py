@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import logging
 import random
@@ -156,6 +157,11 @@ class LambdaService:
         self._async_threads: set[threading.Thread] = set()
         self._async_lock = threading.Lock()
         self._durable: DurableExecutions | None = None
+        # Durable invocations (replays, chained targets) throttled now and retrying for a slot: each one's
+        # function and time.monotonic() at its first 429, under a key of its own.
+        self._waiting_for_slot: dict[int, tuple[str, float]] = {}
+        self._waiting_keys = itertools.count()
+        self._waiting_lock = threading.Lock()
         # Set by the local cloud when it checks IAM: whether a durable function's role may invoke a target.
         self.chained_invoke_authorizer: ChainedInvokeAuthorizer | None = None
         self._durable_lock = threading.Lock()
@@ -441,14 +447,35 @@ class LambdaService:
         throttle counts as one, as on AWS."""
         deadline = time.monotonic() + self.async_retry_seconds
         ceiling = _ASYNC_BACKOFF_BASE_SECONDS
-        while True:
-            try:
-                return self.accounting.acquire(spec.name)
-            except TooManyRequestsError:
-                delay = random.uniform(0, ceiling)
-                if time.monotonic() + delay > deadline or self._closing.wait(delay):
-                    raise
-                ceiling = min(ceiling * 2, _ASYNC_BACKOFF_CAP_SECONDS)
+        waiting: int | None = None
+        try:
+            while True:
+                try:
+                    return self.accounting.acquire(spec.name)
+                except TooManyRequestsError:
+                    if waiting is None:
+                        waiting = next(self._waiting_keys)
+                        with self._waiting_lock:
+                            self._waiting_for_slot[waiting] = (spec.name, time.monotonic())
+                    delay = random.uniform(0, ceiling)
+                    if time.monotonic() + delay > deadline or self._closing.wait(delay):
+                        raise
+                    ceiling = min(ceiling * 2, _ASYNC_BACKOFF_CAP_SECONDS)
+        finally:
+            if waiting is not None:
+                with self._waiting_lock:
+                    del self._waiting_for_slot[waiting]
+
+    def durable_slot_waits(self) -> dict[str, tuple[int, float]]:
+        """Replays and chained targets throttled now and retrying for a slot: by function, how many and the
+        longest wait so far in seconds."""
+        now = time.monotonic()
+        waits: dict[str, tuple[int, float]] = {}
+        with self._waiting_lock:
+            for name, since in self._waiting_for_slot.values():
+                count, longest = waits.get(name, (0, 0.0))
+                waits[name] = (count + 1, max(longest, now - since))
+        return waits
 
     # -- asynchronous invocations --------------------------------------------------------------
 
