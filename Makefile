@@ -68,13 +68,17 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/python -m orderbatch.workflow_source --check
 
-# Two workers, a test file each at a time: most of the suite waits on timeouts and backoffs, not the CPU.
+# Four workers on two cores, a test file each at a time: much of the suite waits on timeouts, backoffs and
+# the processes it starts, not on the CPU (two workers left the cores a third idle). The 30 slowest tests
+# close the output, so that drift shows (docs/testing.md).
 test: lint
-	$(BIN)/pytest -n 2 --dist loadfile --durations=30
+	$(BIN)/pytest -n 4 --dist loadfile --durations=30
 
 # Large batches, `sam build` and the ASL validator: minutes, not seconds. CI runs them after `make test`.
+# These are CPU-bound: one worker per core, each test sent alone to the first free worker, the longest first
+# (tests/conftest.py), so the two workers finish together.
 test-slow: setup asl-validator
-	$(BIN)/pytest -m slow
+	$(BIN)/pytest -m slow -n 2 --dist load --maxschedchunk 1 --durations=30
 
 # After editing statemachine/order_batch.workflow.yaml: expand its aliases into the file the template deploys.
 statemachine: setup

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from orderbatch.audit import DURABLE
+from orderbatch.executions import poll_delays
 
 # A durable execution's statuses once it has ended (RUNNING is the only other).
 DURABLE_FINISHED_STATUSES = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED"})
@@ -73,6 +74,7 @@ def wait_for_durable_batch(
     """Poll GetDurableExecution until the execution has ended; return its last answer."""
     started = time.monotonic()
     status = "RUNNING"
+    delays = poll_delays(poll_seconds)
     while (elapsed := time.monotonic() - started) < timeout:
         execution: dict[str, Any] = lambda_client.get_durable_execution(DurableExecutionArn=execution_arn)
         status = str(execution["Status"])
@@ -80,7 +82,7 @@ def wait_for_durable_batch(
             on_poll(status, elapsed)
         if status in DURABLE_FINISHED_STATUSES:
             return execution
-        time.sleep(poll_seconds)
+        time.sleep(next(delays))
     raise DurableBatchStillRunningError(
         f"durable execution {execution_arn} still {status} after {timeout:.0f} s"
     )

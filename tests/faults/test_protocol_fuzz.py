@@ -178,6 +178,9 @@ def test_a_short_run_against_the_local_cloud_gets_only_awss_answers() -> None:
 
 
 @pytest.mark.slow
+# The run's own bound (the subprocess's timeout below): about 200 s of CPU, which `make test-slow` shares
+# with another slow test, as its two workers run side by side.
+@pytest.mark.timeout(1500)
 def test_twenty_thousand_requests_with_a_fixed_seed_get_only_awss_answers() -> None:
     # A process of its own, as a user runs it: what other slow tests left running in this process (threads
     # of their clouds, their loggers) must not be read as this cloud's errors.

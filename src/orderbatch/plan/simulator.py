@@ -58,6 +58,10 @@ _NEIGHBOUR_ARRIVES = -3
 _NEIGHBOUR_LEAVES = -2
 _SAMPLE = -1
 
+# Draws come in blocks that double from the first size to the largest: a small plan (repeated hundreds of
+# times by the exhaustion forecast) needs a few hundred durations per function, a million orders millions.
+# numpy's generator yields the same stream whatever the block sizes, so a seed's durations do not change.
+_FIRST_SAMPLES_PER_DRAW = 1_024
 _SAMPLES_PER_DRAW = 65_536
 
 
@@ -103,8 +107,10 @@ def _duration_stream(duration: Duration, seed: int, index: int) -> Iterator[floa
     generator = np.random.default_rng([seed, index])
 
     def draws() -> Iterator[float]:
+        block = _FIRST_SAMPLES_PER_DRAW
         while True:
-            yield from generator.lognormal(mu, sigma, _SAMPLES_PER_DRAW).tolist()
+            yield from generator.lognormal(mu, sigma, block).tolist()
+            block = min(block * 2, _SAMPLES_PER_DRAW)
 
     return draws()
 
