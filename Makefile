@@ -72,7 +72,7 @@ lint: setup
 # the processes it starts, not on the CPU (two workers left the cores a third idle). The 30 slowest tests
 # close the output, so that drift shows (docs/testing.md).
 test: lint
-	$(BIN)/pytest -n 4 --dist loadfile --durations=30
+	$(BIN)/pytest -n 4 --dist loadfile --no-loadscope-reorder --durations=30
 
 # Large batches, `sam build` and the ASL validator: minutes, not seconds. CI runs them after `make test`.
 # These are CPU-bound: one worker per core, each test sent alone to the first free worker, the longest first

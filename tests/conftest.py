@@ -34,19 +34,26 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Longest first: the modules whose tests declare the longest bound (``@pytest.mark.timeout``) run
     first, so that the workers of ``pytest -n`` start on the long runs and finish together, instead of one
-    worker starting a 10-minute matrix when the others are done. Each module's tests stay together and in
-    order, so a module-scoped fixture is set up once per worker."""
+    worker starting a 10-minute matrix when the others are done. Each module's tests stay together, so a
+    module-scoped fixture is set up once per worker; xdist's own reordering is off for that
+    (``--no-loadscope-reorder`` in the Makefile)."""
     default_bound = float(config.getini("timeout") or 0)
 
     def declared_bound(item: pytest.Item) -> float:
         marker = item.get_closest_marker("timeout")
         return float(marker.args[0]) if marker is not None and marker.args else default_bound
 
+    def module_of(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
     module_bounds: dict[str, float] = {}
+    module_positions: dict[str, int] = {}
     for item in items:
-        module = item.nodeid.split("::", 1)[0]
+        module = module_of(item)
         module_bounds[module] = max(module_bounds.get(module, 0.0), declared_bound(item))
-    items.sort(key=lambda item: -module_bounds[item.nodeid.split("::", 1)[0]])
+        module_positions.setdefault(module, len(module_positions))
+    # Within a module the order is kept: a module may run its tests as steps of one scenario.
+    items.sort(key=lambda item: (-module_bounds[module_of(item)], module_positions[module_of(item)]))
 
 
 @dataclass(frozen=True)
