@@ -3,7 +3,7 @@ invocation gate, its invocation in flight and for how long, its failed attempts,
 operations it waits on and a chained invoke's target in flight), and the durable invocations throttled at
 that moment. The crash matrix puts it in the verdict of a batch still running at its deadline.
 
-The executor is driven step by step as in ``test_durable_stall_regression``: no cloud, no runtime, and the
+The executor is driven step by step (``durable_driving``): no cloud, no runtime, and the
 clock moved by the test.
 """
 
@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from aws_durable_execution_sdk_python.execution import DurableExecutionInvocationOutput, InvocationStatus
 from aws_durable_execution_sdk_python.identifier import OperationIdentifier
 from aws_durable_execution_sdk_python.lambda_service import (
     ChainedInvokeOptions,
@@ -26,100 +25,40 @@ from aws_durable_execution_sdk_python.lambda_service import (
 )
 from aws_durable_execution_sdk_python_testing.child_dispatcher import ChainedInvokeRequest, RunInvocation
 from aws_durable_execution_sdk_python_testing.exceptions import ResourceNotFoundException
-from aws_durable_execution_sdk_python_testing.invoker import InvokeResponse
-from aws_durable_execution_sdk_python_testing.model import StartDurableExecutionInput
+from durable_driving import TASK, Driven, driven_execution
 
 from orderbatch.faults.crash_matrix import durable_stall_view
 from orderbatch.localcloud.lambda_service import FunctionSpec, LambdaService, TooManyRequestsError
-from orderbatch.localcloud.lambda_service.durable import DurableExecutions, ServiceChildDispatcher
+from orderbatch.localcloud.lambda_service.durable import ServiceChildDispatcher
 from orderbatch.localcloud.lambda_service.durable_executor import ExecutionView, WaitedOnOperation
-
-ORCHESTRATOR = "Orchestrator"
-TASK = "ValidateOrder"
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.moment = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def now(self) -> datetime:
-        return self.moment
-
-    def arm(self, wake: datetime) -> float:
-        return 3600.0
 
 
 @pytest.fixture
-def executions() -> Iterator[DurableExecutions]:
-    def resolve(name: str) -> FunctionSpec:
-        durable = {"ExecutionTimeout": 600} if name.startswith(ORCHESTRATOR) else None
-        return FunctionSpec(name.split(":")[0], "handler.run", Path("."), durable_config=durable)
-
-    def never(name: str, *_: object) -> Any:
-        raise AssertionError(f"nothing is invoked here: {name}")
-
-    executions = DurableExecutions(
-        resolve=resolve, run_invocation=never, region="us-east-1", account_id="123456789012"
-    )
-    executions.executor._sweeper_stop.set()
-    try:
-        yield executions
-    finally:
-        executions.close()
-
-
-def start(executor: Any) -> str:
-    """An execution created but never launched: every step runs when the test takes it."""
-    started = executor._create_execution(
-        StartDurableExecutionInput(
-            account_id="123456789012",
-            function_name=ORCHESTRATOR,
-            function_qualifier="$LATEST",
-            execution_name="batch-1",
-            execution_timeout_seconds=600,
-            execution_retention_period_days=1,
-            input="{}",
-        )
-    )
-    arn: str = started.durable_execution_arn
-    return arn
+def driven() -> Iterator[Driven]:
+    with driven_execution() as execution:
+        yield execution
 
 
 def test_the_view_names_the_gate_the_invocation_in_flight_and_what_the_execution_waits_on(
-    executions: DurableExecutions,
+    driven: Driven,
 ) -> None:
-    executor: Any = cast(Any, executions.executor)
-    executor._invoke_execution = lambda *_args, **_kwargs: None
-    executor.on_chained_invoke_started = lambda *_args, **_kwargs: None
-    clock = ManualClock()
-    executor._clock = clock
-    arn = start(executor)
-    claim = executor._begin_invocation(arn)
-    assert claim is not None
-    _, invocation_input, invocation_seq = claim
+    driven.begin()
     invoke = OperationIdentifier(
         "s-validate", "s", None, "validate_order", operation_type=OperationType.CHAINED_INVOKE
     )
     backoff = OperationIdentifier(
         "d-backoff", "d", None, "validate_order backoff", operation_type=OperationType.WAIT
     )
-    executor._checkpoint_execution(
-        arn,
-        invocation_input.checkpoint_token,
-        [
-            OperationUpdate.create_invoke_start(invoke, "{}", ChainedInvokeOptions(function_name=TASK)),
-            OperationUpdate.create_wait_start(backoff, WaitOptions(wait_seconds=2)),
-        ],
+    driven.checkpoint(
+        OperationUpdate.create_invoke_start(invoke, "{}", ChainedInvokeOptions(function_name=TASK)),
+        OperationUpdate.create_wait_start(backoff, WaitOptions(wait_seconds=2)),
     )
-    clock.moment += timedelta(seconds=290)
+    driven.clock.moment += timedelta(seconds=290)
 
-    in_flight = executor.execution_view(arn, {"s-validate": 289.4})
+    in_flight = driven.executor.execution_view(driven.arn, {"s-validate": 289.4})
     # The handler returns PENDING: the gate is free again and nothing is in flight.
-    output = DurableExecutionInvocationOutput(status=InvocationStatus.PENDING)
-    executor._finish_invocation(
-        arn, InvokeResponse(output, "request-1"), clock.now(), clock.now(), invocation_seq
-    )
-    suspended = executor.execution_view(arn, {})
+    driven.handler_returns_pending()
+    suspended = driven.executor.execution_view(driven.arn, {})
 
     assert (in_flight.status, in_flight.gate, suspended.gate) == ("RUNNING", "INVOKING", "PRE_INVOKE")
     assert in_flight.invocation_seconds is not None
