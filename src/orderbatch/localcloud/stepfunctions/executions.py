@@ -32,6 +32,8 @@ def register_hooks() -> None:
         answer = proceed(self)
         response: dict[str, Any] = answer.result
         execution = self.stepfunction_backend.describe_execution(response["executionArn"])
+        # Read before the record: an execution compacted meanwhile has its texts there by then.
+        output_held = execution.output
         texts = compacted_texts(execution)
         if texts is not None:
             # Kept compressed since the execution ended (histories.compact_details).
@@ -39,7 +41,7 @@ def register_hooks() -> None:
             if output is not None and response.get("status") == "SUCCEEDED":
                 response["output"] = output
         elif "output" in response:
-            response["output"] = json.dumps(execution.output, separators=(",", ":"))
+            response["output"] = json.dumps(output_held, separators=(",", ":"))
         if execution.status == _CLOSED_WITHOUT_STOP_DATE_IN_MOTO and execution.stop_date is not None:
             response["stopDate"] = execution.stop_date
         return answer

@@ -127,11 +127,13 @@ def compact_details(execution: Any) -> None:
     if execution.sm_type != StateMachineType.STANDARD or execution.execution_input is None:
         return
     record = _details.of(execution)
-    record.input_text = zlib.compress(str(execution.execution_input).encode())
     output = execution.output
+    # DescribeExecution reads while this runs: ``input_text`` marks the record compacted, so it is set only
+    # once the output is there, and the execution's own values are cleared last.
     record.output_text = (
         None if output is None else zlib.compress(json.dumps(output, separators=(",", ":")).encode())
     )
+    record.input_text = zlib.compress(str(execution.execution_input).encode())
     execution.execution_input = execution.input_data = execution.output = None
 
 
