@@ -223,9 +223,14 @@ def test_a_batch_moving_between_steps_slower_than_a_second_reuses_its_environmen
     stats = served.service.stats(include_timeseries=False)["functions"]
 
     # Then the bound gives way while the batch runs: no environment is stopped and started again
-    # (measured before: a 100-order batch at quota 10 cold-started on every one of its 400 invocations)
-    assert {name: stats[name]["cold_starts"] for name in steps} == dict.fromkeys(steps, 2)
-    assert sum(count["evicted"] for count in served.service.backend.environments().values()) == 0
+    # (measured before: a 100-order batch at quota 10 cold-started on every one of its 400 invocations).
+    # Two orders need at most two environments of a step; one when the orders drift apart enough that the
+    # second arrives after the first has left the step (a loaded machine), never more than two.
+    cold_starts = {name: stats[name]["cold_starts"] for name in steps}
+    assert all(1 <= count <= 2 for count in cold_starts.values()), cold_starts
+    environments = served.service.backend.environments()
+    stopped = ("evicted", "reaped", "discarded")
+    assert sum(count[kind] for count in environments.values() for kind in stopped) == 0
 
 
 # -- Lambda Tasks in-process --------------------------------------------------------------------------

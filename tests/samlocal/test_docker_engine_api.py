@@ -248,6 +248,8 @@ def test_attach_replays_output_framed_per_stream(served: ServedDocker, client: d
     container.start()
     try:
         requests.post(f"http://127.0.0.1:{port}{INVOCATIONS}", json={}, timeout=60)
+        # The emulator writes its REPORT line after it has answered: a stop sent at once can come first.
+        assert wait_until(lambda: b"REPORT RequestId: " in container.logs(), timeout=30)
         container.stop(timeout=3)
         frames = list(client.api.attach(container.id, stream=True, logs=True, demux=False))
         assert frames

@@ -232,17 +232,20 @@ class _BatchRun:
         locations = BatchLocations.from_outputs(cloud.stack.outputs)
         before = service.stats(include_timeseries=False)["functions"]
         writes_before = cloud.dynamodb_writes()
-        service.set_fault_plan(self._fault_plan())
-        # Samples carry seconds since the service started; the last sample can be seconds stale on a busy
-        # machine, so the origin is taken from the service's own clock (no public accessor exists yet).
-        series_origin = time.monotonic() - service.started_monotonic
+        execution_input = json.dumps(self._input())
         memory_before = resources.memory()
         cpu_before = resources.cpu_seconds(data_plane=cloud.data_plane_pids())
         handler_before = resources.handler_cpu(cloud.handler_cpu_dir)
         requests_before = cloud.data_plane.request_cpu() if cloud.data_plane is not None else {}
         peak = resources.PeakMemory().start(seed=memory_before)
+        # The plan's clock (a neighbour's window, its start) runs from here: set just before the batch starts,
+        # not before the readings above, which take seconds on a loaded machine and ate a 1.5 s window whole.
+        service.set_fault_plan(self._fault_plan())
+        # Samples carry seconds since the service started; the last sample can be seconds stale on a busy
+        # machine, so the origin is taken from the service's own clock (no public accessor exists yet).
+        series_origin = time.monotonic() - service.started_monotonic
         execution_arn = sfn.start_execution(
-            stateMachineArn=locations.state_machine_arn, name=self.batch_id, input=json.dumps(self._input())
+            stateMachineArn=locations.state_machine_arn, name=self.batch_id, input=execution_input
         )["executionArn"]
         started = time.monotonic()
         progress = self.progress

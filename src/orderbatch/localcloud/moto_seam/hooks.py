@@ -57,6 +57,8 @@ CONCERNS: tuple[str, ...] = (
     "task_clients",
     "definitions",
     "definition_support",
+    # The parse itself (a replacement, so innermost): definition_support prepares the text it reads.
+    "parse_trees",
     "errors",
     "error_names",
     # Services other than Step Functions.

@@ -1,30 +1,28 @@
 """moto in server mode, as the local Step Functions, DynamoDB, S3, CloudWatch, SNS and Logs.
 
-moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud
-changes in it, without forking it, lives beside this module, one concern each, and reaches moto only
-through ``moto_seam`` (each module's ``register_hooks()`` registers its listeners; nothing here assigns
-to moto): ``errors`` (its errors'
-codes), ``error_names`` (error names as AWS reads them: strings, ``States.`` ones too),
-``definition_support`` (constructs AWS accepts and moto's grammar lacks, taken out before moto parses and
-kept), ``definitions`` (the definitions CreateStateMachine refuses), ``distributed_map`` (the
-Distributed Map's readers, batches, tolerated failures, Express children and result files),
-``task_clients`` (how Tasks reach services), ``map_state`` (the Map state's limits and memory),
-``histories`` (what a finished execution keeps), ``history_pages`` (GetExecutionHistory's paging and
-order), ``executions`` (StartExecution where moto answers unlike
-AWS), ``express`` (EXPRESS state machines: StartSyncExecution, their executions' limit and logs, what the
-other APIs answer for them), ``jsonpath`` (paths in Jayway's dialect with AWS's result shapes),
+moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud changes
+in it, without forking it, lives beside this module, one concern each, and reaches moto only through
+``moto_seam`` (each module's ``register_hooks()`` registers its listeners; nothing here assigns to moto):
+``errors`` (its errors' codes), ``error_names`` (error names as AWS reads them: strings, ``States.`` ones
+too), ``definition_support`` (constructs AWS accepts and moto's grammar lacks, taken out before moto parses
+and kept), ``parse_trees`` (a definition's syntax tree parsed once, not per execution), ``definitions`` (the
+definitions CreateStateMachine refuses), ``distributed_map`` (the Distributed Map's readers, batches,
+tolerated failures, Express children and result files), ``task_clients`` (how Tasks reach services),
+``map_state`` (the Map state's limits and memory), ``histories`` (what a finished execution keeps),
+``history_pages`` (GetExecutionHistory's paging and order), ``executions`` (StartExecution where moto answers
+unlike AWS), ``express`` (EXPRESS state machines: StartSyncExecution, their executions' limit and logs, what
+the other APIs answer for them), ``jsonpath`` (paths in Jayway's dialect with AWS's result shapes),
 ``intrinsics`` (how ``States.*`` invocations are read and fail), ``assign_literals`` (text in ``Assign``
 decoded from its JSON string), ``preprocessor_scopes`` (each definition read with its own QueryLanguage
-scopes), ``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes), ``service_tasks``
-(service integrations' parameters and results), ``service_errors`` (their error names, and the
-integration patterns not run locally), ``api_gateway_tasks`` (``apigateway:invoke`` to the template's
-HTTP API), ``task_tokens`` (SendTaskFailure's cause), ``activities`` (activity
-Tasks and GetActivityTask), ``shared_inputs`` (the Map's input read by every
-item's ItemSelector without a copy per item), ``worker_threads`` (Task states and Map iterations on
-parked threads), ``redrive`` (RedriveExecution, which moto lacks) and
-``mock_config`` (Step Functions Local's MockConfigFile test cases), ``teststate`` (the TestState API),
-``jsonata`` (JSONata expressions), ``context_object`` (the context object's shapes), ``wait_state``
-(Wait's limits) and ``sync_tracking`` (``.sync`` children followed as AWS's managed rule does).
+scopes), ``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes), ``service_tasks`` (service
+integrations' parameters and results), ``service_errors`` (their error names, and the integration patterns not
+run locally), ``api_gateway_tasks`` (``apigateway:invoke`` to the template's HTTP API), ``task_tokens``
+(SendTaskFailure's cause), ``activities`` (activity Tasks and GetActivityTask), ``shared_inputs`` (the Map's
+input read by every item's ItemSelector without a copy per item), ``worker_threads`` (Task states and Map
+iterations on parked threads), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step
+Functions Local's MockConfigFile test cases), ``teststate`` (the TestState API), ``jsonata`` (JSONata
+expressions), ``context_object`` (the context object's shapes), ``wait_state`` (Wait's limits) and
+``sync_tracking`` (``.sync`` children followed as AWS's managed rule does).
 """
 
 from __future__ import annotations
@@ -53,6 +51,7 @@ from orderbatch.localcloud.stepfunctions import (
     lambda_tasks,
     map_state,
     mock_config,
+    parse_trees,
     preprocessor_scopes,
     redrive,
     service_errors,
@@ -122,6 +121,7 @@ _CONCERN_MODULES: tuple[Any, ...] = (
     errors,
     error_names,
     definition_support,
+    parse_trees,
     definitions,
     task_clients,
     map_state,
