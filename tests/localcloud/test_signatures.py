@@ -114,6 +114,48 @@ def test_a_tampered_body_or_query_no_longer_matches() -> None:
     ]
 
 
+SHAPES = {
+    "dynamodb json": (
+        f"http://{HOST}/",
+        "dynamodb",
+        "POST",
+        b'{"TableName": "t", "Key": {"k": {"S": "\\u00e9"}}}',
+    ),
+    "lambda rest path": (
+        f"http://{HOST}/2015-03-31/functions/orders%3Aprod/invocations?Qualifier=2",
+        "lambda",
+        "POST",
+        b"{}",
+    ),
+    "query with spaces": (f"http://{HOST}/?b=2&a=x%20y&a=1&empty=", "sqs", "POST", b"Action=ListQueues"),
+    "s3 key as sent": (
+        f"http://{HOST}/{BUCKET}/my%20key/%C3%A9t%C3%A9%2Bplus.csv?uploads",
+        "s3",
+        "PUT",
+        b"data",
+    ),
+    "dots in a path": (f"http://{HOST}/a/./b/../c", "execute-api", "GET", b""),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_short_way_decides_every_request_signed_right_and_refuses_a_tampered_one(shape: str) -> None:
+    url, service, method, body = SHAPES[shape]
+    verifier = SignatureVerifier(KEYS.get)
+    request = signed(url, service=service, method=method, body=body, **{"X-Amz-Meta-Note": "  two   spaces "})
+    tampered = {**received(request), "HTTP_X_AMZ_META_NOTE": "two spaces, changed"}
+
+    # botocore's signer (the long way) is not needed for a match...
+    with mock.patch(
+        "orderbatch.localcloud.iam.signatures._ReceivedRequestSigner", side_effect=AssertionError
+    ):
+        assert verifier.check(received(request)) is None
+    # ...and it still decides, and words, a refusal
+    refusal = verifier.check(tampered)
+    assert refusal is not None
+    assert refusal.reason == "mismatch"
+
+
 def test_chunked_and_unsigned_s3_uploads_check_the_seed_signature_only() -> None:
     verifier = SignatureVerifier(KEYS.get)
     chunks = b"5;chunk-signature=" + b"0" * 64 + b"\r\nhello\r\n0;chunk-signature=" + b"0" * 64 + b"\r\n\r\n"

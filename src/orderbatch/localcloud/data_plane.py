@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import secrets
+import socket
 import subprocess
 import sys
 import threading
@@ -46,6 +47,7 @@ WRITES_PATH = "/_orderbatch/dynamodb-writes"
 HEALTH_PATH = "/_orderbatch/health"
 TARGET_PREFIXES = ("DynamoDB_", "DynamoDBStreams_")
 _START_TIMEOUT_SECONDS = 60.0
+_BACKLOG = 128
 # Headers that belong to one hop, or that the main process's own server sets again.
 _NOT_FORWARDED = frozenset({"connection", "keep-alive", "transfer-encoding", "date", "server"})
 
@@ -87,13 +89,23 @@ class DataPlane:
             "unknown_key_hint": unknown_key_hint,
         }
         self.host = host
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "orderbatch.localcloud.data_plane"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env={**os.environ, "ORDERBATCH_DATA_PLANE": json.dumps(arguments)},
-        )
-        self._port: int | None = None
+        # The listening socket is made here and handed down: the endpoint is known at once (the functions'
+        # environments need it), and a request sent before the worker is serving waits in the backlog.
+        listener = socket.create_server((host, 0), backlog=_BACKLOG)
+        self._port: int = listener.getsockname()[1]
+        arguments["listener_fd"] = listener.fileno()
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "orderbatch.localcloud.data_plane"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env={**os.environ, "ORDERBATCH_DATA_PLANE": json.dumps(arguments)},
+                pass_fds=(listener.fileno(),),
+            )
+        finally:
+            # The worker holds its own copy: once it is gone, a caller is refused instead of left waiting.
+            listener.close()
+        self._started = False
         self._local = threading.local()
 
     @property
@@ -101,8 +113,9 @@ class DataPlane:
         return self._process.pid
 
     def wait_started(self, timeout_seconds: float = _START_TIMEOUT_SECONDS) -> None:
-        """Wait for the worker's port (it loads the template and moto: a second or two)."""
-        if self._port is not None:
+        """Wait until the worker serves (it loads the template and moto: a second or two); its failure to
+        start is raised here with the worker's own words."""
+        if self._started:
             return
         assert self._process.stdout is not None
         found: list[str] = []
@@ -111,17 +124,20 @@ class DataPlane:
         reader.join(timeout_seconds)
         line = found[0] if found else ""
         try:
-            self._port = int(json.loads(line)["port"])
+            reported = int(json.loads(line)["port"])
         except (ValueError, KeyError, TypeError) as error:
             self.stop()
             raise DataPlaneError(
                 f"the DynamoDB data plane did not start (exit code {self._process.poll()}): {line!r}"
             ) from error
+        if reported != self._port:
+            self.stop()
+            raise DataPlaneError(f"the DynamoDB data plane serves port {reported}, not {self._port}")
+        self._started = True
 
     @property
     def endpoint(self) -> str:
-        if self._port is None:
-            raise DataPlaneError("the data plane is not started")
+        """Known from the start: requests sent before the worker serves are answered once it does."""
         return f"http://{self.host}:{self._port}"
 
     def forward(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
@@ -181,7 +197,6 @@ class DataPlane:
         """One kept-alive connection per forwarding thread."""
         connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
         if connection is None:
-            assert self._port is not None
             connection = http.client.HTTPConnection(self.host, self._port, timeout=120)
             self._local.connection = connection
         return connection
@@ -312,7 +327,8 @@ def _serve(arguments: Mapping[str, Any]) -> None:
     )
     app = DataPlaneApp(guarded, iam=iam, secret=secret, signatures=signatures)
     # Every request is a short JSON call on a kept-alive loopback connection (lean_wsgi says why).
-    server = LeanWsgiServer(arguments["host"], 0, app)
+    listener = socket.socket(fileno=arguments["listener_fd"])
+    server = LeanWsgiServer(arguments["host"], 0, app, listener=listener)
     threading.Thread(target=server.serve_forever, name="data-plane", daemon=True).start()
     sys.stdout.write(json.dumps({"port": server.server_port}) + "\n")
     sys.stdout.flush()

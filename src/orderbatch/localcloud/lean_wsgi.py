@@ -43,9 +43,15 @@ class MalformedRequestError(Exception):
 class LeanWsgiServer:
     """``serve_forever`` accepts connections and serves each on a daemon thread; ``shutdown`` stops it."""
 
-    def __init__(self, host: str, port: int, app: WsgiApp, *, backlog: int = 128) -> None:
+    def __init__(
+        self, host: str, port: int, app: WsgiApp, *, backlog: int = 128, listener: socket.socket | None = None
+    ) -> None:
+        """``listener``: a socket already listening (handed down by a parent process) instead of a new one
+        on ``host``:``port``."""
         self._app = app
-        self._listener = socket.create_server((host, port), backlog=backlog)
+        if listener is None:
+            listener = socket.create_server((host, port), backlog=backlog)
+        self._listener = listener
         self.server_address: tuple[str, int] = self._listener.getsockname()[:2]
         self.server_port = self.server_address[1]
         self._closing = threading.Event()
