@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.localcloud.cloud import LocalCloud
+from orderbatch.localcloud.data_plane import DataPlane
 from orderbatch.project import default_template
 
 
@@ -149,3 +150,20 @@ def test_without_a_data_plane_process_dynamodb_is_served_in_process_with_the_sam
     assert requests["PutItem"] >= 1
     assert requests["TransactWriteItems"] == 1
     assert units["TransactWriteItems"] == 4
+
+
+def test_a_data_plane_whose_local_cloud_died_while_it_started_exits_without_a_word(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    # Given a data plane still loading when its local cloud's process ends (a start that failed, such as
+    # a retired runtime, in a command that exits at once): its standard input and output close
+    plane = DataPlane(default_template(), parameter_overrides={}, enforce_iam=True)
+    worker = plane._process  # what the dead process held: the worker's pipes
+    assert worker.stdout is not None
+    assert worker.stdin is not None
+    worker.stdout.close()
+    worker.stdin.close()
+
+    # Then it ends cleanly, and says nothing that would bury the failure the user must read
+    assert worker.wait(timeout=120) == 0
+    assert capfd.readouterr().err == ""

@@ -330,8 +330,8 @@ def _serve(arguments: Mapping[str, Any]) -> None:
     listener = socket.socket(fileno=arguments["listener_fd"])
     server = LeanWsgiServer(arguments["host"], 0, app, listener=listener)
     threading.Thread(target=server.serve_forever, name="data-plane", daemon=True).start()
-    sys.stdout.write(json.dumps({"port": server.server_port}) + "\n")
-    sys.stdout.flush()
+    if not _report({"port": server.server_port}):
+        return  # the local cloud stopped before we served (its own start failed): nothing to say
     # The local cloud holds our standard input: when it closes (a stop, or the local cloud's death), go.
     sys.stdin.buffer.read()
     server.shutdown()
@@ -344,10 +344,22 @@ def main() -> int:
     try:
         _serve(arguments)
     except Exception as error:  # reported on the line the local cloud reads, instead of a port
-        sys.stdout.write(json.dumps({"error": f"{type(error).__name__}: {error}"}) + "\n")
-        sys.stdout.flush()
+        _report({"error": f"{type(error).__name__}: {error}"})
         return 1
     return 0
+
+
+def _report(line: Mapping[str, Any]) -> bool:
+    """Writes the line the local cloud reads; False if it no longer listens (it stopped during our start)."""
+    try:
+        sys.stdout.write(json.dumps(line) + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):  # ValueError: the stream is closed
+        # What is still buffered would fail again, loudly, when the interpreter flushes it at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return False
+    return True
 
 
 if __name__ == "__main__":
