@@ -13,7 +13,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LOCAL_ROLE_ARN, LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.deployment import LOCAL_ROLE_ARN
 from orderbatch.localcloud.stepfunctions.definition_support import prepare_definition
 
 pytestmark = pytest.mark.e2e

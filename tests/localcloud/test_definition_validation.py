@@ -24,7 +24,8 @@ from botocore.exceptions import ClientError
 
 from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LOCAL_ROLE_ARN, LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.deployment import LOCAL_ROLE_ARN
 from orderbatch.localcloud.stack import TemplateError
 
 pytestmark = pytest.mark.e2e

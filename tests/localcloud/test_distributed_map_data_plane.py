@@ -23,7 +23,8 @@ from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.audit import BatchLocations
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LOCAL_ROLE_ARN, LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.deployment import LOCAL_ROLE_ARN
 from orderbatch.localcloud.stepfunctions import distributed_map as data_plane
 from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
 

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LOCAL_ROLE_ARN, LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from orderbatch.localcloud.deployment import LOCAL_ROLE_ARN
 
 pytestmark = pytest.mark.e2e
 

@@ -450,7 +450,7 @@ def comparable(outcome: Outcome, case: Case | None = None) -> Outcome:
             value = apply_snapshot_transformers(value, field, regex, case.jsonpath_transformers)
         return canonical(value, field)
 
-    from orderbatch.localcloud.cloud import LOCAL_ROLE_ARN
+    from orderbatch.localcloud.deployment import LOCAL_ROLE_ARN
 
     # The recordings' state machines ran as a role that LocalStack's fixtures always name "snf_role_arn"
     # (some tests add the transformer themselves, the others through their fixtures); locally they run as

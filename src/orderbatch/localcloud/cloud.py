@@ -29,13 +29,13 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
-from botocore.exceptions import ClientError
 from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.test import Client as WerkzeugClient
 
 from orderbatch.localcloud import data_plane, event_targets
 from orderbatch.localcloud.api_integrations import ActionOutcome
 from orderbatch.localcloud.data_plane import DataPlane
+from orderbatch.localcloud.deployment import StackDeployer, parse_ahead
 from orderbatch.localcloud.dynamodb import TableLocks, WriteCounter
 from orderbatch.localcloud.dynamodb_service import DynamoDBApp
 from orderbatch.localcloud.event_sources import QueuePollers
@@ -57,7 +57,7 @@ from orderbatch.localcloud.readiness import (
     still_deploying_answer,
 )
 from orderbatch.localcloud.runtime_shim import HANDLER_CPU_VARIABLE
-from orderbatch.localcloud.stack import LocalStack, TemplateError, load_stack
+from orderbatch.localcloud.stack import LocalStack, load_stack
 from orderbatch.localcloud.stepfunctions import (
     DEFAULT_MAX_EVENTS_IN_MEMORY,
     HistoryStore,
@@ -83,7 +83,6 @@ UNKNOWN_KEY_HINT = (
 # Lambda sends its CloudWatch metrics at one-minute resolution; publishing every second made moto's metric
 # store grow by some 30 datums a second for as long as functions ran.
 METRICS_INTERVAL_SECONDS = 60.0
-LOCAL_ROLE_ARN = "arn:aws:iam::123456789012:role/orderbatch-local"
 # No X-Ray daemon runs locally; Powertools' Tracer would otherwise try to reach one.
 LOCAL_FUNCTION_ENVIRONMENT = {"POWERTOOLS_TRACE_DISABLED": "true"}
 
@@ -188,7 +187,6 @@ class LocalCloud:
         self._deployed = threading.Event()
         self._sigterm_before: Any = None
         self._event_clients: dict[str, Any] = {}
-        self._deploy_clients: dict[str, Any] = {}
         self._queue_pollers: QueuePollers | None = None
         self._moto_port_before: str | None = None
         self._event_client_lock = threading.Lock()
@@ -302,18 +300,19 @@ class LocalCloud:
         )
         self._thread.start()
         # While the data plane still loads on the other core: the parse CreateStateMachine will need.
-        self._parse_definitions()
+        parse_ahead(self.stack, self.config.definition_transform)
         if self.data_plane is not None:
             self.data_plane.wait_started()
         self._deploy()
         # Lambda publishes its metrics per minute; flush_metrics() publishes at once for a reader in a hurry.
+        cloudwatch = self._deployer_client("cloudwatch")
         self._metrics = MetricsPublisher(
-            self.lambda_service, self._deployer("cloudwatch"), interval_seconds=METRICS_INTERVAL_SECONDS
+            self.lambda_service, cloudwatch, interval_seconds=METRICS_INTERVAL_SECONDS
         )
         self._metrics.start()
         self._queue_pollers = QueuePollers(
             self.stack.queue_mappings,
-            self._deployer("sqs") if self.stack.queue_mappings else None,
+            self._deployer_client("sqs") if self.stack.queue_mappings else None,
             in_process.invoke,
             self.stack.region,
         )
@@ -426,14 +425,6 @@ class LocalCloud:
             if service not in self._event_clients:
                 self._event_clients[service] = self._deployer_client(service)
             return self._event_clients[service]
-
-    def _deployer(self, service: str) -> Any:
-        """The deployer's client of a service, made on first use: a service the stack does not use costs
-        no client (the first of each in a process loads botocore's model of it, 0.05-0.25 s)."""
-        client = self._deploy_clients.get(service)
-        if client is None:
-            client = self._deploy_clients[service] = self._deployer_client(service)
-        return client
 
     def _deployer_client(self, service: str) -> Any:
         return boto3.client(
@@ -575,111 +566,11 @@ class LocalCloud:
 
     # ------------------------------------------------------------------ deployment
     def _deploy(self) -> None:
-        deployer = self._deployer
-        for table in self.stack.tables:
-            arguments: dict[str, Any] = {
-                "TableName": table.name,
-                "KeySchema": table.key_schema,
-                "AttributeDefinitions": table.attribute_definitions,
-                "BillingMode": "PAY_PER_REQUEST",
-            }
-            if table.global_secondary_indexes:
-                arguments["GlobalSecondaryIndexes"] = table.global_secondary_indexes
-            deployer("dynamodb").create_table(**arguments)
-            if table.ttl_attribute:
-                deployer("dynamodb").update_time_to_live(
-                    TableName=table.name,
-                    TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
-                )
-        for bucket in self.stack.buckets.values():
-            deployer("s3").create_bucket(Bucket=bucket)
-        for topic in self.stack.topics.values():
-            deployer("sns").create_topic(Name=topic)
-        # A dead-letter queue must exist before the queue whose RedrivePolicy names it, as CloudFormation
-        # orders them by that GetAtt.
-        for queue in sorted(self.stack.queues, key=lambda queue: "RedrivePolicy" in queue.attributes):
-            deployer("sqs").create_queue(QueueName=queue.name, Attributes=queue.attributes)
-        for subscription in self.stack.subscriptions:
-            deployer("sns").subscribe(
-                TopicArn=subscription.topic_arn,
-                Protocol=subscription.protocol,
-                Endpoint=subscription.endpoint,
-                Attributes=subscription.attributes,
-            )
-        for group in self.stack.log_groups.values():
-            deployer("logs").create_log_group(logGroupName=group)
-        self._create_event_rules()
-        self._create_state_machines()
-        self._create_alarms()
+        role_of = self.iam.state_machine_role_arn if self.iam else None
+        StackDeployer(self.stack, self._deployer_client, role_of, self.config.definition_transform).deploy()
         for logical_id, path in self.config.seed_files.items():
             if any(table.logical_id == logical_id for table in self.stack.tables):
                 self.seed_table(logical_id, path)
-
-    def _create_state_machines(self) -> None:
-        for activity in self.stack.activities.values():  # a Task's Resource may be one of them
-            self._deployer("stepfunctions").create_activity(name=activity)
-        for machine in self.stack.state_machines:
-            definition = machine.definition
-            if self.config.definition_transform is not None:
-                transformed = self.config.definition_transform(machine.logical_id, json.loads(definition))
-                definition = json.dumps(transformed)
-            # The template's role when IAM is enforced: the interpreter hands it to every Task's client.
-            role_arn = (self.iam.state_machine_role_arn(machine.name) if self.iam else None) or LOCAL_ROLE_ARN
-            try:
-                self._deployer("stepfunctions").create_state_machine(
-                    name=machine.name,
-                    definition=definition,
-                    roleArn=role_arn,
-                    type=machine.type,
-                    **({"loggingConfiguration": machine.logging} if machine.logging else {}),
-                )
-            except ClientError as error:
-                # As CloudFormation's CREATE_FAILED would: which resource, and the service's own words.
-                if error.response["Error"]["Code"] != "InvalidDefinition":
-                    raise
-                raise TemplateError(f"{machine.logical_id}: {error.response['Error']['Message']}") from error
-
-    def _parse_definitions(self) -> None:
-        """Parse each state machine's definition once ahead (``parse_trees`` keeps the syntax tree), so
-        that CreateStateMachine finds it parsed. A definition that does not parse is refused there."""
-        from orderbatch.localcloud.moto_seam.stepfunctions import AmazonStateLanguageParser
-
-        if self.config.definition_transform is not None:
-            return
-        for machine in self.stack.state_machines:
-            with contextlib.suppress(Exception):
-                AmazonStateLanguageParser.parse(machine.definition)
-
-    def _create_event_rules(self) -> None:
-        for bus in self.stack.event_buses.values():
-            self._deployer("events").create_event_bus(Name=bus)
-        for rule in self.stack.event_rules:
-            arguments: dict[str, Any] = {"Name": rule.name, "EventBusName": rule.event_bus}
-            if rule.event_pattern:
-                arguments["EventPattern"] = rule.event_pattern
-            if rule.schedule:
-                arguments["ScheduleExpression"] = rule.schedule
-            self._deployer("events").put_rule(**arguments)
-            if rule.targets:
-                self._deployer("events").put_targets(
-                    Rule=rule.name, EventBusName=rule.event_bus, Targets=rule.targets
-                )
-            # moto delivers a rule's events to SQS queues, log groups and other buses only.
-            for target in rule.targets:
-                service = str(target.get("Arn", "")).split(":")[2:3]
-                if service and service[0] not in ("sqs", "logs", "events"):
-                    self.stack.not_honoured.append(
-                        f"{rule.logical_id}: events are not delivered to {service[0]} targets locally"
-                    )
-
-    def _create_alarms(self) -> None:
-        for logical_id, props in self.stack.alarms.items():
-            arguments = {key: value for key, value in props.items() if value is not None}
-            arguments.setdefault("AlarmName", f"{self.stack.stack_name}-{logical_id}")
-            try:
-                self._deployer("cloudwatch").put_metric_alarm(**arguments)
-            except Exception as error:
-                self.stack.not_honoured.append(f"{logical_id}: alarm not created locally ({error})")
 
     def seed_table(self, logical_id: str, path: Path) -> int:
         items = json.loads(path.read_text(), parse_float=Decimal)
