@@ -57,8 +57,9 @@ class DynamoDBApp:
     """A WSGI app for DynamoDB (`X-Amz-Target: DynamoDB_20120810.<Operation>`) on moto's backend.
 
     `fallback` (moto's own WSGI app) answers whatever this app does not handle itself: other services,
-    operations DynamoHandler has no method for, compressed or chunked bodies, CORS requests, unsigned
-    requests, moto's IAM authentication or request recorder when they are switched on.
+    operations DynamoHandler has no method for, compressed or chunked bodies, CORS requests, a body naming
+    an AWSAccessKeyId without a signature moto reads, moto's IAM authentication or request recorder when
+    they are switched on.
     """
 
     def __init__(self, fallback: WsgiApp) -> None:
@@ -98,8 +99,13 @@ class DynamoDBApp:
             or "HTTP_ORIGIN" in environ
             or environ.get("PATH_INFO", "/") != "/"
             or environ.get("QUERY_STRING")
-            # moto's setup_class reads the access key from the query string when the signature has none.
-            or not _signed_access_key(environ.get("HTTP_AUTHORIZATION", ""))
+            # Without an access key moto can read in the signature (the SDKs' usual "testing" is not one),
+            # moto takes AWSAccessKeyId from the form it parses the body into, else "AKIAEXAMPLE" (as
+            # _handler's get_access_key does): only a body that names one goes moto's way.
+            or (
+                not _signed_access_key(environ.get("HTTP_AUTHORIZATION", ""))
+                and b"AWSAccessKeyId" in _read_body(environ)
+            )
             or recorder._user_enabled
             # moto authenticates calls once INITIAL_NO_AUTH_ACTION_COUNT is set (infinite by default).
             or math.inf != settings.INITIAL_NO_AUTH_ACTION_COUNT
