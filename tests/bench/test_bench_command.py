@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from orderbatch.bench.engine import compare_engines, measure
+from orderbatch.bench.report import engine_notes
 from orderbatch.cli import main
 
 pytestmark = pytest.mark.e2e
@@ -31,7 +33,8 @@ SCENARIO_FIGURES = {
 }
 
 
-# With the engine probe, about 2 minutes on two idle cores, and more when the cores are shared.
+# About a minute on two idle cores, more when they are shared. The engine probe (three processes of their
+# own, each a local cloud) is measured apart, below.
 @pytest.mark.timeout(420)
 def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -46,7 +49,7 @@ def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
             "--work", "0.05",
             "--scenarios", "tuned", "oversubscribed",
             "--orchestrators", "stepfunctions",
-            "--engine-items", "20",
+            "--engine-items", "0",
             "--json", str(json_path),
             "--html", str(html_path),
         ]
@@ -105,10 +108,8 @@ def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
     assert oversubscribed["max_concurrency"] == 6
     assert oversubscribed["lambda"]["throttles"] > 0, "a Map of 3x the quota was never throttled"
     assert oversubscribed["lambda"]["throttled_task_events"] == oversubscribed["lambda"]["throttles"]
-    engine = document["engine"]
-    assert engine["local_cloud"]["tasks_per_second"] > 0
-    assert engine["moto_alone"]["tasks_per_second"] > 0
-    assert engine["app_handlers"]["tasks"] >= 4 * engine["app_handlers"]["orders"]
+    assert document["engine"] is None
+    assert "engine:" not in printed
 
     page = html_path.read_text()
     summary = page.split('<table id="summary"', 1)[1].split("</table>", 1)[0]
@@ -197,3 +198,29 @@ def test_a_repeated_noisy_neighbour_run_counts_orders_failed_by_throttling_over_
         assert batch["status"] == "SUCCEEDED"
         assert batch["failed"] == batch["final_records"].get("FAILED", 0)
     assert "over 2 batch(es)" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(120)
+def test_one_engine_measurement_times_its_items_after_a_warm_up() -> None:
+    # In this process: the probe's own runs each take a fresh one (the slow test below)
+    measured = measure("patched", items=8, max_concurrency=2, timeout_seconds=90)
+
+    assert (measured["interpreter"], measured["items"], measured["max_concurrency"]) == ("patched", 8, 2)
+    assert measured["seconds"] > 0
+    assert measured["tasks_per_second"] == pytest.approx(8 / measured["seconds"], rel=0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_the_engine_probe_compares_the_local_cloud_with_moto_alone_and_the_app_handlers() -> None:
+    engine = compare_engines(20)
+
+    assert engine["local_cloud"]["tasks_per_second"] > 0
+    assert engine["moto_alone"]["tasks_per_second"] > 0
+    assert engine["ratio"] == pytest.approx(
+        engine["local_cloud"]["tasks_per_second"] / engine["moto_alone"]["tasks_per_second"], abs=0.01
+    )
+    assert engine["app_handlers"]["tasks"] >= 4 * engine["app_handlers"]["orders"]
+    notes = engine_notes({"engine": engine})
+    assert notes[0].startswith("engine: local cloud ")
+    assert notes[1].startswith("engine, the app's real handlers: ")
