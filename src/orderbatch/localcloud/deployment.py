@@ -147,11 +147,13 @@ class StackDeployer:
 def parse_ahead(stack: LocalStack, definition_transform: DefinitionTransform | None) -> None:
     """Parse each state machine's definition once ahead (``stepfunctions.parse_trees`` keeps the syntax
     tree), so that CreateStateMachine finds it parsed. A definition that does not parse is refused there,
-    in the deployment, as AWS refuses it."""
+    in the deployment, as AWS refuses it. Only as many as are kept: with more, the first would be forgotten
+    before CreateStateMachine reads them, and every definition parsed twice."""
     from orderbatch.localcloud.moto_seam.stepfunctions import AmazonStateLanguageParser
+    from orderbatch.localcloud.stepfunctions.parse_trees import PARSE_TREES_KEPT
 
     if definition_transform is not None:
         return
-    for machine in stack.state_machines:
+    for machine in stack.state_machines[:PARSE_TREES_KEPT]:
         with contextlib.suppress(Exception):
             AmazonStateLanguageParser.parse(machine.definition)
