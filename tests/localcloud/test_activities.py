@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
@@ -92,6 +93,26 @@ def test_a_worker_takes_the_task_and_answers_it(sfn: Any) -> None:
     ]
     started = sfn.get_execution_history(executionArn=execution)["events"][3]
     assert started["activityStartedEventDetails"] == {"workerName": "worker-1"}
+
+
+def test_a_heartbeat_before_the_timer_is_armed_or_without_one_is_taken_as_aws_takes_it(sfn: Any) -> None:
+    # Given a worker that heartbeats as soon as it has the task. Without HeartbeatSeconds no timer is ever
+    # armed; with it, the execution's thread arms it only after the worker took the task, and under load
+    # a worker got there first: moto answered InvalidToken both times, AWS takes both.
+    activity, machine = machine_with_activity(sfn, "heartbeat-unarmed", {})
+    execution = sfn.start_execution(stateMachineArn=machine, input="{}")["executionArn"]
+    task = sfn.get_activity_task(activityArn=activity, workerName="eager")
+
+    sfn.send_task_heartbeat(taskToken=task["taskToken"])
+    sfn.send_task_success(taskToken=task["taskToken"], output='{"ok": true}')
+    wait_for_execution(sfn, execution, timeout=20, poll_seconds=0.1)
+
+    described = sfn.describe_execution(executionArn=execution)
+    assert (described["status"], json.loads(described["output"])) == ("SUCCEEDED", {"ok": True})
+    # A token no running Task waits on is still refused, as AWS refuses it
+    with pytest.raises(ClientError) as refused:
+        sfn.send_task_heartbeat(taskToken=task["taskToken"])
+    assert refused.value.response["Error"]["Code"] in ("InvalidToken", "TaskDoesNotExist", "TaskTimedOut")
 
 
 def test_a_worker_that_fails_the_task_fails_the_execution_with_its_error(sfn: Any) -> None:

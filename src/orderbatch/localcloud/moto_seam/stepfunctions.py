@@ -363,6 +363,7 @@ from moto.stepfunctions.parser.asl.eval.callback.callback import (
 from moto.stepfunctions.parser.asl.eval.callback.callback import (
     ActivityTaskStartEndpoint as ActivityTaskStartEndpoint,
 )
+from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint as CallbackEndpoint
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackPoolManager as CallbackPoolManager
 from moto.stepfunctions.parser.asl.eval.environment import Environment as Environment
 from moto.stepfunctions.parser.asl.eval.evaluation_details import AWSExecutionDetails as AWSExecutionDetails

@@ -1,8 +1,14 @@
-"""SendTaskFailure as AWS takes it: with its ``cause``.
+"""SendTaskFailure and SendTaskHeartbeat as AWS takes them.
 
-moto's handler reads only ``taskToken`` and ``error`` and drops ``cause``, so a ``.waitForTaskToken`` Task
-failed by its worker with an error and a cause recorded the error alone (TaskFailed, ExecutionFailed,
-DescribeExecution's ``cause`` absent) and a Catch saw ``"Cause": ""``.
+- SendTaskFailure with its ``cause``: moto's handler reads only ``taskToken`` and ``error`` and drops
+  ``cause``, so a ``.waitForTaskToken`` Task failed by its worker with an error and a cause recorded the
+  error alone (TaskFailed, ExecutionFailed, DescribeExecution's ``cause`` absent) and a Catch saw
+  ``"Cause": ""``.
+- SendTaskHeartbeat for any token a running Task waits on: moto accepts a heartbeat only once the
+  execution's thread has armed the state's heartbeat timer, which it does after the worker took the task.
+  A worker that heartbeats at once (GetActivityTask, then SendTaskHeartbeat) could get there first and
+  was answered ``InvalidToken``, and a Task without ``HeartbeatSeconds`` always was. AWS accepts both.
+  A heartbeat before the timer is armed has nothing to reset: the timer starts when it is armed.
 """
 
 from __future__ import annotations
@@ -12,9 +18,14 @@ from typing import Any
 
 def register_hooks() -> None:
     from orderbatch.localcloud.moto_seam import hooks
-    from orderbatch.localcloud.moto_seam.stepfunctions import StepFunctionResponse
+    from orderbatch.localcloud.moto_seam.stepfunctions import CallbackEndpoint, StepFunctionResponse
 
     hooks.replace(StepFunctionResponse, "send_task_failure", _send_task_failure, concern="task_tokens")
+
+    @hooks.around(CallbackEndpoint, "notify_heartbeat", concern="task_tokens")
+    def notify_heartbeat(proceed: Any, self: Any) -> bool:
+        proceed(self)
+        return True  # the token is known (its endpoint is in a running execution's pool)
 
 
 def _send_task_failure(self: Any) -> Any:
