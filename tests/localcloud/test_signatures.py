@@ -139,18 +139,13 @@ SHAPES = {
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_the_short_way_decides_every_request_signed_right_and_refuses_a_tampered_one(shape: str) -> None:
+def test_every_request_shape_signed_right_verifies_and_a_tampered_header_does_not(shape: str) -> None:
     url, service, method, body = SHAPES[shape]
     verifier = SignatureVerifier(KEYS.get)
     request = signed(url, service=service, method=method, body=body, **{"X-Amz-Meta-Note": "  two   spaces "})
     tampered = {**received(request), "HTTP_X_AMZ_META_NOTE": "two spaces, changed"}
 
-    # botocore's signer (the long way) is not needed for a match...
-    with mock.patch(
-        "orderbatch.localcloud.iam.signatures._ReceivedRequestSigner", side_effect=AssertionError
-    ):
-        assert verifier.check(received(request)) is None
-    # ...and it still decides, and words, a refusal
+    assert verifier.check(received(request)) is None
     refusal = verifier.check(tampered)
     assert refusal is not None
     assert refusal.reason == "mismatch"
