@@ -104,6 +104,24 @@ class Driven:
         return state
 
 
+def never_invoked(name: str, *_: object) -> Any:
+    raise AssertionError(f"nothing is invoked here: {name}")
+
+
+@contextmanager
+def executions_without_sweeper(resolve: Any = never_invoked) -> Iterator[DurableExecutions]:
+    """Durable executions on a fresh executor whose sweeper is stopped, so that a test drives every sweep
+    and wake-up itself; nothing may be invoked. Closed afterwards."""
+    executions = DurableExecutions(
+        resolve=resolve, run_invocation=never_invoked, region="us-east-1", account_id="123456789012"
+    )
+    executions.executor._sweeper_stop.set()
+    try:
+        yield executions
+    finally:
+        executions.close()
+
+
 @contextmanager
 def driven_execution() -> Iterator[Driven]:
     """One execution of ORCHESTRATOR on a fresh executor whose sweeper is stopped (not part of these
@@ -113,17 +131,8 @@ def driven_execution() -> Iterator[Driven]:
         durable = {"ExecutionTimeout": 600} if name.startswith(ORCHESTRATOR) else None
         return FunctionSpec(name.split(":")[0], "handler.run", Path("."), durable_config=durable)
 
-    def never(name: str, *_: object) -> Any:
-        raise AssertionError(f"nothing is invoked here: {name}")
-
-    executions = DurableExecutions(
-        resolve=resolve, run_invocation=never, region="us-east-1", account_id="123456789012"
-    )
-    executions.executor._sweeper_stop.set()
-    try:
+    with executions_without_sweeper(resolve) as executions:
         yield Driven(executions)
-    finally:
-        executions.close()
 
 
 def runtime_exit() -> ErrorObject:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from aws_durable_execution_sdk_python_testing.worker.status import InvocationState
+from durable_driving import executions_without_sweeper
 
-from orderbatch.localcloud.lambda_service.durable import DurableExecutions
 from orderbatch.localcloud.lambda_service.durable_executor import STALL_SWEEPS
 
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:F:$LATEST/durable-execution/n/1"
@@ -22,18 +22,9 @@ ARN = "arn:aws:lambda:us-east-1:123456789012:function:F:$LATEST/durable-executio
 
 @pytest.fixture
 def executor() -> Iterator[Any]:
-    def never(name: str, *_: object) -> Any:
-        raise AssertionError(f"nothing is invoked here: {name}")
-
-    executions = DurableExecutions(
-        resolve=never, run_invocation=never, region="us-east-1", account_id="123456789012"
-    )
     # The tests look themselves, one sweep at a time.
-    executions.executor._sweeper_stop.set()
-    try:
+    with executions_without_sweeper() as executions:
         yield executions.executor
-    finally:
-        executions.close()
 
 
 def eventually(predicate: Any, seconds: float = 5.0) -> bool:
