@@ -7,6 +7,7 @@ when the table lock is taken away.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ import boto3
 import pytest
 from werkzeug.serving import WSGIRequestHandler, make_server
 
+from orderbatch.faults.dynamodb_wire import DynamoDBWireClient
 from orderbatch.faults.linearizability import (
     CONDITION_FAILED,
     FAIL,
@@ -350,33 +352,70 @@ def test_the_same_workload_in_the_same_process_with_the_lock_is_linearizable() -
     assert summary.ok, summary.render()
 
 
-def test_what_the_client_sees_is_what_the_model_answers(local_cloud: tuple[LocalCloud, str]) -> None:
+@pytest.mark.parametrize("kind", ["boto3", "wire"])
+def test_what_the_client_sees_is_what_the_model_answers(
+    local_cloud: tuple[LocalCloud, str], kind: str
+) -> None:
+    """boto3's client and the workloads' own wire client see the same answers, the model's."""
     cloud, table = local_cloud
     target = Target(cloud.endpoint, table, cloud.stack.region)
-    client = target.client()
+    client = target.client() if kind == "boto3" else target.wire_client()
     state: dict[str, dict[str, Any]] = {}
+    prefix = f"m-{kind}"
     requests = [
-        Request("put_new", "m-k", owner="a"),
-        Request("put_new", "m-k", owner="b"),
-        Request("add_if_version", "m-k", version=1, amount=4),
-        Request("add", "m-n", amount=2),
-        Request("put_if_version", "m-k", version=2, amount=9, owner="c"),
+        Request("put_new", f"{prefix}-k", owner="a"),
+        Request("put_new", f"{prefix}-k", owner="b"),
+        Request("add_if_version", f"{prefix}-k", version=1, amount=4),
+        Request("add", f"{prefix}-n", amount=2),
+        Request("put_if_version", f"{prefix}-k", version=2, amount=9, owner="c"),
         Request(
             "transact",
-            parts=(Request("check_version", "m-k", version=3), Request("add_if_exists", "m-n", amount=1)),
+            parts=(
+                Request("check_version", f"{prefix}-k", version=3),
+                Request("add_if_exists", f"{prefix}-n", amount=1),
+            ),
         ),
         Request(
             "transact",
-            parts=(Request("check_version", "m-k", version=1), Request("put_new", "m-o", owner="d")),
+            parts=(
+                Request("check_version", f"{prefix}-k", version=1),
+                Request("put_new", f"{prefix}-o", owner="d"),
+            ),
         ),
-        Request("delete_if_version", "m-k", version=9),
-        Request("delete", "m-n"),
-        Request("get", "m-k"),
-        Request("query", "m-n"),
+        Request("delete_if_version", f"{prefix}-k", version=9),
+        Request("delete", f"{prefix}-n"),
+        Request("get", f"{prefix}-k"),
+        Request("query", f"{prefix}-n"),
     ]
     for request in requests:
         state, expected = apply(state, request)
         assert send(client, table, request) == expected, request.describe()
+
+
+def test_a_call_without_an_answer_is_indeterminate_as_botos_would_be() -> None:
+    """No listener, or a listener that never answers: the outcome is INFO (it may have applied)."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    refused_port = closed.getsockname()[1]
+    closed.close()
+    try:
+        for port, error in (
+            (silent.getsockname()[1], "ReadTimeoutError"),
+            (refused_port, "EndpointConnectionError"),
+        ):
+            client = DynamoDBWireClient(
+                f"http://127.0.0.1:{port}",
+                region="us-east-1",
+                access_key="k",
+                secret_key="s",
+                read_timeout=0.2,
+            )
+            assert send(client, "t", Request("get", "k")) == Outcome(INFO, error)
+    finally:
+        silent.close()
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """The workload that records linearizability histories against a running DynamoDB, and the runs of it.
 
-Clients (threads, and optionally processes each with boto3 clients of their own) race on a few hot keys
+Clients (threads, and optionally processes each with clients of their own) race on a few hot keys
 of one table with random requests from a seeded ``random.Random``; every call is recorded as an
 ``Operation`` of ``linearizability``'s history and every history is checked. Two properties are also
 asserted directly: one winner per contended ``attribute_not_exists`` put, and a counter equal to the
@@ -28,6 +28,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from orderbatch.faults.dynamodb_wire import DynamoDBWireClient
 from orderbatch.faults.linearizability import (
     CONDITION_FAILED,
     FAIL,
@@ -98,6 +99,17 @@ class Target:
                 max_pool_connections=4,
             ),
             **DUMMY_CREDENTIALS,
+        )
+
+    def wire_client(self) -> DynamoDBWireClient:
+        """The same calls as ``client()``'s for a fraction of its CPU: what the workloads' threads use, so
+        that the machine's cores go to the store under test."""
+        return DynamoDBWireClient(
+            self.endpoint,
+            region=self.region,
+            access_key=DUMMY_CREDENTIALS["aws_access_key_id"],
+            secret_key=DUMMY_CREDENTIALS["aws_secret_access_key"],
+            read_timeout=_READ_TIMEOUT_SECONDS,
         )
 
 
@@ -282,13 +294,12 @@ class RandomClient:
 
 
 class ClientGroup:
-    """Named clients, each a thread with a boto3 client of its own, kept for every history they run."""
+    """Named clients, each a thread with a client of its own, kept for every history they run."""
 
     def __init__(self, target: Target, names: Sequence[str]) -> None:
         self.target = target
         self.names = list(names)
-        # Built here, one after another: boto3 builds clients unsafely from several threads at once.
-        self.clients = [target.client() for _ in self.names]
+        self.clients = [target.wire_client() for _ in self.names]
 
     def run_history(self, keys: Sequence[str], operations_each: int, seed: int) -> list[Operation]:
         """Every client makes ``operations_each`` random calls on ``keys`` at once; their history."""
@@ -507,7 +518,7 @@ def _racing_adds(target: Target, key: str, clients: int, adds_each: int, seed: i
 def _racing(target: Target, requests: Sequence[Request], clients: int | None = None) -> list[Operation]:
     """``requests`` sent by ``clients`` threads at once (one request each by default)."""
     clients = clients or len(requests)
-    made = [target.client() for _ in range(clients)]
+    made = [target.wire_client() for _ in range(clients)]
     history: list[Operation] = []
     lock = threading.Lock()
     start = threading.Barrier(clients)

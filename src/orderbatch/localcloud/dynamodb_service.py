@@ -22,6 +22,7 @@ the tree before it resolves names and values into it) and the tokenising of a co
 from __future__ import annotations
 
 import functools
+import json
 import math
 import threading
 import types
@@ -236,10 +237,11 @@ def _signed_access_key(authorization: str) -> bool:
 
 # ---------------------------------------------------------------------- caches hooked into moto
 def register_hooks() -> None:
-    """The three caches below, registered on moto's classes and modules (install_request_caches)."""
+    """The caches below and JSON errors without their XML, registered on moto (install_request_caches)."""
     _register_method_names_cache()
     _register_update_expression_cache()
     _register_condition_lexing_cache()
+    _register_json_errors_without_xml()
 
 
 def _register_method_names_cache() -> None:
@@ -312,3 +314,25 @@ def _register_condition_lexing_cache() -> None:
         if type(self) is not ConditionExpressionParser or not isinstance(self.condition_expression, str):
             return proceed(self)
         return deque(token._replace(children=[]) for token in tokens_of(proceed, self.condition_expression))
+
+
+def _register_json_errors_without_xml() -> None:
+    """A JSON protocol error renders its JSON body only.
+
+    moto's ``JsonRESTError`` first renders the XML body of its base class with xmltodict, then replaces it
+    with the JSON one. A refused condition is an everyday answer (most conditional writes under a race
+    end in one), and the XML took about 0.17 ms of CPU per error, 9 % of a data plane request.
+    """
+    from werkzeug.exceptions import HTTPException
+
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.services import JsonRESTError
+
+    def json_only(self: Any, error_type: str, message: str, _: str = "", **__: Any) -> None:
+        HTTPException.__init__(self)
+        self.error_type = error_type
+        self.message = message
+        self.description = json.dumps({"__type": error_type, "message": message})
+        self.content_type = "application/json"
+
+    hooks.replace(JsonRESTError, "__init__", json_only, concern="dynamodb")

@@ -18,6 +18,7 @@ from moto import mock_aws as mock_aws
 from moto import settings as settings
 from moto.core.common_models import BaseModel as BaseModel
 from moto.core.config import default_user_config as default_user_config
+from moto.core.exceptions import JsonRESTError as JsonRESTError
 from moto.core.model_instances import model_data as model_data
 from moto.core.parse import PROTOCOL_PARSERS as PROTOCOL_PARSERS
 from moto.core.request import EnvironHeaders as EnvironHeaders
@@ -63,6 +64,7 @@ __all__ = [
     "EventTemplateParser",
     "IAMPolicy",
     "Item",
+    "JsonRESTError",
     "MotoRequestHandler",
     "PermissionResult",
     "Request",
