@@ -25,6 +25,8 @@ from moto.core.request import EnvironHeaders as EnvironHeaders
 from moto.core.request import Request as Request
 from moto.core.responses import BaseResponse as BaseResponse
 from moto.core.routing import get_service_router as get_service_router
+from moto.core.serialize import AttributePicker as AttributePicker
+from moto.core.utils import MISSING as MISSING
 from moto.core.utils import camelcase_to_underscores as camelcase_to_underscores
 from moto.core.utils import get_service_model as get_service_model
 from moto.dynamodb.comparisons import ConditionExpressionParser as ConditionExpressionParser
@@ -45,6 +47,7 @@ from moto.iam.access_control import PermissionResult as PermissionResult
 from moto.iam.aws_managed_policies import aws_managed_policies_data as aws_managed_policies_data
 from moto.iam.models import mark_account_as_visited as mark_account_as_visited
 from moto.moto_api import recorder as recorder
+from moto.moto_api._internal import mock_random as mock_random
 from moto.moto_api._internal.models import moto_api_backend as moto_api_backend
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication as DomainDispatcherApplication
 from moto.moto_server.werkzeug_app import MotoRequestHandler as MotoRequestHandler
@@ -52,7 +55,9 @@ from moto.moto_server.werkzeug_app import create_backend_app as create_backend_a
 from moto.utilities.utils import get_partition as get_partition
 
 __all__ = [
+    "MISSING",
     "PROTOCOL_PARSERS",
+    "AttributePicker",
     "BaseModel",
     "BaseResponse",
     "ConditionExpressionParser",
@@ -84,6 +89,7 @@ __all__ = [
     "get_service_router",
     "mark_account_as_visited",
     "mock_aws",
+    "mock_random",
     "model_data",
     "moto_api_backend",
     "recorder",
