@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -16,6 +17,8 @@ from botocore.exceptions import ClientError
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.localcloud.cloud import LocalCloud
 from orderbatch.localcloud.data_plane import DataPlane
+from orderbatch.localcloud.iam import build_roles
+from orderbatch.localcloud.stack import load_stack
 from orderbatch.project import default_template
 
 
@@ -153,11 +156,14 @@ def test_without_a_data_plane_process_dynamodb_is_served_in_process_with_the_sam
 
 
 def test_a_data_plane_whose_local_cloud_died_while_it_started_exits_without_a_word(
-    capfd: pytest.CaptureFixture[str],
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     # Given a data plane still loading when its local cloud's process ends (a start that failed, such as
     # a retired runtime, in a command that exits at once): its standard input and output close
-    plane = DataPlane(default_template(), parameter_overrides={}, enforce_iam=True)
+    stack = load_stack(default_template(), parameter_overrides={})
+    plane = DataPlane(
+        roles=build_roles(stack), region=stack.region, account_id=stack.account_id, work_dir=tmp_path
+    )
     worker = plane._process  # what the dead process held: the worker's pipes
     assert worker.stdout is not None
     assert worker.stdin is not None

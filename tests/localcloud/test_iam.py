@@ -23,9 +23,18 @@ from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_ord
 from orderbatch.audit import BatchLocations
 from orderbatch.executions import wait_for_execution
 from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.iam import Access, IamEnforcer, Role, StackRoles, build_roles, requested_access
+from orderbatch.localcloud.iam import (
+    Access,
+    IamEnforcer,
+    Role,
+    StackRoles,
+    build_roles,
+    requested_access,
+    roles_document,
+    roles_from_document,
+)
 from orderbatch.localcloud.stack import load_stack
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, inventory_fixture
+from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, default_template, inventory_fixture
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 PROBE_TEMPLATE = Path(__file__).resolve().parent / "iam_fixture" / "template.yaml"
@@ -427,6 +436,17 @@ def test_roles_of_the_template_its_policies_and_managed_policy_names_are_read_an
         "OutsideRoleFunction: role arn:aws:iam::123456789012:role/outside is not defined in the template; "
         "its calls are not checked",
     ]
+
+
+def test_the_roles_handed_to_the_data_plane_are_the_roles_built_from_the_template() -> None:
+    for stack in (
+        load_stack(PROBE_TEMPLATE.with_name("roles_template.yaml")),
+        load_stack(default_template()),
+    ):
+        roles = build_roles(stack)
+        handed = roles_from_document(json.loads(json.dumps(roles_document(roles))))
+        assert handed == roles
+        assert handed.functions  # the comparison compared something
 
 
 # ---------------------------------------------------------------------------------------------- the app

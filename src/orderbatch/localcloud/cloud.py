@@ -40,7 +40,7 @@ from orderbatch.localcloud.dynamodb import TableLocks, WriteCounter
 from orderbatch.localcloud.dynamodb_service import DynamoDBApp
 from orderbatch.localcloud.event_sources import QueuePollers
 from orderbatch.localcloud.http_api import HttpApiGateway, InvokeOutcome
-from orderbatch.localcloud.iam import IamEnforcer, build_roles
+from orderbatch.localcloud.iam import IamEnforcer, StackRoles, build_roles
 from orderbatch.localcloud.iam.signatures import SignatureVerifier, secrets_of
 from orderbatch.localcloud.lambda_service import (
     EventKeys,
@@ -147,6 +147,7 @@ class LocalCloud:
         self.config = config
         self.stack: LocalStack = load_stack(config.template, parameter_overrides=config.parameter_overrides)
         self.iam: IamEnforcer | None = None
+        self._roles: StackRoles | None = None
         self.state_dir = config.state_dir or Path(tempfile.mkdtemp(prefix="orderbatch-local-"))
         self.iam_mode = config.iam_mode or ("enforce" if config.enforce_iam else "off")
         if self.iam_mode not in ("enforce", "report", "off"):
@@ -155,7 +156,7 @@ class LocalCloud:
         if self.iam_report is not None:
             self.iam_report.unlink(missing_ok=True)  # a state dir used again lists this run's calls only
         if self.iam_mode != "off":
-            roles = build_roles(self.stack)
+            roles = self._roles = build_roles(self.stack)
             region, account_id = self.stack.region, self.stack.account_id
             self.iam = IamEnforcer(
                 roles,
@@ -214,9 +215,10 @@ class LocalCloud:
         if self.config.dynamodb_process:
             # Started first: it loads moto and the template on the other core while this one loads its own.
             self.data_plane = DataPlane(
-                self.config.template,
-                parameter_overrides=self.config.parameter_overrides,
-                enforce_iam=self.iam is not None,
+                roles=self._roles,
+                region=self.stack.region,
+                account_id=self.stack.account_id,
+                work_dir=self.state_dir,
                 iam_report=self.iam_report,
                 host=self.config.host,
                 known_credentials=known_credentials() if self.signatures is not None else None,

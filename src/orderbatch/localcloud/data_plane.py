@@ -36,9 +36,12 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orderbatch.localcloud.dynamodb import RequestCpu, TableLocks, WriteCounter
+
+if TYPE_CHECKING:
+    from orderbatch.localcloud.iam import StackRoles
 
 # Requests the main process forwards carry this header with the worker's secret: IAM was checked there.
 CHECKED_HEADER = "X-Orderbatch-Checked"
@@ -66,22 +69,34 @@ class DataPlane:
 
     def __init__(
         self,
-        template: Path,
         *,
-        parameter_overrides: Mapping[str, str],
-        enforce_iam: bool,
+        roles: StackRoles | None,
+        region: str,
+        account_id: str,
+        work_dir: Path,
         iam_report: Path | None = None,
         host: str = "127.0.0.1",
         known_credentials: Mapping[str, str] | None = None,
         unknown_key_hint: str = "",
     ) -> None:
-        """``known_credentials``: the keys besides the issued ones whose signatures the worker accepts from
-        direct callers; None: signatures are not checked."""
+        """``roles``: what the worker checks direct callers' calls against (None: IAM is off). They are
+        handed down as the main process built them, in a file of ``work_dir``: translating the template
+        again took the worker half a second of CPU at every start. ``known_credentials``: the keys besides
+        the issued ones whose signatures the worker accepts from direct callers; None: signatures are not
+        checked."""
         self._secret = secrets.token_hex(16)
-        arguments = {
-            "template": str(template),
-            "parameter_overrides": dict(parameter_overrides),
-            "enforce_iam": enforce_iam,
+        roles_path = None
+        if roles is not None:
+            # Imported here: the worker, which imports this module too, needs IAM only when it is on.
+            from orderbatch.localcloud.iam import roles_document
+
+            work_dir.mkdir(parents=True, exist_ok=True)
+            roles_path = work_dir / "data-plane-roles.json"
+            roles_path.write_text(json.dumps(roles_document(roles)))
+        arguments: dict[str, Any] = {
+            "roles": str(roles_path) if roles_path is not None else None,
+            "region": region,
+            "account_id": account_id,
             "iam_report": str(iam_report) if iam_report is not None else None,
             "host": host,
             "secret": self._secret,
@@ -290,7 +305,7 @@ def _moto_dynamodb_app() -> Any:
 
 def _serve(arguments: Mapping[str, Any]) -> None:
     from orderbatch.localcloud.dynamodb_service import DynamoDBApp
-    from orderbatch.localcloud.iam import IamEnforcer, build_roles
+    from orderbatch.localcloud.iam import IamEnforcer, roles_from_document
     from orderbatch.localcloud.iam.signatures import SignatureVerifier, secrets_of
     from orderbatch.localcloud.lean_wsgi import LeanWsgiServer
     from orderbatch.localcloud.moto_seam.installers import (
@@ -299,7 +314,6 @@ def _serve(arguments: Mapping[str, Any]) -> None:
         install_request_caches,
     )
     from orderbatch.localcloud.protocol_guard import ProtocolGuard
-    from orderbatch.localcloud.stack import load_stack
 
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     # This process serves DynamoDB only: Step Functions' and EventBridge's hooks are the local cloud's.
@@ -307,12 +321,11 @@ def _serve(arguments: Mapping[str, Any]) -> None:
     install_request_caches()
     install_model_registry()
     iam = None
-    if arguments["enforce_iam"]:
-        template = Path(arguments["template"])
-        stack = load_stack(template, parameter_overrides=arguments["parameter_overrides"])
+    if arguments["roles"] is not None:
+        roles = roles_from_document(json.loads(Path(arguments["roles"]).read_text()))
         report = Path(arguments["iam_report"]) if arguments.get("iam_report") else None
         iam = IamEnforcer(
-            build_roles(stack), region=stack.region, account_id=stack.account_id, report_to=report
+            roles, region=arguments["region"], account_id=arguments["account_id"], report_to=report
         )
     signatures = None
     if iam is not None and arguments.get("known_credentials") is not None:

@@ -22,7 +22,14 @@ from orderbatch.localcloud.iam.identities import Denial, Identity
 from orderbatch.localcloud.iam.policies import Access
 from orderbatch.localcloud.iam.resources import requested_access
 from orderbatch.localcloud.iam.responses import denied_response
-from orderbatch.localcloud.iam.roles import Role, StackRoles, aws_managed_policy_document, build_roles
+from orderbatch.localcloud.iam.roles import (
+    Role,
+    StackRoles,
+    aws_managed_policy_document,
+    build_roles,
+    roles_document,
+    roles_from_document,
+)
 
 __all__ = [
     "SYNC_EXECUTION_RULE",
@@ -37,4 +44,6 @@ __all__ = [
     "build_roles",
     "denied_response",
     "requested_access",
+    "roles_document",
+    "roles_from_document",
 ]

@@ -47,6 +47,51 @@ class StackRoles:
     notes: list[str] = field(default_factory=list)
 
 
+def roles_document(roles: StackRoles) -> dict[str, Any]:
+    """``roles`` as JSON: each role once by ARN, functions and state machines naming theirs."""
+    every = {
+        role.arn: role
+        for role in [*roles.by_arn.values(), *roles.functions.values(), *roles.state_machines.values()]
+    }
+    return {
+        "roles": [
+            {
+                "logical_id": role.logical_id,
+                "name": role.name,
+                "arn": role.arn,
+                "documents": list(role.documents),
+                "document_names": list(role.document_names),
+            }
+            for role in every.values()
+        ],
+        "by_arn": sorted(roles.by_arn),
+        "functions": {name: role.arn for name, role in roles.functions.items()},
+        "state_machines": {name: role.arn for name, role in roles.state_machines.items()},
+        "notes": list(roles.notes),
+    }
+
+
+def roles_from_document(document: Mapping[str, Any]) -> StackRoles:
+    """The ``StackRoles`` that ``roles_document`` wrote: what another process checks calls against without
+    translating the template again."""
+    every = {
+        entry["arn"]: Role(
+            entry["logical_id"],
+            entry["name"],
+            entry["arn"],
+            tuple(entry["documents"]),
+            tuple(entry["document_names"]),
+        )
+        for entry in document["roles"]
+    }
+    return StackRoles(
+        functions={name: every[arn] for name, arn in document["functions"].items()},
+        state_machines={name: every[arn] for name, arn in document["state_machines"].items()},
+        by_arn={arn: every[arn] for arn in document["by_arn"]},
+        notes=list(document["notes"]),
+    )
+
+
 def build_roles(stack: LocalStack) -> StackRoles:
     """The role of every function and state machine of the template, as CloudFormation would create it.
 
