@@ -1,7 +1,9 @@
-"""The process groups the local cloud starts end with its process, however it ends."""
+"""What the local cloud leaves behind: the process groups it starts end with its process, however it ends,
+and the state directory it made for itself goes with the cloud."""
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import signal
@@ -9,7 +11,10 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
+from orderbatch.faults.linearizability_workload import TEMPLATE as ONE_TABLE_TEMPLATE
+from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
 from orderbatch.localcloud.process_groups import reap, start_time
 
 
@@ -82,3 +87,27 @@ def test_the_reaper_kills_only_groups_that_are_still_the_process_it_was_told_of(
             if process.poll() is None:
                 process.kill()
             process.wait()
+
+
+def test_a_state_directory_the_cloud_made_goes_with_the_cloud_and_a_given_one_stays(tmp_path: Path) -> None:
+    template = tmp_path / "template.yaml"
+    template.write_text(ONE_TABLE_TEMPLATE)
+    given = tmp_path / "given"
+    given.mkdir()
+    (given / "the-callers-file").write_text("kept\n")
+
+    made_for_itself = LocalCloud(LocalCloudConfig(template=template, enforce_iam=False))
+    with made_for_itself:
+        made = made_for_itself.state_dir
+    kept = LocalCloud(LocalCloudConfig(template=template, enforce_iam=False, state_dir=given))
+    with kept:
+        pass
+
+    # What a run logged is still there to read after stop(), while the cloud object is.
+    assert made.is_dir()
+    (made / "logs").mkdir(exist_ok=True)
+    (made / "logs" / "a-function.log").write_text("a run's log line\n")
+    del made_for_itself, kept
+    gc.collect()
+    assert not made.exists()
+    assert (given / "the-callers-file").read_text() == "kept\n"

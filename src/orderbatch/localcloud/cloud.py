@@ -14,9 +14,11 @@ import io
 import json
 import logging
 import os
+import shutil
 import signal
 import tempfile
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -99,6 +101,9 @@ class LocalCloudConfig:
     fault_plan: FaultPlan | None = None
     # What a fault plan's attempts are counted by and its item_ids and batch_ids match: the app's keys.
     event_keys: EventKeys = field(default_factory=EventKeys)
+    # Where the cloud keeps its logs, histories and runtimes' files. None: a temporary directory of its own,
+    # removed with the cloud object (when it is collected, or when the process exits), as tempfile's
+    # TemporaryDirectory does; a directory given here is the caller's and is kept.
     state_dir: Path | None = None
     # Table logical ID -> JSON file of items to put after the table is created.
     seed_files: Mapping[str, Path] = field(default_factory=dict)
@@ -149,6 +154,9 @@ class LocalCloud:
         self.iam: IamEnforcer | None = None
         self._roles: StackRoles | None = None
         self.state_dir = config.state_dir or Path(tempfile.mkdtemp(prefix="orderbatch-local-"))
+        if config.state_dir is None:
+            # Not at stop(): what a run logged is read after it (the audit reads the functions' logs).
+            weakref.finalize(self, shutil.rmtree, str(self.state_dir), True)
         self.iam_mode = config.iam_mode or ("enforce" if config.enforce_iam else "off")
         if self.iam_mode not in ("enforce", "report", "off"):
             raise ValueError(f"iam_mode {self.iam_mode!r}: enforce, report or off")
