@@ -503,6 +503,29 @@ def test_update_expressions_parse_once_and_stay_unchanged_by_updates() -> None:
         UpdateExpressionParser.make("SET = :v")
 
 
+def test_the_validator_s_copy_of_a_tree_is_whole_and_shares_no_node() -> None:
+    from orderbatch.localcloud.moto_seam.services import UpdateNode, update_validators
+    from orderbatch.localcloud.moto_seam.testing import UpdateExpressionParser
+
+    install_request_caches()
+    tree = UpdateExpressionParser.make("SET a = :a, c = if_not_exists(c, :z) + :n REMOVE d[1] ADD #e :one")
+    copied = update_validators.deepcopy(tree)
+
+    def pairs(original: Any, copy: Any) -> Iterator[tuple[Any, Any]]:
+        yield original, copy
+        for child, copied_child in zip(original.children or [], copy.children or [], strict=True):
+            if isinstance(child, UpdateNode):
+                assert copied_child.parent is copy
+                yield from pairs(child, copied_child)
+            else:
+                assert copied_child == child
+
+    nodes = list(pairs(tree, copied))
+    assert len(nodes) > 10
+    assert all(type(a) is type(b) and a is not b and a.children is not b.children for a, b in nodes)
+    assert copied.parent is None
+
+
 def _metadata_free(seen: list[Any]) -> list[Any]:
     """What the client saw, without the request ids and dates botocore copies from the headers."""
     cleaned = []

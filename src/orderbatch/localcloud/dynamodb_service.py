@@ -240,6 +240,7 @@ def register_hooks() -> None:
     """The caches and shortcuts below, registered on moto's classes and modules (install_request_caches)."""
     _register_method_names_cache()
     _register_update_expression_cache()
+    _register_update_tree_copies()
     _register_condition_lexing_cache()
     _register_json_errors_without_xml()
     _register_attribute_alias_cache()
@@ -408,3 +409,47 @@ def _register_request_ids_in_one_draw() -> None:
         return drawn
 
     hooks.replace(core_responses, "gen_amzn_requestid_long", request_id, concern="dynamodb")
+
+
+def _register_update_tree_copies() -> None:
+    """The validator's copy of a parsed UpdateExpression made node by node instead of by ``copy.deepcopy``.
+
+    moto's ``Validator`` deep-copies the parsed tree before its processors rewrite it (the tree is the
+    parse cache's, shared by every request with that text). ``deepcopy`` reduces and rebuilds each node
+    through its generic protocol: 40% of the validator's time, the largest part of a conditional
+    UpdateItem. A node holds its type name, its children and its parent; the copy keeps that shape, each
+    copied child pointing to its copied parent, and deep-copies any other value (a DynamoType leaf). A
+    subtree (a node with a parent) is copied by ``deepcopy`` as before, since that copies its ancestors too.
+    """
+    import copy
+
+    from orderbatch.localcloud.moto_seam import hooks
+    from orderbatch.localcloud.moto_seam.services import UpdateNode, update_validators
+
+    unchanged = (str, int, float, bool, type(None))
+
+    def copy_value(value: Any, memo: dict[int, Any]) -> Any:
+        return value if type(value) in unchanged else copy.deepcopy(value, memo)
+
+    def copy_node(node: Any, parent: Any, memo: dict[int, Any]) -> Any:
+        copied = object.__new__(type(node))
+        for name, value in vars(node).items():
+            if name == "parent":
+                copied.parent = parent
+            elif name == "children" and type(value) is list:
+                copied.children = [
+                    copy_node(child, copied, memo)
+                    if isinstance(child, UpdateNode)
+                    else copy_value(child, memo)
+                    for child in value
+                ]
+            else:
+                setattr(copied, name, copy_value(value, memo))
+        return copied
+
+    def tree_copy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+        if isinstance(value, UpdateNode) and getattr(value, "parent", None) is None:
+            return copy_node(value, None, {} if memo is None else memo)
+        return copy.deepcopy(value, memo)
+
+    hooks.replace(update_validators, "deepcopy", tree_copy, concern="dynamodb")

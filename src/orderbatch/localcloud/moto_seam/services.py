@@ -14,6 +14,7 @@ import moto.core.utils as core_utils
 # -- DynamoDB.
 import moto.dynamodb.models as dynamodb_models
 import moto.dynamodb.models.dynamo_type as dynamo_type
+import moto.dynamodb.parsing.validators as update_validators
 from moto import mock_aws as mock_aws
 from moto import settings as settings
 from moto.core.common_models import BaseModel as BaseModel
@@ -33,6 +34,7 @@ from moto.dynamodb.comparisons import ConditionExpressionParser as ConditionExpr
 from moto.dynamodb.models import DynamoDBBackend as DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item as Item
 from moto.dynamodb.models.table import Table as Table
+from moto.dynamodb.parsing.ast_nodes import Node as UpdateNode  # type: ignore[attr-defined]
 from moto.dynamodb.parsing.expressions import (  # type: ignore[attr-defined]
     UpdateExpressionParser as UpdateExpressionParser,
 )
@@ -76,6 +78,7 @@ __all__ = [
     "Rule",
     "Table",
     "UpdateExpressionParser",
+    "UpdateNode",
     "aws_managed_policies_data",
     "camelcase_to_underscores",
     "core_responses",
@@ -94,4 +97,5 @@ __all__ = [
     "moto_api_backend",
     "recorder",
     "settings",
+    "update_validators",
 ]
