@@ -14,6 +14,7 @@ import pytest
 from werkzeug.serving import make_server
 
 from orderbatch.faults.fuzz_requests import (
+    HUGE_HEADER,
     MALFORMED_BODY,
     MISSING_REQUIRED,
     UNKNOWN_OPERATION,
@@ -25,6 +26,7 @@ from orderbatch.faults.fuzz_verdicts import (
     ACCEPTED_INVALID,
     SERVER_ERROR,
     UNKNOWN_CODE,
+    UNPARSEABLE_ANSWER,
     WRONG_CODE,
     WRONG_STATUS,
     Outcome,
@@ -52,6 +54,18 @@ def test_a_server_error_fails_whatever_the_request() -> None:
 
     assert verdict is not None
     assert verdict[0] == SERVER_ERROR
+
+
+def test_the_front_door_s_431_page_is_an_answer_even_where_botocore_s_own_parser_hides_its_text() -> None:
+    # s3.GetBucketLocation is parsed by a handler of botocore's own, which raises ETree's error without
+    # the page's text; the status seen before the parse says what it was.
+    huge = case("s3", "GetBucketLocation", HUGE_HEADER)
+    location = operation("s3", "GetBucketLocation")
+    page = "ParseError: mismatched tag: line 6, column 6"
+
+    assert judge(huge, location, Outcome(431, parse_error=page)) is None
+    assert judge(huge, location, Outcome(None, parse_error=page)) == (UNPARSEABLE_ANSWER, page)
+    assert judge(case("s3", "GetBucketLocation"), location, Outcome(431, parse_error=page)) is not None
 
 
 def test_a_json_body_that_does_not_parse_must_be_a_serialization_exception() -> None:

@@ -93,7 +93,9 @@ def judge(case: FuzzCase, operation: OperationModel, outcome: Outcome) -> tuple[
     if outcome.transport_error is not None:
         return DROPPED_CONNECTION, outcome.transport_error
     if outcome.parse_error is not None:
-        if case.mutation == HUGE_HEADER and _front_door_refusal(outcome.parse_error):
+        if case.mutation == HUGE_HEADER and (
+            outcome.status == 431 or _front_door_refusal(outcome.parse_error)
+        ):
             return None
         return UNPARSEABLE_ANSWER, outcome.parse_error
     if case.mutation == HUGE_HEADER and (outcome.status or 0) in _OVERSIZE_STATUSES:

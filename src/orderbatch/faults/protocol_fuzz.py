@@ -224,6 +224,7 @@ class ProtocolFuzzer:
         self._clients: dict[str, Any] = {}
         self._pending: FuzzCase | None = None
         self._sent = False
+        self._status: int | None = None
         for service in services:
             client = boto3.client(
                 service,  # type: ignore[call-overload]
@@ -234,6 +235,7 @@ class ProtocolFuzzer:
             )
             client.meta.events.register("before-sign", self._spoil)
             client.meta.events.register("before-send", self._mark_sent)
+            client.meta.events.register("before-parse", self._note_status)
             self._clients[service] = client
         self.targets = [
             Target(service, operation)
@@ -281,7 +283,7 @@ class ProtocolFuzzer:
         if params is None:
             case.mutation, params = VALID, case.params
         client = self._clients[case.target.service]
-        self._pending, self._sent = case, False
+        self._pending, self._sent, self._status = case, False, None
         try:
             response = client._make_api_call(case.target.operation, params)
             status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
@@ -298,10 +300,11 @@ class ProtocolFuzzer:
         except (ConnectionClosedError, EndpointConnectionError, ReadTimeoutError) as error:
             return Outcome(transport_error=f"{type(error).__name__}: {error}")
         except ResponseParserError as error:
-            return Outcome(parse_error=f"{type(error).__name__}: {str(error)[:1000]}")
+            return Outcome(status=self._status, parse_error=f"{type(error).__name__}: {str(error)[:1000]}")
         except Exception as error:  # boto3 refused to build this request: nothing reached the cloud
             if self._sent and not _refused_by_http_client(error):
-                return Outcome(parse_error=f"{type(error).__name__}: {str(error)[:300]}")
+                # A parser of botocore's own (s3.GetBucketLocation's) raises without the answer's text.
+                return Outcome(status=self._status, parse_error=f"{type(error).__name__}: {str(error)[:300]}")
             return Outcome(sent=False)
         finally:
             self._pending = None
@@ -313,6 +316,11 @@ class ProtocolFuzzer:
 
     def _mark_sent(self, **_: Any) -> None:
         self._sent = True
+
+    def _note_status(self, response_dict: dict[str, Any] | None = None, **_: Any) -> None:
+        """The answer's HTTP status, seen before any parser reads (and perhaps fails on) its body."""
+        if response_dict is not None:
+            self._status = int(response_dict.get("status_code") or 0) or None
 
     def check(self, case: FuzzCase, logged: _LoggedErrors) -> tuple[str, str] | None:
         """Send one case, count it, and return the failure it shows (kind, detail), if any."""
