@@ -203,7 +203,14 @@ def test_twenty_thousand_requests_with_a_fixed_seed_get_only_awss_answers() -> N
 
     # moto prints a line for a request it cannot route to a backend; the report is the JSON after them.
     output = finished.stdout.decode()
-    report = json.loads(output[output.index("\n{") if not output.startswith("{") else 0 :])
+    report_at = 0 if output.startswith("{") else output.find("\n{")
+    # A run that ends without its report (a crash, a kill) is shown with what it last wrote, not as a bare
+    # "substring not found".
+    assert report_at >= 0, (
+        f"exit code {finished.returncode}, no report on stdout; stdout ends: {output[-2000:]!r}; "
+        f"stderr ends: {finished.stderr.decode(errors='replace')[-4000:]}"
+    )
+    report = json.loads(output[report_at:])
     print(json.dumps(report, indent=1))
     assert report["failures_by_kind"] == {}, report["first_failures"]
     assert finished.returncode == 0

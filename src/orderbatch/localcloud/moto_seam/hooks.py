@@ -64,6 +64,7 @@ CONCERNS: tuple[str, ...] = (
     # Services other than Step Functions.
     "dynamodb",
     "event_targets",
+    "cloudwatch",
     "model_registry",
     "conformance",
 )

@@ -82,6 +82,17 @@ def install_event_targets() -> None:
     _once("event_targets", register)
 
 
+def install_cloudwatch() -> None:
+    """PutMetricData keeps a value and its count as one point, not one point per count (``cloudwatch``)."""
+
+    def register() -> None:
+        from orderbatch.localcloud import cloudwatch
+
+        cloudwatch.register_hooks()
+
+    _once("cloudwatch", register)
+
+
 def install_everything() -> None:
     """Registers and installs every concern's hooks; idempotent."""
     install_step_functions()
@@ -89,3 +100,4 @@ def install_everything() -> None:
     install_request_caches()
     install_model_registry()
     install_event_targets()
+    install_cloudwatch()

@@ -17,6 +17,7 @@ import moto.dynamodb.models.dynamo_type as dynamo_type
 import moto.dynamodb.parsing.validators as update_validators
 from moto import mock_aws as mock_aws
 from moto import settings as settings
+from moto.cloudwatch.models import CloudWatchBackend as CloudWatchBackend
 from moto.core.common_models import BaseModel as BaseModel
 from moto.core.config import default_user_config as default_user_config
 from moto.core.exceptions import JsonRESTError as JsonRESTError
@@ -62,6 +63,7 @@ __all__ = [
     "AttributePicker",
     "BaseModel",
     "BaseResponse",
+    "CloudWatchBackend",
     "ConditionExpressionParser",
     "DomainDispatcherApplication",
     "DynamoDBBackend",
