@@ -6,6 +6,7 @@ re-export); ``fingerprints`` records each of them against the pinned moto.
 
 from __future__ import annotations
 
+from antlr4 import RuleContext as RuleContext
 from moto.core.config import default_user_config as default_user_config
 from moto.core.exceptions import AWSError as AWSError
 from moto.core.exceptions import ServiceException as ServiceException
@@ -393,6 +394,7 @@ from moto.stepfunctions.parser.asl.eval.variable_store import NoSuchVariable as 
 from moto.stepfunctions.parser.asl.eval.variable_store import VariableStore as VariableStore
 from moto.stepfunctions.parser.asl.jsonata import jsonata as jsonata
 from moto.stepfunctions.parser.asl.jsonata.jsonata import JSONataException as JSONataException
+from moto.stepfunctions.parser.asl.parse import preprocessor as preprocessor
 from moto.stepfunctions.parser.asl.parse.asl_parser import (
     AmazonStateLanguageParser as AmazonStateLanguageParser,
 )
