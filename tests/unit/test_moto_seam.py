@@ -28,7 +28,9 @@ def test_listeners_chain_in_the_stated_order_not_the_registration_order() -> Non
     registry = hooks.HookRegistry()
     original = owner.start_execution
 
-    # "express" is registered first but "mock_config" comes first in CONCERNS, so it is the outer one.
+    # "express" is registered first but "mock_config" is declared outside it, so it is the outer one.
+    registry.order("mock_config", outside=("express",))
+
     @registry.around(owner, "start_execution", concern="express")
     def express(proceed: Any, self: Any, name: str) -> list[str]:
         return ["express", *proceed(self, name)]
@@ -42,7 +44,41 @@ def test_listeners_chain_in_the_stated_order_not_the_registration_order() -> Non
     assert [target.path.rsplit(".", 1)[-1] for target in installed] == ["start_execution"]
     assert installed[0].original is original
     assert owner().start_execution("run#case") == ["mock_config", "express", "moto:run"]
-    assert hooks.CONCERNS.index("mock_config") < hooks.CONCERNS.index("express")
+
+
+def test_an_order_follows_from_declarations_through_other_concerns() -> None:
+    owner = _owner()
+    registry = hooks.HookRegistry()
+    # Declared by three different concerns; "context_object" and "redrive" are ordered only through
+    # "mock_config".
+    registry.order("mock_config", inside=("context_object",))
+    registry.order("redrive", inside=("mock_config",))
+    for concern in ("redrive", "context_object", "mock_config"):
+        registry.around(owner, "start_execution", concern=concern)(
+            lambda proceed, self, name, concern=concern: [concern, *proceed(self, name)]
+        )
+    registry.install()
+
+    assert owner().start_execution("run") == ["context_object", "mock_config", "redrive", "moto:run"]
+
+
+def test_two_concerns_on_one_target_without_a_declared_order_are_refused_at_install() -> None:
+    owner = _owner()
+    registry = hooks.HookRegistry()
+    registry.around(owner, "start_execution", concern="express")(lambda proceed, *args: proceed(*args))
+    registry.around(owner, "start_execution", concern="redrive")(lambda proceed, *args: proceed(*args))
+
+    with pytest.raises(hooks.HookError, match=r"express and redrive both listen around it and no order"):
+        registry.install()
+
+
+def test_an_order_that_contradicts_a_declared_one_is_refused() -> None:
+    registry = hooks.HookRegistry()
+    registry.order("express", outside=("redrive",))
+    registry.order("redrive", outside=("executions",))
+
+    with pytest.raises(hooks.HookError, match=r"executions cannot run outside express"):
+        registry.order("executions", outside=("express",))
 
 
 def test_a_target_is_wrapped_once_and_later_registrations_are_refused() -> None:
@@ -107,9 +143,9 @@ def test_a_hook_on_a_missing_target_names_it_and_its_concerns() -> None:
         registry.install()
 
 
-def test_an_unknown_concern_is_refused() -> None:
-    with pytest.raises(hooks.HookError, match="'audit' is not a concern"):
-        hooks.HookRegistry().around(_owner(), "start_execution", concern="audit")
+def test_a_concern_is_named_by_an_identifier() -> None:
+    with pytest.raises(hooks.HookError, match="'audit trail' is not a concern's name"):
+        hooks.HookRegistry().around(_owner(), "start_execution", concern="audit trail")
 
 
 def test_records_live_beside_the_object_and_go_with_it() -> None:

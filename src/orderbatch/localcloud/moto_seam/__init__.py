@@ -2,8 +2,8 @@
 
 - ``hooks``: the registry every change to moto's behaviour goes through. Each concern registers
   listeners (``around``), replacements (``replace``) or additions (``add``) on moto's classes and
-  modules; ``hooks.install()`` wraps each target once, chaining listeners in the stated order of
-  ``hooks.CONCERNS``.
+  modules; ``hooks.install()`` wraps each target once, chaining listeners in the order the concerns
+  declare where they register (``hooks.order``).
 - ``records``: the engine's own per-object records (per execution, map run, state), kept beside moto's
   objects instead of as attributes on them.
 - ``stepfunctions`` and ``services``: every moto class, function and module the rest of the engine uses,

@@ -9,10 +9,13 @@ A concern (redrive, MockConfigFile, JSONata...) never assigns to a moto class or
 - ``add(owner, name, value, concern=...)``: an attribute moto lacks (an API it does not implement). It
   fails if moto grows one of that name, so an upgrade that implements the API is noticed.
 
-``install()`` then wraps each target exactly once. Several listeners on one target are chained in the
-order of ``CONCERNS`` (outermost first), never in the order modules happened to be imported. The
-registry keeps moto's original of every target, which ``fingerprints`` compares against the pinned
-moto release.
+``install()`` then wraps each target exactly once. Where listeners of several concerns share one target,
+their order is declared by the concern that depends on it, beside its own registrations:
+``order(concern, outside=..., inside=...)``, as botocore's handlers state their place when they register.
+A chain follows those declarations (and what follows from them), never the order modules happened to be
+imported in; two concerns on one target with no declared order between them are refused at install. The
+registry keeps moto's original of every target, which ``fingerprints`` compares against the pinned moto
+release.
 """
 
 from __future__ import annotations
@@ -21,53 +24,9 @@ import functools
 import inspect
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-# Outermost first: a listener of an earlier concern sees the call before, and its result after, a later
-# one. Where two concerns hook one target, the reason for their order is given beside them.
-CONCERNS: tuple[str, ...] = (
-    "worker_threads",
-    "shared_inputs",
-    "sync_tracking",
-    "task_tokens",
-    "activities",
-    "api_gateway_tasks",
-    "service_errors",
-    "preprocessor_scopes",
-    "assign_literals",
-    "intrinsics",
-    "jsonpath",
-    "service_tasks",
-    "wait_state",
-    "context_object",
-    "test_state",
-    # MockConfigFile's StartExecution strips a test case's name off the ARN before EXPRESS's sees it.
-    "mock_config",
-    "express",
-    "redrive",
-    "jsonata",
-    "lambda_tasks",
-    "executions",
-    "histories",
-    "history_pages",
-    "distributed_map",
-    "map_state",
-    "task_clients",
-    "definitions",
-    "definition_support",
-    # The parse itself (a replacement, so innermost): definition_support prepares the text it reads.
-    "parse_trees",
-    "errors",
-    "error_names",
-    # Services other than Step Functions.
-    "dynamodb",
-    "event_targets",
-    "cloudwatch",
-    "model_registry",
-    "conformance",
-)
 
 HookKind = Literal["around", "replace", "add"]
 
@@ -111,12 +70,61 @@ class HookRegistry:
 
     def __init__(self) -> None:
         self._targets: dict[tuple[int, str], Target] = {}
+        # concern -> the concerns declared to run inside it (its listeners call theirs through ``proceed``)
+        self._inside: dict[str, set[str]] = {}
         self._lock = threading.RLock()
+
+    def order(self, concern: str, *, outside: Iterable[str] = (), inside: Iterable[str] = ()) -> None:
+        """Declare that ``concern``'s listeners run outside those of ``outside`` and inside those of
+        ``inside``, wherever they share a target."""
+        _named(concern)
+        pairs = [(concern, other) for other in outside] + [(other, concern) for other in inside]
+        with self._lock:
+            for outer, inner in pairs:
+                _named(outer)
+                _named(inner)
+                if outer == inner or self._runs_outside(inner, outer):
+                    raise HookError(
+                        f"{outer} cannot run outside {inner}: {inner} is already declared outside it"
+                    )
+                self._inside.setdefault(outer, set()).add(inner)
+
+    def _runs_outside(self, outer: str, inner: str) -> bool:
+        """Whether ``outer`` runs outside ``inner`` by the declarations, directly or through others."""
+        seen, pending = {outer}, [outer]
+        while pending:
+            for found in self._inside.get(pending.pop(), ()):
+                if found == inner:
+                    return True
+                if found not in seen:
+                    seen.add(found)
+                    pending.append(found)
+        return False
+
+    def chain_order(self, target: Target) -> list[_Listener]:
+        """The target's listeners outermost first; refused if two of them have no declared order."""
+        arounds = [listener for listener in target.listeners if listener.kind == "around"]
+        ordered: list[_Listener] = []
+        for listener in arounds:
+            place = len(ordered)
+            for index, placed in enumerate(ordered):
+                if self._runs_outside(listener.concern, placed.concern):
+                    place = index
+                    break
+            ordered.insert(place, listener)
+        for index, outer in enumerate(ordered):
+            for inner in ordered[index + 1 :]:
+                if not self._runs_outside(outer.concern, inner.concern):
+                    raise HookError(
+                        f"{target.path}: {outer.concern} and {inner.concern} both listen around it and no "
+                        "order between them is declared (hooks.order)"
+                    )
+        return ordered + [listener for listener in target.listeners if listener.kind != "around"]
 
     def around(
         self, owner: Any, name: str, *, concern: str
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        _known(concern)
+        _named(concern)
 
         def register(listener: Callable[..., Any]) -> Callable[..., Any]:
             self._register(owner, name, _Listener(concern, "around", listener))
@@ -138,7 +146,7 @@ class HookRegistry:
             # hooked (as inheritance would), whatever order the concerns registered in.
             pending.sort(key=_class_depth)
             for target in pending:
-                _install(target, self._motos_own(target))
+                _install(target, self._motos_own(target), self.chain_order(target))
             return pending
 
     def targets(self) -> list[Target]:
@@ -160,7 +168,7 @@ class HookRegistry:
         return _MISSING
 
     def _register(self, owner: Any, name: str, listener: _Listener) -> None:
-        _known(listener.concern)
+        _named(listener.concern)
         with self._lock:
             key = (id(owner), name)
             target = self._targets.get(key)
@@ -184,9 +192,9 @@ def _class_depth(target: Target) -> int:
     return len(target.owner.__mro__) if isinstance(target.owner, type) else 0
 
 
-def _known(concern: str) -> None:
-    if concern not in CONCERNS:
-        raise HookError(f"{concern!r} is not a concern in moto_seam.hooks.CONCERNS")
+def _named(concern: str) -> None:
+    if not concern.isidentifier():
+        raise HookError(f"{concern!r} is not a concern's name (a lowercase identifier, as ``redrive``)")
 
 
 _registry = HookRegistry()
@@ -207,6 +215,12 @@ def add(owner: Any, name: str, value: Any, *, concern: str) -> None:
     _registry.add(owner, name, value, concern=concern)
 
 
+def order(concern: str, *, outside: Iterable[str] = (), inside: Iterable[str] = ()) -> None:
+    """Declare where ``concern``'s listeners run on a target they share: outside ``outside``'s, inside
+    ``inside``'s. Declared by the concern whose behaviour depends on it, with the reason beside it."""
+    _registry.order(concern, outside=outside, inside=inside)
+
+
 def install() -> list[Target]:
     """Installs every hook registered so far in this process (each target once)."""
     return _registry.install()
@@ -216,10 +230,9 @@ def targets() -> list[Target]:
     return _registry.targets()
 
 
-def _install(target: Target, motos_own: Any) -> None:
+def _install(target: Target, motos_own: Any, listeners: list[_Listener]) -> None:
     owner, name = target.owner, target.name
     raw = _raw_attribute(owner, name)
-    listeners = sorted(target.listeners, key=lambda listener: CONCERNS.index(listener.concern))
     base = next((listener for listener in listeners if listener.kind != "around"), None)
     if base is not None and base.kind == "add":
         if raw is not _MISSING:

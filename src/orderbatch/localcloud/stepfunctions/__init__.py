@@ -116,7 +116,7 @@ def apply_interpreter_patches() -> None:
         _patched = True
 
 
-# The order of their listeners on a shared target is moto_seam.hooks.CONCERNS', not this list's.
+# The order of their listeners on a shared target is what each declares (hooks.order), not this list's.
 _CONCERN_MODULES: tuple[Any, ...] = (
     errors,
     error_names,

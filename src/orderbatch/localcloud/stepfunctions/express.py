@@ -435,6 +435,9 @@ def _epoch_milliseconds(timestamp: Any) -> int:
 
 
 def register_hooks() -> None:
+    # An EXPRESS execution is answered from its own records, before the history pages and the executions'
+    # bookkeeping of STANDARD ones see the call.
+    hooks.order("express", outside=("history_pages", "executions"))
     _start_express_executions()
     _answer_the_express_apis()
 

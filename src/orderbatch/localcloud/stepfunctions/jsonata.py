@@ -516,6 +516,9 @@ def _record_failures_in_history() -> None:
 
 
 def register_hooks() -> None:
+    # JSONata decorates a failure's details once the error names have rewritten them, and keeps the field
+    # path being evaluated around the Map's own remembering of its Items.
+    hooks.order("jsonata", outside=("error_names", "map_state"))
     from orderbatch.localcloud.moto_seam.stepfunctions import (
         AssignDecl,
         StringJSONata,

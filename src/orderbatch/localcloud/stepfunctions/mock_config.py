@@ -392,6 +392,9 @@ _starting: ContextVar[TestCaseRun | None] = ContextVar("mock_config_starting", d
 
 
 def register_hooks() -> None:
+    # MockConfigFile's StartExecution strips a test case's name off the ARN before EXPRESS's sees it; the
+    # context object is built before the test case is given to the environment.
+    hooks.order("mock_config", outside=("express",), inside=("context_object",))
     _start_test_case_executions()
     _give_executions_their_test_case()
     _count_invocations_per_state()

@@ -618,8 +618,8 @@ def _finish_attempts() -> None:
     def terminated(proceed: Any, self: Any) -> None:
         env = self.execution.exec_worker.env
         if env is not None:
-            # Counted before histories (after redrive in hooks.CONCERNS) moves the history out of the
-            # environment.
+            # Counted before histories (which runs inside redrive, see register_hooks) moves the history
+            # out of the environment.
             redrive_record(self.execution).history_events = len(env.event_manager._history_event_list)
         proceed(self)
         if env is not None and self.execution.status == "SUCCEEDED":
@@ -679,6 +679,15 @@ def _answer_redrive_and_its_fields() -> None:
 
 
 def register_hooks() -> None:
+    # Redrive skips what already succeeded before the Map's and the Distributed Map's own handling runs,
+    # and records an execution's end before the history store moves its events out. EXPRESS answers its
+    # own executions first (no redrive for them), and a MockConfigFile test case is known before redrive
+    # reads the environment.
+    hooks.order(
+        "redrive",
+        outside=("map_state", "distributed_map", "histories", "executions"),
+        inside=("express", "mock_config"),
+    )
     _stopped_stays_stopped()
     _record_progress()
     _skip_succeeded_iterations()

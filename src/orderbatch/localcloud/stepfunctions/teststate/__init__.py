@@ -25,8 +25,8 @@ An unmocked Task calls the local cloud's service (a Lambda Task invokes the loca
 The modules: ``request`` (the request's members, checked), ``validation`` (what is refused once the state
 is parsed, the mock against the service's API model included), ``interpreter`` (the state parsed alone and
 run on moto's interpreter, which the run watches through listeners on moto's classes) and ``answer`` (the
-answer, and the API action moto lacks). Their hooks are the concern ``test_state`` of
-``moto_seam.hooks.CONCERNS``.
+answer, and the API action moto lacks). Their hooks are the concern ``test_state``; ``interpreter`` declares
+its order against the concerns it shares targets with.
 
 Ported from LocalStack (Apache License 2.0): ``localstack-core/localstack/services/stepfunctions/`` modules
 ``asl/component/test_state``, ``asl/eval/test_state``, ``asl/parse/test_state``,

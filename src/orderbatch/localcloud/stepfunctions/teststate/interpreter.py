@@ -582,6 +582,9 @@ def _matches(error_equals: Any, env: Any, error_name: Any) -> bool:
 
 def register_hooks() -> None:
     """Listeners on moto's classes that act only in a TestState's environment."""
+    # A TestState run watches a state's execution from outside redrive and the Map's handling; a service
+    # error's name and a JSONPath's failure are already AWS's when the run reports them.
+    hooks.order(CONCERN, outside=("redrive", "map_state"), inside=("service_errors", "jsonpath"))
     for state_class in (StatePass, StateWait, StateChoice, StateSucceed, StateFail):
         hooks.around(state_class, "_eval_state", concern=CONCERN)(_tested_state_evaluation)
     for execution_class in (StateTaskService, StateTaskActivity, StateTaskLambda, StateMap, StateParallel):
