@@ -2,68 +2,19 @@
 
 moto's Step Functions interpreter (ported from LocalStack) runs the executions. What the local cloud changes
 in it, without forking it, lives beside this module, one concern each, and reaches moto only through
-``moto_seam`` (each module's ``register_hooks()`` registers its listeners; nothing here assigns to moto):
-``errors`` (its errors' codes), ``error_names`` (error names as AWS reads them: strings, ``States.`` ones
-too), ``definition_support`` (constructs AWS accepts and moto's grammar lacks, taken out before moto parses
-and kept), ``parse_trees`` (a definition's syntax tree parsed once, not per execution), ``definitions`` (the
-definitions CreateStateMachine refuses), ``distributed_map`` (the Distributed Map's readers, batches,
-tolerated failures, Express children and result files), ``task_clients`` (how Tasks reach services),
-``map_state`` (the Map state's limits and memory), ``histories`` (what a finished execution keeps),
-``history_pages`` (GetExecutionHistory's paging and order), ``executions`` (StartExecution where moto answers
-unlike AWS), ``express`` (EXPRESS state machines: StartSyncExecution, their executions' limit and logs, what
-the other APIs answer for them), ``jsonpath`` (paths in Jayway's dialect with AWS's result shapes),
-``intrinsics`` (how ``States.*`` invocations are read and fail), ``assign_literals`` (text in ``Assign``
-decoded from its JSON string), ``preprocessor_scopes`` (each definition read with its own QueryLanguage
-scopes), ``lambda_tasks`` (Lambda Task results and error causes in AWS's shapes), ``service_tasks`` (service
-integrations' parameters and results), ``service_errors`` (their error names, and the integration patterns not
-run locally), ``api_gateway_tasks`` (``apigateway:invoke`` to the template's HTTP API), ``task_tokens``
-(SendTaskFailure's cause), ``activities`` (activity Tasks and GetActivityTask), ``shared_inputs`` (the Map's
-input read by every item's ItemSelector without a copy per item), ``worker_threads`` (Task states and Map
-iterations on parked threads), ``redrive`` (RedriveExecution, which moto lacks) and ``mock_config`` (Step
-Functions Local's MockConfigFile test cases), ``teststate`` (the TestState API), ``jsonata`` (JSONata
-expressions), ``context_object`` (the context object's shapes), ``wait_state`` (Wait's limits) and
-``sync_tracking`` (``.sync`` children followed as AWS's managed rule does).
+``moto_seam``: every module (or subpackage) of this package that defines ``register_hooks()`` registers its
+listeners there, and its docstring says what it changes and why. ``apply_interpreter_patches`` finds them
+by that function; no list names them.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import threading
 from typing import Any
 
 from orderbatch.localcloud.moto_seam import hooks
-from orderbatch.localcloud.stepfunctions import (
-    activities,
-    api_gateway_tasks,
-    assign_literals,
-    context_object,
-    definition_support,
-    definitions,
-    distributed_map,
-    error_names,
-    errors,
-    executions,
-    express,
-    histories,
-    history_pages,
-    intrinsics,
-    jsonata,
-    jsonpath,
-    lambda_tasks,
-    map_state,
-    mock_config,
-    parse_trees,
-    preprocessor_scopes,
-    redrive,
-    service_errors,
-    service_tasks,
-    shared_inputs,
-    sync_tracking,
-    task_clients,
-    task_tokens,
-    teststate,
-    wait_state,
-    worker_threads,
-)
 from orderbatch.localcloud.stepfunctions.distributed_map import RESULTS_PER_FILE
 from orderbatch.localcloud.stepfunctions.express import EXPRESS_MAX_DURATION_SECONDS, limit_express_duration
 from orderbatch.localcloud.stepfunctions.histories import (
@@ -110,43 +61,18 @@ def apply_interpreter_patches() -> None:
     with _patch_lock:
         if _patched:
             return
-        for concern in _CONCERN_MODULES:
+        for concern in _concern_modules():
             concern.register_hooks()
         hooks.install()
         _patched = True
 
 
-# The order of their listeners on a shared target is what each declares (hooks.order), not this list's.
-_CONCERN_MODULES: tuple[Any, ...] = (
-    errors,
-    error_names,
-    definition_support,
-    parse_trees,
-    definitions,
-    task_clients,
-    map_state,
-    distributed_map,
-    histories,
-    history_pages,
-    executions,
-    lambda_tasks,
-    jsonata,
-    redrive,
-    express,
-    mock_config,
-    teststate,
-    context_object,
-    wait_state,
-    service_tasks,
-    jsonpath,
-    intrinsics,
-    assign_literals,
-    preprocessor_scopes,
-    service_errors,
-    api_gateway_tasks,
-    task_tokens,
-    activities,
-    sync_tracking,
-    shared_inputs,
-    worker_threads,
-)
+def _concern_modules() -> list[Any]:
+    """Every module and subpackage of this package that defines ``register_hooks``, imported.
+
+    The order of their listeners on a shared target is what each declares (``hooks.order``), not this one.
+    """
+    modules = [
+        importlib.import_module(f"{__name__}.{found.name}") for found in pkgutil.iter_modules(__path__)
+    ]
+    return [module for module in modules if callable(getattr(module, "register_hooks", None))]
