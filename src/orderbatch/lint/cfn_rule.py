@@ -37,3 +37,16 @@ class ThrottleSafetyRule(CloudFormationLintRule):
             for finding in find_problems(model, self.settings())
             if finding.rule_id == self.id
         ]
+
+
+class AccountQuotaRule(ThrottleSafetyRule):
+    """Base for a rule that is off unless the account concurrency is given: ``-x <id>:account_concurrency=10``
+    (0, the default, is unknown)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.config_definition = {"account_concurrency": {"default": 0, "type": "integer"}}
+        self.configure()
+
+    def settings(self) -> Settings:
+        return Settings(account_concurrency=self.config["account_concurrency"] or None)

@@ -8,7 +8,7 @@ Rule configuration: ``-x W9507:min_retry_budget_seconds=20``, ``-x W9523:account
 
 from __future__ import annotations
 
-from orderbatch.lint.cfn_rule import ThrottleSafetyRule
+from orderbatch.lint.cfn_rule import AccountQuotaRule, ThrottleSafetyRule
 from orderbatch.lint.checks import DEFAULT_MIN_RETRY_BUDGET_SECONDS, Settings
 
 
@@ -74,18 +74,8 @@ class MapConcurrencyOverReserved(ThrottleSafetyRule):
     id = "W9522"
 
 
-class MapDemandOverAccountQuota(ThrottleSafetyRule):
-    """Off unless the account concurrency is given (0 = unknown)."""
-
+class MapDemandOverAccountQuota(AccountQuotaRule):
     id = "W9523"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.config_definition = {"account_concurrency": {"default": 0, "type": "integer"}}
-        self.configure()
-
-    def settings(self) -> Settings:
-        return Settings(account_concurrency=self.config["account_concurrency"] or None)
 
 
 class InProgressRetryTooShort(ThrottleSafetyRule):
@@ -100,18 +90,8 @@ class DurableMapUnbounded(ThrottleSafetyRule):
     id = "W9560"
 
 
-class DurableDemandOverAccountQuota(ThrottleSafetyRule):
-    """Off unless the account concurrency is given (0 = unknown), as W9523."""
-
+class DurableDemandOverAccountQuota(AccountQuotaRule):
     id = "W9561"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.config_definition = {"account_concurrency": {"default": 0, "type": "integer"}}
-        self.configure()
-
-    def settings(self) -> Settings:
-        return Settings(account_concurrency=self.config["account_concurrency"] or None)
 
 
 class DurableConcurrencyUnresolved(ThrottleSafetyRule):
