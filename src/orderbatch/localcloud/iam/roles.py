@@ -181,9 +181,27 @@ class _LocalManagedPolicies:
         return {name: arn for arn, (name, _) in _aws_managed_policies().items()}
 
 
+@cache
+def _quiet_metrics_class() -> type[Any]:
+    """SAM's metrics of its own work, for a publisher that does nothing, without the warning at collection.
+
+    SAM keeps the last translation's metrics in a singleton that its decorated methods (the plugins
+    ``load_stack`` runs too) keep adding to; its ``Metrics`` logs "There are unpublished metrics" when
+    collected with any left, which the next cloud's start in the same process did every time.
+    """
+    from samtranslator.metrics.metrics import Metrics
+
+    class QuietMetrics(Metrics):
+        def __del__(self) -> None:
+            """Nothing to publish: nothing reads SAM's metrics here."""
+
+    return QuietMetrics
+
+
 def _translate(raw: dict[str, Any], region: str, values: Mapping[str, str]) -> dict[str, Any]:
     """The template as CloudFormation receives it: SAM resources turned into roles, functions, ..."""
     from samcli.lib.translate.sam_template_validator import SamTemplateValidator
+    from samtranslator.metrics.metrics import DummyMetricsPublisher
     from samtranslator.translator.translator import Translator
 
     validator = SamTemplateValidator(
@@ -194,6 +212,7 @@ def _translate(raw: dict[str, Any], region: str, values: Mapping[str, str]) -> d
     validator._replace_local_codeuri()
     validator._replace_local_image()
     translator = Translator(
+        metrics=_quiet_metrics_class()("ServerlessTransform", DummyMetricsPublisher()),
         managed_policy_map=None,
         sam_parser=validator.sam_parser,
         plugins=[],
