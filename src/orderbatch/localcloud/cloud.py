@@ -328,8 +328,9 @@ class LocalCloud:
         )
         self._queue_pollers.start()
         # What start-up built (moto's models, botocore's, the stack) lives as long as the cloud: out of the
-        # collector's generations, a full collection no longer walks it on every batch's garbage.
-        gc.collect()
+        # collector's generations, a full collection no longer walks it on every batch's garbage. Frozen
+        # without a collection first: start-up leaves 10,000-20,000 unreachable objects among 365,000, and
+        # finding them took 0.26 s of CPU, a tenth of a start; they are freed at stop (gc.unfreeze).
         gc.freeze()
         self._deployed.set()
         return self
