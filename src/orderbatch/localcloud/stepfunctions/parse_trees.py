@@ -14,7 +14,8 @@ The Preprocessor asks the tree's nodes for their text about 25,000 times per par
 (``getText``, which joins the texts of a node's children, recursively, anew at every call), and turns each
 string literal into its value with ``ast.literal_eval``. Both are functions of the kept tree's text, so a
 node of a kept tree keeps its text once asked (``_KeptTrees``), and a literal's value is kept per text.
-This made a parse from a kept tree of the app's definition about twice as fast (docs/benchmark.md).
+This made a parse from a kept tree of the app's definition about three times as fast (63-77 -> 20-25 ms of
+CPU, docs/benchmark.md).
 """
 
 from __future__ import annotations
