@@ -193,7 +193,7 @@ def _class_depth(target: Target) -> int:
 
 
 def _named(concern: str) -> None:
-    if not concern.isidentifier():
+    if not (concern.isidentifier() and concern.islower()):
         raise HookError(f"{concern!r} is not a concern's name (a lowercase identifier, as ``redrive``)")
 
 
