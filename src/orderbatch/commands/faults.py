@@ -52,7 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "while its run goes on) and their controls",
     )
     matrix.add_argument(
-        "--parallel", type=int, default=None, help="batches run at once on the local cloud (default 8)"
+        "--parallel",
+        type=int,
+        default=None,
+        help="batches run at once on the local cloud, the account's quota growing with them (default 16)",
     )
     matrix.add_argument("--template", type=Path, default=None, help="SAM template (default ./template.yaml)")
     matrix.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

@@ -194,7 +194,7 @@ def _run_on_cloud(
     template: Any,
     progress: Callable[[str], None] | None,
 ) -> list[CaseResult]:
-    cloud = start_cloud(configuration, template)
+    cloud = start_cloud(configuration, template, parallel=parallel)
     try:
         run = ConfigurationRun(cloud, configuration, parallel=parallel, progress=progress)
         cases = plan(run, run.record(steps))
