@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export SAM_CLI_TELEMETRY := 0
 
+# The local cloud, a distribution of its own that the app depends on (README.md, "Map").
+LOCAL_CLOUD := packages/sam-local-cloud
 # Every install comes from a lock with exact versions and hashes (README.md, "Dependencies"):
 # DEV_LOCK for the tools and tests, FUNCTIONS_LOCK for what `sam build` packages with the functions.
 DEV_LOCK := requirements/dev.lock
@@ -31,11 +33,11 @@ setup: $(STAMP)
 # process the local cloud starts (data plane, runtime servers) compiled moto and boto3 again (1.7 s each).
 # The project itself goes in last, editable, without dependencies (the lock has them all) and built by
 # the lock's setuptools.
-$(STAMP): $(DEV_LOCK) pyproject.toml $(UV)
+$(STAMP): $(DEV_LOCK) pyproject.toml $(LOCAL_CLOUD)/pyproject.toml $(UV)
 	test -x $(BIN)/python || $(UV) venv --quiet --no-python-downloads --python $(PYTHON) $(VENV)
 	$(UV) pip sync --quiet --python $(BIN)/python --require-hashes --compile-bytecode $(DEV_LOCK)
-	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
-	$(BIN)/python -m compileall -q -j 0 src
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e $(LOCAL_CLOUD) -e .
+	$(BIN)/python -m compileall -q -j 0 src $(LOCAL_CLOUD)/src
 	touch $(STAMP)
 
 $(UV): requirements/uv.txt
@@ -47,24 +49,24 @@ $(UV): requirements/uv.txt
 # move a pinned one (UPGRADE above). The functions resolve on the tools' pins, so tests and Lambda agree.
 lock: $(UV)
 	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) requirements/uv.in -o requirements/uv.txt
-	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) --override requirements/overrides.txt --extra dev pyproject.toml requirements/venv.in -o $(DEV_LOCK)
+	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) --override requirements/overrides.txt --no-emit-package sam-local-cloud --extra dev pyproject.toml requirements/venv.in -o $(DEV_LOCK)
 	$(UV) pip compile $(LOCK_FLAGS) $(UPGRADE_FLAGS) -c $(DEV_LOCK) functions/requirements.in -o $(FUNCTIONS_LOCK)
 
 # Move moto to another release: pin it, re-lock (every other pin kept), install, then list each target the
 # engine hooks or imports that the release changed (docs/architecture.md, "Upgrading moto").
 upgrade-moto: $(UV)
 	@test -n "$(VERSION)" || { echo "usage: make upgrade-moto VERSION=x.y.z"; exit 2; }
-	sed -i -E 's/"moto\[server\]==[^"]+"/"moto[server]==$(VERSION)"/' pyproject.toml
+	sed -i -E 's/"moto\[server\]==[^"]+"/"moto[server]==$(VERSION)"/' $(LOCAL_CLOUD)/pyproject.toml
 	$(MAKE) lock UPGRADE=moto==$(VERSION)
 	$(MAKE) setup
-	$(BIN)/python -m orderbatch.localcloud.moto_seam.fingerprints
+	$(BIN)/python -m sam_local_cloud.moto_seam.fingerprints
 
 demo: setup
 	$(BIN)/orderbatch demo
 
 lint: setup
-	$(BIN)/ruff check src functions tests
-	$(BIN)/ruff format --check src functions tests
+	$(BIN)/ruff check src functions tests packages
+	$(BIN)/ruff format --check src functions tests packages
 	$(BIN)/mypy
 	$(BIN)/python -m orderbatch.workflow_source --check
 

@@ -18,7 +18,7 @@ import boto3
 import pytest
 from boto3.dynamodb.types import TypeDeserializer
 
-from orderbatch.localcloud.moto_seam.testing import mock_aws
+from sam_local_cloud.moto_seam.testing import mock_aws
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 INVENTORY_FIXTURE = REPOSITORY / "fixtures" / "inventory.json"

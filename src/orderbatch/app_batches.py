@@ -18,8 +18,8 @@ from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.project import inventory_fixture
 
 if TYPE_CHECKING:
-    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-    from orderbatch.localcloud.lambda_service import EventKeys
+    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud.lambda_service import EventKeys
 
 # A SKU with less stock could run out during a generated batch and turn SUCCEEDED orders into FAILED ones.
 MIN_GENERATED_SKU_STOCK = 1000
@@ -75,7 +75,7 @@ def batch_id_of(event: Any) -> str | None:
 def order_event_keys() -> EventKeys:
     """What this app's fault plans key on: attempts count per order, item_ids are order IDs."""
     # Imported here: the commands that never start a local cloud should not pay for loading it.
-    from orderbatch.localcloud.lambda_service import EventKeys
+    from sam_local_cloud.lambda_service import EventKeys
 
     return EventKeys(item=order_id_of, batch=batch_id_of)
 
@@ -87,7 +87,7 @@ def local_cloud_config(
 
     ``options`` are LocalCloudConfig's fields; ``map_max_concurrency`` joins its parameter overrides.
     """
-    from orderbatch.localcloud.cloud import LocalCloudConfig
+    from sam_local_cloud.cloud import LocalCloudConfig
 
     overrides = dict(options.pop("parameter_overrides", None) or {})
     if map_max_concurrency is not None:

@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TypedDict
 
 # src/orderbatch/project.py -> the checkout root (the package is installed in editable mode).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_LOCAL_PORT = 4566
 # Where `orderbatch local up` keeps the cloud's state and function logs (relative to where it runs).
 DEFAULT_STATE_DIR = Path(".orderbatch") / "local"
-
-
-class StaticCredentials(TypedDict):
-    aws_access_key_id: str
-    aws_secret_access_key: str
-
-
-# The local cloud accepts any credentials, but boto3 refuses to sign a request without some.
-DUMMY_CREDENTIALS = StaticCredentials(aws_access_key_id="testing", aws_secret_access_key="testing")
 
 
 def default_template() -> Path:

@@ -27,7 +27,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from orderbatch.project import PROJECT_ROOT
-from orderbatch.state_names import duplicate_state_names
+from sam_local_cloud.state_names import duplicate_state_names
 
 SOURCE = PROJECT_ROOT / "statemachine" / "order_batch.workflow.yaml"
 RENDERED = PROJECT_ROOT / "statemachine" / "order_batch.asl.yaml"

@@ -18,9 +18,9 @@ from orderbatch.capacity.model import (
     lower_bound_seconds,
 )
 from orderbatch.capacity.retriers import DOCS_RETRIER, task_states
-from orderbatch.localcloud.dynamodb import write_units
-from orderbatch.localcloud.stack import load_stack
 from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.dynamodb import write_units
+from sam_local_cloud.stack import load_stack
 
 
 @pytest.fixture(scope="module")

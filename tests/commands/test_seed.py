@@ -9,8 +9,8 @@ import boto3
 import pytest
 
 from orderbatch.cli import main
-from orderbatch.localcloud.moto_seam.testing import mock_aws
 from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.moto_seam.testing import mock_aws
 
 STACK_TEMPLATE = {
     "Resources": {

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.stack import TemplateError, load_stack
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.stack import TemplateError, load_stack
 
 TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "nested_stack" / "template.yaml"
 FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:{}"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from orderbatch.localcloud.stack import load_stack
-from orderbatch.localcloud.stack.model import TemplateError
+from sam_local_cloud.stack import load_stack
+from sam_local_cloud.stack.model import TemplateError
 
 TEMPLATE = """\
 Transform: AWS::Serverless-2016-10-31

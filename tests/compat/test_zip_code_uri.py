@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.stack import TemplateError, load_stack
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.stack import TemplateError, load_stack
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "zip_code_uri"
 SOURCE = FIXTURE / "greeter"

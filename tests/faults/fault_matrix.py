@@ -34,8 +34,9 @@ from orderbatch.audit import AuditedOrder, AuditReport, BatchLocations, audit_or
 from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.durable_batches import wait_for_durable_batch
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
+from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 QUOTA = 10
@@ -63,7 +64,7 @@ DIRECT_WORKERS = 3
 def reset_moto() -> None:
     """moto's backends are process-wide: a local cloud started earlier in this process left its
     tables and state machines there, and creating them again would fail."""
-    from orderbatch.localcloud.moto_seam.testing import moto_api_backend
+    from sam_local_cloud.moto_seam.testing import moto_api_backend
 
     moto_api_backend.reset()
 

@@ -32,16 +32,16 @@ from orderbatch.faults.crash_cases import (
 )
 from orderbatch.faults.crash_matrix import ConfigurationRun, run_matrix, start_cloud
 from orderbatch.faults.crash_results import MatrixResult, render
-from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.localcloud.lambda_service.crash_points import (
+from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.lambda_service.crash_points import (
     RecordedCall,
     ResourceNames,
     enumerate_crash_points,
     idempotency_save,
 )
-from orderbatch.localcloud.lambda_service.fault_injector import FaultInjector
-from orderbatch.localcloud.lambda_service.faults import FaultDecision, FaultPlan, FaultRule
-from orderbatch.localcloud.runtime_shim import (
+from sam_local_cloud.lambda_service.fault_injector import FaultInjector
+from sam_local_cloud.lambda_service.faults import FaultDecision, FaultPlan, FaultRule
+from sam_local_cloud.runtime_shim import (
     CHECKPOINT_UPDATES,
     call_matches,
     describe_call,

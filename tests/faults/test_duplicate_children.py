@@ -24,11 +24,12 @@ from orderbatch.faults.crash_matrix import ConfigurationRun, start_cloud
 from orderbatch.faults.crash_results import ConfigurationResult, MatrixResult, render
 from orderbatch.faults.duplicate_children import run_duplicate_children_row
 from orderbatch.faults.flags import parse_fault_flag
-from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.localcloud.lambda_service import FaultPlan
-from orderbatch.localcloud.lambda_service.fault_injector import FaultInjector
-from orderbatch.localcloud.lambda_service.faults import DuplicateExecution, FaultRule
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
+from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.lambda_service import FaultPlan
+from sam_local_cloud.lambda_service.fault_injector import FaultInjector
+from sam_local_cloud.lambda_service.faults import DuplicateExecution, FaultRule
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 STATE_MACHINE = "OrderBatchStateMachine"

@@ -22,9 +22,9 @@ from orderbatch.faults.powertools_modes import (
     render_failure_modes,
     run_failure_modes,
 )
-from orderbatch.localcloud import runtime_shim
-from orderbatch.localcloud.lambda_service.crash_points import RecordedCall
-from orderbatch.localcloud.lambda_service.faults import FaultRule
+from sam_local_cloud import runtime_shim
+from sam_local_cloud.lambda_service.crash_points import RecordedCall
+from sam_local_cloud.lambda_service.faults import FaultRule
 
 CHARGE_CALLS = [
     RecordedCall(1, "dynamodb", "PutItem", ("idem",), "INPROGRESS"),

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from fault_matrix import FEW_ORDERS, Scenario, orders_for, reset_moto, run_batch, start_cloud
 
-from orderbatch.aws_limits import THROTTLE_ERROR
-from orderbatch.localcloud.cloud import LocalCloud
+from sam_local_cloud.aws_limits import THROTTLE_ERROR
+from sam_local_cloud.cloud import LocalCloud
 
 pytestmark = pytest.mark.e2e
 

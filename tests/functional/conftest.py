@@ -15,7 +15,7 @@ import pytest
 from handlers import clients
 from handlers.environment import forget_loaded_environments
 from handlers.observability import TASK_BODY_RAN, logger, metrics
-from orderbatch.localcloud.moto_seam.testing import DynamoDBBackend
+from sam_local_cloud.moto_seam.testing import DynamoDBBackend
 
 FUNCTION_NAME = "orderbatch-task-tests"
 MAX_CHARGE_AMOUNT = "1000.00"

@@ -22,7 +22,7 @@ from order_processing.contract import STEP_LOG_NAMES, TASK_BODY_RAN
 from orderbatch.audit import BatchLocations, audit_batch
 from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.bench.soak_audit import IncrementalAuditor, _RequestCounter
-from orderbatch.localcloud.moto_seam.testing import default_user_config
+from sam_local_cloud.moto_seam.testing import default_user_config
 
 PASS_DEFINITION = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
 ORDERS_PER_BATCH = 3

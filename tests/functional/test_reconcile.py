@@ -35,7 +35,7 @@ from order_processing.reconcile import (
     survey_orders,
 )
 from orderbatch.audit import AuditReport, BatchLocations, audit_batch
-from orderbatch.localcloud.moto_seam.testing import default_user_config
+from sam_local_cloud.moto_seam.testing import default_user_config
 
 BATCH = "b-1"
 SETTLE_SECONDS = 10

@@ -17,9 +17,9 @@ from botocore.config import Config
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from orderbatch.commands.local import register
-from orderbatch.localcloud.cloud import LocalCloudConfig
-from orderbatch.localcloud.lambda_service import FunctionSpec, LambdaService
-from orderbatch.project import DUMMY_CREDENTIALS
+from sam_local_cloud.cloud import LocalCloudConfig
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.lambda_service import FunctionSpec, LambdaService
 
 FIXTURE_FUNCTIONS = Path(__file__).resolve().parent / "fixture_functions"
 
@@ -113,7 +113,7 @@ def local_up_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable
         def start(self) -> None:
             raise _ConfigSeenError
 
-    monkeypatch.setattr("orderbatch.localcloud.cloud.LocalCloud", CloudThatOnlyRecords)
+    monkeypatch.setattr("sam_local_cloud.cloud.LocalCloud", CloudThatOnlyRecords)
 
     def built(*flags: str) -> LocalCloudConfig:
         args = parser.parse_args(["local", "up", "--state-dir", str(tmp_path / "state"), *flags])

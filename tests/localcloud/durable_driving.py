@@ -19,8 +19,8 @@ from aws_durable_execution_sdk_python_testing.invoker import InvokeResponse
 from aws_durable_execution_sdk_python_testing.model import StartDurableExecutionInput
 from aws_durable_execution_sdk_python_testing.worker.status import InvocationState
 
-from orderbatch.localcloud.lambda_service.durable import DurableExecutions
-from orderbatch.localcloud.lambda_service.functions import FunctionSpec
+from sam_local_cloud.lambda_service.durable import DurableExecutions
+from sam_local_cloud.lambda_service.functions import FunctionSpec
 
 ORCHESTRATOR = "Orchestrator"
 TASK = "ValidateOrder"

@@ -17,8 +17,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.stepfunctions.activities import task_token_resource
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.stepfunctions.activities import task_token_resource
 
 pytestmark = pytest.mark.e2e
 

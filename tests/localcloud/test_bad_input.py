@@ -17,8 +17,9 @@ from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.audit import AuditReport, BatchLocations
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
+from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +28,7 @@ TEMPLATE = PROJECT_ROOT / "template.yaml"
 
 def reset_moto() -> None:
     """moto's backends are process-wide; another module's local cloud may have left its tables."""
-    from orderbatch.localcloud.moto_seam.testing import moto_api_backend
+    from sam_local_cloud.moto_seam.testing import moto_api_backend
 
     moto_api_backend.reset()
 

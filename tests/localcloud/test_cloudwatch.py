@@ -11,10 +11,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from orderbatch.localcloud.cloudwatch import aggregated_members
-from orderbatch.localcloud.moto_seam.installers import install_cloudwatch
-from orderbatch.localcloud.moto_seam.testing import mock_aws
-from orderbatch.project import DUMMY_CREDENTIALS
+from sam_local_cloud.cloudwatch import aggregated_members
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.moto_seam.installers import install_cloudwatch
+from sam_local_cloud.moto_seam.testing import mock_aws
 
 STATISTICS = ["Sum", "Average", "Minimum", "Maximum", "SampleCount"]
 

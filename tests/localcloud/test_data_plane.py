@@ -15,11 +15,11 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from orderbatch.app_batches import local_cloud_config
-from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.localcloud.data_plane import DataPlane
-from orderbatch.localcloud.iam import build_roles
-from orderbatch.localcloud.stack import load_stack
 from orderbatch.project import default_template
+from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.data_plane import DataPlane
+from sam_local_cloud.iam import build_roles
+from sam_local_cloud.stack import load_stack
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.deployment import LOCAL_ROLE_ARN
-from orderbatch.localcloud.stepfunctions.definition_support import prepare_definition
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.deployment import LOCAL_ROLE_ARN
+from sam_local_cloud.stepfunctions.definition_support import prepare_definition
 
 pytestmark = pytest.mark.e2e
 

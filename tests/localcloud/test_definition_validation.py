@@ -24,9 +24,9 @@ from botocore.exceptions import ClientError
 
 from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.deployment import LOCAL_ROLE_ARN
-from orderbatch.localcloud.stack import TemplateError
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.deployment import LOCAL_ROLE_ARN
+from sam_local_cloud.stack import TemplateError
 
 pytestmark = pytest.mark.e2e
 

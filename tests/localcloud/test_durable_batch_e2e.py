@@ -24,8 +24,9 @@ from orderbatch.audit import DURABLE, DURABLE_FUNCTION_OUTPUT
 from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.cli import main
 from orderbatch.durable_batches import wait_for_durable_batch
-from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
+from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from orderbatch.localcloud.lambda_service import FunctionSpec
+from sam_local_cloud.lambda_service import FunctionSpec
 
 DURABLE_FUNCTIONS = Path(__file__).resolve().parent / "durable_functions"
 # Far above how long a killed runtime takes to be reported: an answer that waited for the target's

@@ -28,9 +28,9 @@ from aws_durable_execution_sdk_python_testing.exceptions import ResourceNotFound
 from durable_driving import TASK, Driven, driven_execution
 
 from orderbatch.faults.crash_matrix import durable_stall_view
-from orderbatch.localcloud.lambda_service import FunctionSpec, LambdaService, TooManyRequestsError
-from orderbatch.localcloud.lambda_service.durable import ServiceChildDispatcher
-from orderbatch.localcloud.lambda_service.durable_executor import ExecutionView, WaitedOnOperation
+from sam_local_cloud.lambda_service import FunctionSpec, LambdaService, TooManyRequestsError
+from sam_local_cloud.lambda_service.durable import ServiceChildDispatcher
+from sam_local_cloud.lambda_service.durable_executor import ExecutionView, WaitedOnOperation
 
 
 @pytest.fixture

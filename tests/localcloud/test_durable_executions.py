@@ -16,9 +16,9 @@ import pytest
 from aws_durable_execution_sdk_python_testing.child_dispatcher import ChainedInvokeRequest, RunInvocation
 from botocore.exceptions import ClientError
 
-from orderbatch.localcloud.lambda_service import FunctionSpec, TooManyRequestsError
-from orderbatch.localcloud.lambda_service.durable import ServiceChildDispatcher
-from orderbatch.localcloud.stack.template import load_stack
+from sam_local_cloud.lambda_service import FunctionSpec, TooManyRequestsError
+from sam_local_cloud.lambda_service.durable import ServiceChildDispatcher
+from sam_local_cloud.stack.template import load_stack
 
 DURABLE_FUNCTIONS = Path(__file__).resolve().parent / "durable_functions"
 DURABLE = {"ExecutionTimeout": 120}
@@ -408,7 +408,7 @@ def test_a_chained_invoke_still_throttled_when_the_budget_runs_out_fails_with_th
 
 
 def test_a_templates_durable_function_runs_on_the_local_cloud_under_its_role(tmp_path: Path) -> None:
-    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
 
     template = tmp_path / "template.yaml"
     template.write_text(

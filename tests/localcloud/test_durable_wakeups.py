@@ -15,7 +15,7 @@ import pytest
 from aws_durable_execution_sdk_python_testing.worker.status import InvocationState
 from durable_driving import executions_without_sweeper
 
-from orderbatch.localcloud.lambda_service.durable_executor import STALL_SWEEPS
+from sam_local_cloud.lambda_service.durable_executor import STALL_SWEEPS
 
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:F:$LATEST/durable-execution/n/1"
 

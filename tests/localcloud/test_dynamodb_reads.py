@@ -9,8 +9,8 @@ from typing import Any
 import boto3
 import pytest
 
-from orderbatch.localcloud.moto_seam.installers import install_dynamodb
-from orderbatch.localcloud.moto_seam.testing import mock_aws
+from sam_local_cloud.moto_seam.installers import install_dynamodb
+from sam_local_cloud.moto_seam.testing import mock_aws
 
 pytestmark = pytest.mark.usefixtures("dynamodb_hooks")
 

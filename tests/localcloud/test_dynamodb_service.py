@@ -21,8 +21,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from orderbatch.localcloud.dynamodb_service import DynamoDBApp
-from orderbatch.localcloud.moto_seam.installers import install_request_caches
+from sam_local_cloud.dynamodb_service import DynamoDBApp
+from sam_local_cloud.moto_seam.installers import install_request_caches
 
 REGION = "eu-west-1"
 ORDERS = "orders"
@@ -87,13 +87,13 @@ def serving(app: Any, access_key: str = "AKIAIOSFODNN7EXAMPLE") -> Iterator[Any]
 
 
 def fresh_backends() -> None:
-    from orderbatch.localcloud.moto_seam.testing import moto_api_backend
+    from sam_local_cloud.moto_seam.testing import moto_api_backend
 
     moto_api_backend.reset()
 
 
 def moto_app() -> Any:
-    from orderbatch.localcloud.moto_seam.testing import DomainDispatcherApplication, create_backend_app
+    from sam_local_cloud.moto_seam.testing import DomainDispatcherApplication, create_backend_app
 
     return DomainDispatcherApplication(create_backend_app)
 
@@ -459,7 +459,7 @@ def test_other_services_and_operations_go_to_the_fallback() -> None:
 
 
 def test_method_names_follow_methods_patched_in_later() -> None:
-    from orderbatch.localcloud.moto_seam.testing import core_utils
+    from sam_local_cloud.moto_seam.testing import core_utils
 
     method_names_from_class = core_utils.method_names_from_class
 
@@ -474,7 +474,7 @@ def test_method_names_follow_methods_patched_in_later() -> None:
 
 
 def test_update_expressions_parse_once_and_stay_unchanged_by_updates() -> None:
-    from orderbatch.localcloud.moto_seam.testing import UpdateExpressionParser
+    from sam_local_cloud.moto_seam.testing import UpdateExpressionParser
 
     expression = "SET #a = :a ADD visits :one"
     tree = UpdateExpressionParser.make(expression)
@@ -504,8 +504,8 @@ def test_update_expressions_parse_once_and_stay_unchanged_by_updates() -> None:
 
 
 def test_the_validator_s_copy_of_a_tree_is_whole_and_shares_no_node() -> None:
-    from orderbatch.localcloud.moto_seam.services import UpdateNode, update_validators
-    from orderbatch.localcloud.moto_seam.testing import UpdateExpressionParser
+    from sam_local_cloud.moto_seam.services import UpdateNode, update_validators
+    from sam_local_cloud.moto_seam.testing import UpdateExpressionParser
 
     install_request_caches()
     tree = UpdateExpressionParser.make("SET a = :a, c = if_not_exists(c, :z) + :n REMOVE d[1] ADD #e :one")

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from orderbatch.localcloud.lambda_service.emulator_http import EmulatorConnection
+from sam_local_cloud.lambda_service.emulator_http import EmulatorConnection
 
 
 @contextmanager

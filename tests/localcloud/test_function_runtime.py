@@ -27,11 +27,12 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from orderbatch.localcloud.lambda_service import FunctionSpec
-from orderbatch.localcloud.lambda_service import environments as environments_module
-from orderbatch.localcloud.lambda_service.forkserver import read_only_supported
-from orderbatch.localcloud.lambda_service.layers import LayerSpec
-from orderbatch.localcloud.lambda_service.runtimes import (
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.lambda_service import FunctionSpec
+from sam_local_cloud.lambda_service import environments as environments_module
+from sam_local_cloud.lambda_service.forkserver import read_only_supported
+from sam_local_cloud.lambda_service.layers import LayerSpec
+from sam_local_cloud.lambda_service.runtimes import (
     BASE_PACKAGES,
     RuntimeCache,
     RuntimeNotCreatableError,
@@ -39,8 +40,7 @@ from orderbatch.localcloud.lambda_service.runtimes import (
     RuntimeUnavailableError,
     find_interpreter,
 )
-from orderbatch.localcloud.stack import TemplateError, load_stack
-from orderbatch.project import DUMMY_CREDENTIALS
+from sam_local_cloud.stack import TemplateError, load_stack
 
 pytestmark = pytest.mark.e2e
 
@@ -639,7 +639,7 @@ _WITH_LOCAL_CLOUD = """
 import sys
 from pathlib import Path
 
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
 
 config = LocalCloudConfig(template=Path(sys.argv[1]), state_dir=Path(sys.argv[2]), enforce_iam=False)
 with LocalCloud(config) as cloud:

@@ -11,8 +11,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.stepfunctions.history_pages import HistoryPageError, history_page
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.stepfunctions.history_pages import HistoryPageError, history_page
 
 TEMPLATE = Path(__file__).resolve().parent / "express_fixtures" / "template.yaml"
 ARN = "arn:aws:states:us-east-1:123456789012:execution:m:e"

@@ -23,8 +23,10 @@ from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders
 from orderbatch.audit import BatchLocations
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.iam import (
+from orderbatch.project import PROJECT_ROOT, default_template, inventory_fixture
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.iam import (
     Access,
     IamEnforcer,
     Role,
@@ -34,8 +36,7 @@ from orderbatch.localcloud.iam import (
     roles_document,
     roles_from_document,
 )
-from orderbatch.localcloud.stack import load_stack
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT, default_template, inventory_fixture
+from sam_local_cloud.stack import load_stack
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 PROBE_TEMPLATE = Path(__file__).resolve().parent / "iam_fixture" / "template.yaml"

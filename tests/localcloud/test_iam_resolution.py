@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from orderbatch.localcloud.iam import IamEnforcer, Identity, build_roles, requested_access
-from orderbatch.localcloud.stack import LocalStack, TemplateError, load_stack
-from orderbatch.localcloud.stack.return_values import RESOURCE_TYPES, SAM_TYPES
+from sam_local_cloud.iam import IamEnforcer, Identity, build_roles, requested_access
+from sam_local_cloud.stack import LocalStack, TemplateError, load_stack
+from sam_local_cloud.stack.return_values import RESOURCE_TYPES, SAM_TYPES
 
 TEMPLATE = Path(__file__).resolve().parent / "iam_fixture" / "resolution_template.yaml"
 ACCOUNT = "123456789012"
@@ -157,7 +157,7 @@ def test_a_denial_names_the_statements_evaluated_and_why_none_allowed_it(enforce
 
 
 def test_an_explicit_deny_is_named_as_the_reason(tmp_path: Path) -> None:
-    from orderbatch.localcloud.iam import Access, Role, StackRoles
+    from sam_local_cloud.iam import Access, Role, StackRoles
 
     table = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/orders"
     document = {

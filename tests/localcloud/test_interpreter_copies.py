@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.deployment import LOCAL_ROLE_ARN
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.deployment import LOCAL_ROLE_ARN
 
 pytestmark = pytest.mark.e2e
 
@@ -154,7 +154,7 @@ def test_jsonata_selectors_that_build_on_states_input_see_it_unchanged_in_every_
 def test_a_500_item_map_does_not_deep_copy_its_input_per_item(
     sfn: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from orderbatch.localcloud.moto_seam.testing import interpreter_states as states
+    from sam_local_cloud.moto_seam.testing import interpreter_states as states
 
     # Given a 500-item inline Map whose ItemSelector reads the Map input, and deep copies counted by size
     items = list(range(500))
@@ -254,7 +254,7 @@ def test_an_execution_still_times_out_while_its_program_runs_on_a_parked_thread(
 def test_iterations_and_states_without_a_timeout_hand_no_work_to_another_thread(
     sfn: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from orderbatch.localcloud.stepfunctions import worker_threads
+    from sam_local_cloud.stepfunctions import worker_threads
 
     # Given a 50-item Map whose iterations pass through a Parallel state (no TimeoutSeconds anywhere),
     # and every job handed to the parked threads counted

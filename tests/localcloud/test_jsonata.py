@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.deployment import LOCAL_ROLE_ARN
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.deployment import LOCAL_ROLE_ARN
 
 pytestmark = pytest.mark.e2e
 

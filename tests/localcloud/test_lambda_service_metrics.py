@@ -9,9 +9,9 @@ from typing import Any
 import boto3
 import pytest
 
-from orderbatch.localcloud.lambda_service import MetricsPublisher, TooManyRequestsError
-from orderbatch.localcloud.moto_seam.testing import mock_aws
-from orderbatch.project import DUMMY_CREDENTIALS
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.lambda_service import MetricsPublisher, TooManyRequestsError
+from sam_local_cloud.moto_seam.testing import mock_aws
 
 
 def statistic(cloudwatch: Any, metric: str, stat: str, function_name: str | None = None) -> float:

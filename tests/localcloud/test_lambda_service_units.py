@@ -13,20 +13,20 @@ from typing import Any
 import pytest
 
 from orderbatch.app_batches import order_event_keys
-from orderbatch.localcloud import runtime_shim
-from orderbatch.localcloud.lambda_service.accounting import Accounting
-from orderbatch.localcloud.lambda_service.backends import is_function_error_payload
-from orderbatch.localcloud.lambda_service.errors import InvalidParameterValueError, TooManyRequestsError
-from orderbatch.localcloud.lambda_service.exit_status import (
+from sam_local_cloud import runtime_shim
+from sam_local_cloud.lambda_service.accounting import Accounting
+from sam_local_cloud.lambda_service.backends import is_function_error_payload
+from sam_local_cloud.lambda_service.errors import InvalidParameterValueError, TooManyRequestsError
+from sam_local_cloud.lambda_service.exit_status import (
     process_state_text,
     runtime_exit_text,
     with_lambda_exit_wording,
 )
-from orderbatch.localcloud.lambda_service.fault_injector import FaultInjector
-from orderbatch.localcloud.lambda_service.faults import ErrorBeforeBody, FaultPlan
-from orderbatch.localcloud.lambda_service.functions import FunctionRegistry, FunctionSpec
-from orderbatch.localcloud.lambda_service.layers import LayerCache, LayerError, LayerSpec, python_layer_dirs
-from orderbatch.localcloud.lambda_service.runtimes import RuntimeStatus, runtime_status
+from sam_local_cloud.lambda_service.fault_injector import FaultInjector
+from sam_local_cloud.lambda_service.faults import ErrorBeforeBody, FaultPlan
+from sam_local_cloud.lambda_service.functions import FunctionRegistry, FunctionSpec
+from sam_local_cloud.lambda_service.layers import LayerCache, LayerError, LayerSpec, python_layer_dirs
+from sam_local_cloud.lambda_service.runtimes import RuntimeStatus, runtime_status
 
 
 def test_unreserved_functions_share_what_reservations_leave() -> None:

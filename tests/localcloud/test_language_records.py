@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from orderbatch.localcloud.moto_seam.stepfunctions import AmazonStateLanguageParser, StateMap, VariableStore
-from orderbatch.localcloud.stepfunctions import apply_interpreter_patches, definition_support, jsonata
+from sam_local_cloud.moto_seam.stepfunctions import AmazonStateLanguageParser, StateMap, VariableStore
+from sam_local_cloud.stepfunctions import apply_interpreter_patches, definition_support, jsonata
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from orderbatch.localcloud.lean_wsgi import LeanWsgiServer
+from sam_local_cloud.lean_wsgi import LeanWsgiServer
 
 
 def echo_app(environ: dict[str, Any], start_response: Any) -> list[bytes]:

@@ -43,12 +43,12 @@ from orderbatch.faults.linearizability_workload import (
     Workload,
     send,
 )
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.data_plane import DataPlaneApp
-from orderbatch.localcloud.dynamodb import TableLocks
-from orderbatch.localcloud.dynamodb_service import DynamoDBApp
-from orderbatch.localcloud.moto_seam.installers import install_dynamodb, install_request_caches
-from orderbatch.project import DUMMY_CREDENTIALS
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.data_plane import DataPlaneApp
+from sam_local_cloud.dynamodb import TableLocks
+from sam_local_cloud.dynamodb_service import DynamoDBApp
+from sam_local_cloud.moto_seam.installers import install_dynamodb, install_request_caches
 
 
 def item(**attributes: Any) -> Any:
@@ -266,7 +266,7 @@ class QuietRequestHandler(WSGIRequestHandler):
 @contextmanager
 def data_plane_in_this_process() -> Iterator[Target]:
     """The data plane's app (table locks, DynamoDBApp, moto) served from this process, one fresh table."""
-    from orderbatch.localcloud.moto_seam.testing import DomainDispatcherApplication, create_backend_app
+    from sam_local_cloud.moto_seam.testing import DomainDispatcherApplication, create_backend_app
 
     install_dynamodb()
     install_request_caches()
@@ -309,7 +309,7 @@ class _CheckThenWait:
 @pytest.fixture
 def no_table_lock(monkeypatch: pytest.MonkeyPatch) -> None:
     """TableLocks that hold nothing, and moto's conditions slowed between their check and their write."""
-    from orderbatch.localcloud.moto_seam.testing import dynamodb_models
+    from sam_local_cloud.moto_seam.testing import dynamodb_models
 
     monkeypatch.setattr(TableLocks, "holding", lambda self, operation, body: nullcontext())
     for module in (dynamodb_models, dynamodb_models.table):

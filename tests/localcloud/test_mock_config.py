@@ -23,13 +23,13 @@ from botocore.exceptions import ClientError
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.stepfunctions.mock_config import (
+from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.stepfunctions.mock_config import (
     MockConfigError,
     load_mock_config,
     parse_mock_config,
 )
-from orderbatch.project import PROJECT_ROOT
 
 SAMPLES = Path(__file__).resolve().parent / "mock_config_samples"
 SAMPLES_TEMPLATE = SAMPLES / "template.yaml"
@@ -118,8 +118,8 @@ class TestLambdaSqsIntegrationSample:
         }
 
     def test_the_test_case_is_kept_beside_the_execution_not_on_it(self, executions: dict[str, Any]) -> None:
-        from orderbatch.localcloud.moto_seam.stepfunctions import stepfunctions_parser_backends
-        from orderbatch.localcloud.stepfunctions.mock_config import test_case_of
+        from sam_local_cloud.moto_seam.stepfunctions import stepfunctions_parser_backends
+        from sam_local_cloud.stepfunctions.mock_config import test_case_of
 
         arn, _ = executions["happyPathExecution"]
         execution = stepfunctions_parser_backends["123456789012"]["us-east-1"].describe_execution(arn)

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from orderbatch.faults.linearizability_workload import TEMPLATE as ONE_TABLE_TEMPLATE
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.process_groups import reap, start_time
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.process_groups import reap, start_time
 
 
 def alive(pid: int) -> bool:
@@ -43,7 +43,7 @@ def test_a_group_outlives_a_killed_parent_only_when_not_started_through_start_se
             textwrap.dedent(
                 """
                 import subprocess, sys, time
-                from orderbatch.localcloud.process_groups import start_session
+                from sam_local_cloud.process_groups import start_session
                 watched = start_session(["sleep", "300"])
                 plain = subprocess.Popen(["sleep", "300"], start_new_session=True)
                 print(watched.pid, plain.pid, flush=True)

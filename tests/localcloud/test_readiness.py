@@ -15,8 +15,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from orderbatch.localcloud.cloud import HEALTH_PATH, LocalCloud, LocalCloudConfig
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
+from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import HEALTH_PATH, LocalCloud, LocalCloudConfig
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 
 pytestmark = pytest.mark.e2e
 

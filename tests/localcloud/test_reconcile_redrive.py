@@ -23,8 +23,9 @@ from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_ord
 from orderbatch.audit import BatchLocations
 from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
+from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 
 pytestmark = pytest.mark.e2e
 

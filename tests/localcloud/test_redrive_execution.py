@@ -17,7 +17,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
 
 pytestmark = pytest.mark.e2e
 
@@ -109,7 +109,7 @@ def test_an_inline_map_reruns_only_the_iterations_that_failed(cloud: LocalCloud,
 
 
 def moto_execution(cloud: LocalCloud, arn: str) -> Any:
-    from orderbatch.localcloud.moto_seam.stepfunctions import stepfunctions_parser_backends
+    from sam_local_cloud.moto_seam.stepfunctions import stepfunctions_parser_backends
 
     backend = stepfunctions_parser_backends[cloud.stack.account_id][cloud.stack.region]
     return backend.describe_execution(arn)
@@ -120,7 +120,7 @@ def engine_attributes(moto_object: Any) -> list[str]:
 
 
 def test_redrive_keeps_its_records_beside_moto_objects_not_on_them(cloud: LocalCloud, sfn: Any) -> None:
-    from orderbatch.localcloud.stepfunctions import redrive
+    from sam_local_cloud.stepfunctions import redrive
 
     arn = start(sfn, cloud, "inline-map", "records-1", {"items": [{"fail": False}, {"fail": True}]})
     assert wait_for_execution(sfn, arn, timeout=60, poll_seconds=0.2) == "FAILED"

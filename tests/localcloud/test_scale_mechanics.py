@@ -26,15 +26,15 @@ from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.bench.history import read_history
 from orderbatch.cli import main
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.localcloud.dynamodb import CATALOGUE, tables_named
-from orderbatch.localcloud.lambda_service import FunctionSpec, backends
-from orderbatch.localcloud.lambda_service.environments import PortAllocator, listens_on
-from orderbatch.localcloud.moto_seam.installers import install_dynamodb, install_model_registry
-from orderbatch.localcloud.moto_seam.stepfunctions import stepfunctions_parser_backends
-from orderbatch.localcloud.moto_seam.testing import mock_aws
-from orderbatch.localcloud.stepfunctions import HistoryStore, histories
 from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.dynamodb import CATALOGUE, tables_named
+from sam_local_cloud.lambda_service import FunctionSpec, backends
+from sam_local_cloud.lambda_service.environments import PortAllocator, listens_on
+from sam_local_cloud.moto_seam.installers import install_dynamodb, install_model_registry
+from sam_local_cloud.moto_seam.stepfunctions import stepfunctions_parser_backends
+from sam_local_cloud.moto_seam.testing import mock_aws
+from sam_local_cloud.stepfunctions import HistoryStore, histories
 
 pytestmark = pytest.mark.e2e
 
@@ -458,7 +458,7 @@ def test_the_history_store_spills_the_oldest_histories_and_reads_them_back(tmp_p
 def test_rewriting_an_item_leaves_no_old_versions_alive_and_s3_keys_stay_tracked() -> None:
     import gc
 
-    from orderbatch.localcloud.moto_seam.testing import FakeKey, Item
+    from sam_local_cloud.moto_seam.testing import FakeKey, Item
 
     # Given moto's models without the registry of every instance (as the local cloud runs them)
     install_model_registry()
@@ -495,7 +495,7 @@ def test_rewriting_an_item_leaves_no_old_versions_alive_and_s3_keys_stay_tracked
 
 @mock_aws
 def test_stored_dynamodb_values_have_no_dict_and_behave_as_before() -> None:
-    from orderbatch.localcloud.moto_seam.testing import dynamo_type, dynamodb_models
+    from sam_local_cloud.moto_seam.testing import dynamo_type, dynamodb_models
 
     # Given the compact values (as the local cloud runs moto)
     install_model_registry()

@@ -28,15 +28,15 @@ from botocore.exceptions import ClientError
 from werkzeug.test import EnvironBuilder
 
 from orderbatch.commands.local import exposure_warning
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.docker_api.server import DockerApiServer
-from orderbatch.localcloud.iam.signatures import (
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.docker_api.server import DockerApiServer
+from sam_local_cloud.iam.signatures import (
     S3_SIGNATURE_MISMATCH,
     SIGNATURE_MISMATCH,
     UNKNOWN_KEY,
     SignatureVerifier,
 )
-from orderbatch.project import DUMMY_CREDENTIALS
 
 PROBE_TEMPLATE = Path(__file__).resolve().parent / "iam_fixture" / "template.yaml"
 REGION = "us-east-1"

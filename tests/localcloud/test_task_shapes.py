@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
 
 pytestmark = pytest.mark.e2e
 

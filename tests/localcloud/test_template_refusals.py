@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.stack import TemplateError, load_stack
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.stack import TemplateError, load_stack
 
 HANDLER_SOURCE = "def handler(event, context):\n    return event\n"
 

@@ -25,9 +25,9 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from orderbatch.cli import main
-from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
-from orderbatch.localcloud.stack import load_stack
 from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.stack import load_stack
 
 pytestmark = pytest.mark.e2e
 

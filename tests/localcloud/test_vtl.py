@@ -1,4 +1,4 @@
-"""API Gateway mapping templates (the VTL subset of orderbatch.localcloud.vtl), rendered without a cloud."""
+"""API Gateway mapping templates (the VTL subset of sam_local_cloud.vtl), rendered without a cloud."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from orderbatch.localcloud import vtl
+from sam_local_cloud import vtl
 
 
 def render(template: str, body: str = "{}", **variables: Any) -> str:

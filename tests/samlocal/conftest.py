@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from samlocal_support import ServedDocker
 
-from orderbatch.localcloud.docker_api import DockerApi, DockerApiServer, ExecutionEnvironments
+from sam_local_cloud.docker_api import DockerApi, DockerApiServer, ExecutionEnvironments
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from orderbatch.localcloud.docker_api import Call, DockerApi, DockerApiServer
 from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.docker_api import Call, DockerApi, DockerApiServer
 
 BIN = Path(sys.executable).parent
 SAM = BIN / "sam"

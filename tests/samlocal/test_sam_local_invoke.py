@@ -18,11 +18,11 @@ import pytest
 from samlocal_support import SAM, ServedDocker, record_calls, run_sam, sam_environment
 
 from orderbatch.app_batches import local_cloud_config
-from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.localcloud.docker_api.execution import is_built
-from orderbatch.localcloud.docker_api.sam_env import sam_env_vars
-from orderbatch.localcloud.lambda_service.runtimes import find_interpreter
 from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.docker_api.execution import is_built
+from sam_local_cloud.docker_api.sam_env import sam_env_vars
+from sam_local_cloud.lambda_service.runtimes import find_interpreter
 
 pytestmark = pytest.mark.e2e
 

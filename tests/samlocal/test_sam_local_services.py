@@ -24,10 +24,11 @@ from samlocal_support import BIN, SamService, ServedDocker, free_port, record_ca
 
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.executions import wait_for_execution
-from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.localcloud.docker_api.images import is_durable_emulator_image
-from orderbatch.localcloud.docker_api.sam_env import sam_env_vars
-from orderbatch.project import DUMMY_CREDENTIALS, PROJECT_ROOT
+from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.docker_api.images import is_durable_emulator_image
+from sam_local_cloud.docker_api.sam_env import sam_env_vars
 
 pytestmark = pytest.mark.e2e
 

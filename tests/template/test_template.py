@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from handlers.environment import FunctionEnvironment, IdempotencyEnvironment
-from orderbatch.localcloud.stack import LocalStack, load_stack
 from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.stack import LocalStack, load_stack
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 ASL = PROJECT_ROOT / "statemachine" / "order_batch.asl.yaml"

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from cfnlint.decode import cfn_yaml
 
-from orderbatch.localcloud.stack import TemplateError, load_stack, substitute_definition
 from orderbatch.project import PROJECT_ROOT
 from orderbatch.workflow_source import RENDERED, SOURCE, WorkflowSourceError, main, render
+from sam_local_cloud.stack import TemplateError, load_stack, substitute_definition
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 README = PROJECT_ROOT / "README.md"

@@ -1,5 +1,6 @@
-"""The import graph of src/orderbatch, read with ``ast``: every import statement counts, including those
-inside functions and under TYPE_CHECKING (test_layers.py and test_layout.py judge it)."""
+"""The import graph of src/orderbatch and of the local cloud's package, read with ``ast``: every import
+statement counts, including those inside functions and under TYPE_CHECKING (test_layers.py and
+test_layout.py judge it)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,24 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import orderbatch
+import sam_local_cloud
 
 PACKAGE_DIR = Path(orderbatch.__file__).resolve().parent
+LOCAL_CLOUD_DIR = Path(sam_local_cloud.__file__).resolve().parent
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+    package_dir = LOCAL_CLOUD_DIR if path.is_relative_to(LOCAL_CLOUD_DIR) else PACKAGE_DIR
+    parts = path.relative_to(package_dir.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def source_modules() -> dict[str, Path]:
-    return {module_name(path): path for path in sorted(PACKAGE_DIR.rglob("*.py"))}
+    return {
+        module_name(path): path
+        for package_dir in (PACKAGE_DIR, LOCAL_CLOUD_DIR)
+        for path in sorted(package_dir.rglob("*.py"))
+    }
 
 
 def imported_names(path: Path, module: str, modules: Collection[str]) -> Iterator[str]:

@@ -8,8 +8,8 @@ import sys
 
 PROBE = """
 import json, sys
-import orderbatch.localcloud.moto_seam.stepfunctions
-from orderbatch.localcloud.moto_seam.stepfunctions import create_backend_app
+import sam_local_cloud.moto_seam.stepfunctions
+from sam_local_cloud.moto_seam.stepfunctions import create_backend_app
 after_parser = "moto.ec2" in sys.modules
 from moto.backends import get_backend
 backend = get_backend("batch")["123456789012"]["us-east-1"]

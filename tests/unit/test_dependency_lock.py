@@ -20,6 +20,7 @@ from packaging.utils import canonicalize_name
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = PROJECT_ROOT / "pyproject.toml"
+LOCAL_CLOUD_PYPROJECT = PROJECT_ROOT / "packages" / "sam-local-cloud" / "pyproject.toml"
 DEV_LOCK = PROJECT_ROOT / "requirements" / "dev.lock"
 VENV_IN = PROJECT_ROOT / "requirements" / "venv.in"
 UV_IN = PROJECT_ROOT / "requirements" / "uv.in"
@@ -66,14 +67,19 @@ def read_requirements_in(path: Path) -> list[Requirement]:
 
 
 def pyproject_requirements() -> list[Requirement]:
-    """What the dev lock is compiled from: the dependencies, the dev extra and the build backend."""
+    """What the dev lock is compiled from: the dependencies, the dev extra and the build backend, and the
+    dependencies of the local cloud's package, which the lock holds but not the package itself (it is
+    installed from its folder, as the project is)."""
     pyproject = tomllib.loads(PYPROJECT.read_text())
+    local_cloud = tomllib.loads(LOCAL_CLOUD_PYPROJECT.read_text())
     named = [
         *pyproject["project"]["dependencies"],
         *pyproject["project"]["optional-dependencies"]["dev"],
         *pyproject["build-system"]["requires"],
+        *local_cloud["project"]["dependencies"],
     ]
-    return [Requirement(text) for text in named]
+    members = {canonicalize_name(local_cloud["project"]["name"])}
+    return [Requirement(text) for text in named if canonicalize_name(Requirement(text).name) not in members]
 
 
 def unsatisfied(requirements: list[Requirement], pins: dict[str, Pin]) -> list[str]:
@@ -106,7 +112,7 @@ def test_the_installer_lock_satisfies_its_input() -> None:
     assert unsatisfied(read_requirements_in(UV_IN), read_lock(UV_LOCK)) == []
 
 
-def test_moto_is_pinned_exactly_in_pyproject_and_locked_at_that_version() -> None:
+def test_moto_is_pinned_exactly_in_the_local_clouds_pyproject_and_locked_at_that_version() -> None:
     moto = next(req for req in pyproject_requirements() if canonicalize_name(req.name) == "moto")
     (clause,) = moto.specifier
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import botocore.session
 
-from orderbatch.localcloud.request_checks import GUARDED_SERVICES, SIGNING_NAMES, TARGET_PREFIXES
+from sam_local_cloud.request_checks import GUARDED_SERVICES, SIGNING_NAMES, TARGET_PREFIXES
 
 
 def test_the_target_prefixes_and_signing_names_are_the_models() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from orderbatch.localcloud.iam import Access, Role
-from orderbatch.localcloud.iam import policies as policies_module
-from orderbatch.localcloud.iam.policies import RolePolicies
+from sam_local_cloud.iam import Access, Role
+from sam_local_cloud.iam import policies as policies_module
+from sam_local_cloud.iam.policies import RolePolicies
 
 TABLE = "arn:aws:dynamodb:us-east-1:123456789012:table/Orders"
 

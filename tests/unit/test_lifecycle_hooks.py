@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from orderbatch.localcloud.moto_seam import installers
+from sam_local_cloud.moto_seam import installers
 
 
 def test_every_interpreter_module_gets_the_thread_list_that_keeps_none() -> None:
     installers.install_everything()
-    from orderbatch.localcloud.moto_seam.stepfunctions import utils
+    from sam_local_cloud.moto_seam.stepfunctions import utils
 
     holders = {
         name: module.TMP_THREADS

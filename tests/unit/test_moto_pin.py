@@ -7,7 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from orderbatch.localcloud.moto_seam import fingerprints
+from sam_local_cloud.moto_seam import fingerprints
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ def test_the_record_lists_exactly_what_the_engine_hooks_and_imports() -> None:
     unrecorded = sorted(set(used) - set(recorded))
     unused = sorted(set(recorded) - set(used))
     assert (unrecorded, unused) == ([], []), (
-        "run `python -m orderbatch.localcloud.moto_seam.fingerprints --write`: "
+        "run `python -m sam_local_cloud.moto_seam.fingerprints --write`: "
         f"not recorded {unrecorded}, recorded but unused {unused}"
     )
     assert len(used) > 100
@@ -60,7 +60,8 @@ def test_a_changed_or_vanished_target_is_named(tmp_path: Path) -> None:
 
 def test_moto_is_pinned_exactly_where_it_is_installed_from() -> None:
     pinned, _ = fingerprints.recorded()
-    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    local_cloud = ROOT / "packages" / "sam-local-cloud" / "pyproject.toml"
+    dependencies = tomllib.loads(local_cloud.read_text())["project"]["dependencies"]
 
     assert f"moto[server]=={pinned}" in dependencies
     lock_pins = {

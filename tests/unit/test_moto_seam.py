@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from orderbatch.localcloud.moto_seam import hooks
-from orderbatch.localcloud.moto_seam.records import EngineRecords
+from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam.records import EngineRecords
 
 
 def _owner() -> type[Any]:

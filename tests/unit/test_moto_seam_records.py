@@ -6,7 +6,7 @@ import gc
 import threading
 from typing import Any
 
-from orderbatch.localcloud.moto_seam.records import EngineRecords
+from sam_local_cloud.moto_seam.records import EngineRecords
 
 
 class _Cyclic:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from orderbatch.localcloud.moto_seam import hooks, installers, services
+from sam_local_cloud.moto_seam import hooks, installers, services
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -77,13 +77,13 @@ def _imports_moto(path: Path) -> list[int]:
 
 
 def test_nothing_outside_the_seam_imports_moto() -> None:
-    seam = "src/orderbatch/localcloud/moto_seam/"
+    seam = "packages/sam-local-cloud/src/sam_local_cloud/moto_seam/"
     offenders = []
-    for root in ("src", "tests", "functions"):
+    for root in ("src", "tests", "functions", "packages"):
         for path in sorted((REPOSITORY / root).rglob("*.py")):
             relative = path.relative_to(REPOSITORY).as_posix()
             if relative.startswith(seam):
                 continue
             offenders += [f"{relative}:{line}" for line in _imports_moto(path)]
 
-    assert offenders == [], "import moto only through orderbatch.localcloud.moto_seam"
+    assert offenders == [], "import moto only through sam_local_cloud.moto_seam"

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from orderbatch.localcloud.moto_seam import hooks
-from orderbatch.localcloud.moto_seam import stepfunctions as moto_sfn
-from orderbatch.localcloud.stepfunctions import apply_interpreter_patches
+from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import stepfunctions as moto_sfn
+from sam_local_cloud.stepfunctions import apply_interpreter_patches
 
 TASK_AND_MAP_CONCERNS = {
     "worker_threads",
@@ -51,4 +51,4 @@ def test_every_task_and_map_hook_is_installed_with_motos_original_kept() -> None
     assert all(target.original is not None for target in targets)
     assert {concern for concern, hooked in by_concern.items() if not hooked} == set()
     # The Thread class moto's Task states start is the parked-thread pool's.
-    assert moto_sfn.execute_state.Thread.__module__ == "orderbatch.localcloud.stepfunctions.worker_threads"
+    assert moto_sfn.execute_state.Thread.__module__ == "sam_local_cloud.stepfunctions.worker_threads"

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from antlr4.tree.Tree import TerminalNode
 
-from orderbatch.localcloud.moto_seam.stepfunctions import AmazonStateLanguageParser, ASLParserException
-from orderbatch.localcloud.stepfunctions import apply_interpreter_patches
-from orderbatch.localcloud.stepfunctions.parse_trees import (
+from sam_local_cloud.moto_seam.stepfunctions import AmazonStateLanguageParser, ASLParserException
+from sam_local_cloud.stepfunctions import apply_interpreter_patches
+from sam_local_cloud.stepfunctions.parse_trees import (
     _KeptTrees,
     _rule_nodes,
     kept_tree_counts,

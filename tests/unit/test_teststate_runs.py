@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from orderbatch.localcloud.moto_seam.stepfunctions import Environment
-from orderbatch.localcloud.stepfunctions import apply_interpreter_patches
-from orderbatch.localcloud.stepfunctions.teststate.answer import answer_run, answer_test_state
-from orderbatch.localcloud.stepfunctions.teststate.interpreter import parse, plan, run_of
-from orderbatch.localcloud.stepfunctions.teststate.request import Request
+from sam_local_cloud.moto_seam.stepfunctions import Environment
+from sam_local_cloud.stepfunctions import apply_interpreter_patches
+from sam_local_cloud.stepfunctions.teststate.answer import answer_run, answer_test_state
+from sam_local_cloud.stepfunctions.teststate.interpreter import parse, plan, run_of
+from sam_local_cloud.stepfunctions.teststate.request import Request
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 RETRIED_TASK = {

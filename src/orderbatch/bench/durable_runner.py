@@ -21,7 +21,6 @@ from typing import Any
 
 from order_processing.contract import COMPENSATION_FUNCTION, FINAL_ORDER_STATUSES, ORDER_STEP_FUNCTIONS
 from orderbatch.app_batches import fixture_skus, generate_orders, local_cloud_config
-from orderbatch.aws_limits import THROTTLE_ERROR
 from orderbatch.bench.runner import (
     Progress,
     _warm_up,
@@ -34,6 +33,7 @@ from orderbatch.capacity.model import UnitPrices
 from orderbatch.capacity.retriers import with_docs_retrier, without_second_pass
 from orderbatch.capacity.scenario import BenchSettings, Scenario
 from orderbatch.plan.durable import DurableModel, durable_cost
+from sam_local_cloud.aws_limits import THROTTLE_ERROR
 
 DURABLE_FUNCTION = "DurableOrderBatchFunction"
 TASK_FUNCTIONS = (*ORDER_STEP_FUNCTIONS, COMPENSATION_FUNCTION)
@@ -70,7 +70,7 @@ def durable_function_environment(scenario: Scenario) -> dict[str, str]:
 def run_durable_scenario(
     scenario: Scenario, settings: BenchSettings, prices: UnitPrices, progress: Progress | None = None
 ) -> dict[str, Any]:
-    from orderbatch.localcloud.cloud import LocalCloud
+    from sam_local_cloud.cloud import LocalCloud
 
     settings, max_concurrency, neighbour, bound = scenario_shape(scenario, settings)
     overrides, retrier = durable_parameter_overrides(scenario)

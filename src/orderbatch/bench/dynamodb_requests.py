@@ -188,7 +188,7 @@ def call(app: Callable[..., Any], operation: str, request: dict[str, Any]) -> in
 
 
 def measure(app: Callable[..., Any], rounds: int) -> Measurement:
-    from orderbatch.localcloud.moto_seam.services import moto_api_backend
+    from sam_local_cloud.moto_seam.services import moto_api_backend
 
     moto_api_backend.reset()
     for operation, request in setup_calls():
@@ -245,7 +245,7 @@ def read_calls(
 
 def measure_reads(app: Callable[..., Any], table_items: int, reads: int = 200) -> dict[str, float]:
     """CPU ms per Query and per Scan page on a table of ``table_items`` items."""
-    from orderbatch.localcloud.moto_seam.services import moto_api_backend
+    from sam_local_cloud.moto_seam.services import moto_api_backend
 
     moto_api_backend.reset()
     for operation, request in setup_calls():
@@ -267,13 +267,13 @@ def measure_reads(app: Callable[..., Any], table_items: int, reads: int = 200) -
 def main(argv: list[str] | None = None) -> None:
     import logging
 
-    from orderbatch.localcloud.dynamodb_service import DynamoDBApp
-    from orderbatch.localcloud.moto_seam.installers import (
+    from sam_local_cloud.dynamodb_service import DynamoDBApp
+    from sam_local_cloud.moto_seam.installers import (
         install_dynamodb,
         install_model_registry,
         install_request_caches,
     )
-    from orderbatch.localcloud.moto_seam.services import DomainDispatcherApplication, create_backend_app
+    from sam_local_cloud.moto_seam.services import DomainDispatcherApplication, create_backend_app
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=300, help="tasks' worth of calls (4 requests each)")

@@ -32,8 +32,8 @@ _POLL_SECONDS = 1.0
 
 def measure(interpreter: str, items: int, max_concurrency: int, timeout_seconds: float) -> dict[str, Any]:
     """Run in a fresh process only: the interpreter choice cannot be undone once moto is patched."""
-    from orderbatch.localcloud import stepfunctions
-    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud import stepfunctions
+    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
 
     if interpreter not in INTERPRETERS:
         raise ValueError(f"interpreter must be one of {INTERPRETERS}")
@@ -69,8 +69,8 @@ def measure_app_handlers(orders: int, quota: int, timeout_seconds: float) -> dic
     confirm (DynamoDB writes, Powertools idempotency), so this is the local cloud's speed on real code.
     """
     from orderbatch.app_batches import fixture_skus, generate_orders, local_cloud_config
-    from orderbatch.localcloud.cloud import LocalCloud
     from orderbatch.project import default_template
+    from sam_local_cloud.cloud import LocalCloud
 
     template = default_template()
     config = local_cloud_config(template, account_concurrency=quota, map_max_concurrency=quota)

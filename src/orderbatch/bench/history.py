@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from orderbatch.aws_limits import THROTTLE_ERROR
+from sam_local_cloud.aws_limits import THROTTLE_ERROR
 
 _ITERATION_ENDS = {"MapIterationSucceeded", "MapIterationFailed", "MapIterationAborted"}
 _EXECUTION_ENDS = {"ExecutionSucceeded", "ExecutionFailed", "ExecutionAborted", "ExecutionTimedOut"}

@@ -73,7 +73,7 @@ def rss_kib(pid: int) -> int:
 class CpuSeconds:
     local_cloud: float
     environments: float
-    # The local cloud's DynamoDB worker (``localcloud.data_plane``): the local cloud's own work, in a
+    # The local cloud's DynamoDB worker (``sam_local_cloud.data_plane``): the local cloud's own work, in a
     # process of its own.
     data_plane: float = 0.0
 

@@ -22,7 +22,6 @@ from order_processing.contract import (
     SUMMARIZE_BATCH_FUNCTION,
 )
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
-from orderbatch.aws_limits import THROTTLE_ERROR
 from orderbatch.bench import resources
 from orderbatch.bench.history import analyse_history, read_history
 from orderbatch.capacity.model import (
@@ -34,6 +33,7 @@ from orderbatch.capacity.model import (
 )
 from orderbatch.capacity.scenario import BenchSettings, Scenario, neighbour_for
 from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
+from sam_local_cloud.aws_limits import THROTTLE_ERROR
 
 STEP_FUNCTIONS = ORDER_STEP_FUNCTIONS
 SUMMARY_FUNCTION = SUMMARIZE_BATCH_FUNCTION
@@ -72,7 +72,7 @@ def scenario_shape(scenario: Scenario, settings: BenchSettings) -> tuple[BenchSe
 def run_scenario(
     scenario: Scenario, settings: BenchSettings, prices: UnitPrices, progress: Progress | None = None
 ) -> dict[str, Any]:
-    from orderbatch.localcloud.cloud import LocalCloud
+    from sam_local_cloud.cloud import LocalCloud
 
     settings, max_concurrency, neighbour, bound = scenario_shape(scenario, settings)
     state_dir = Path(tempfile.mkdtemp(prefix=f"orderbatch-bench-{scenario.name}-"))
@@ -155,7 +155,7 @@ def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
 def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
     """Drive `quota` warm-up orders through every step at once, so each function has `quota` warm
     environments, as an account in steady state would; init time is reported, not mixed into the batch."""
-    from orderbatch.localcloud.lambda_service import LambdaApiError
+    from sam_local_cloud.lambda_service import LambdaApiError
 
     service = cloud.lambda_service
     started = time.monotonic()

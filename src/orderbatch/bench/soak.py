@@ -34,7 +34,8 @@ from orderbatch.bench.runner import MACHINE_SECONDS_PER_ORDER, STEP_FUNCTIONS
 from orderbatch.bench.scenarios import SOAK
 from orderbatch.bench.soak_audit import IncrementalAuditor
 from orderbatch.faults.crash_cases import STATE_MACHINE
-from orderbatch.localcloud.lambda_service.faults import (
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.lambda_service.faults import (
     Crash,
     DuplicateExecution,
     ErrorAfterBody,
@@ -45,7 +46,6 @@ from orderbatch.localcloud.lambda_service.faults import (
     Throttle,
     Timeout,
 )
-from orderbatch.project import DUMMY_CREDENTIALS
 
 # Crash points every task function reaches: the first AWS call of each is the idempotency record's put.
 CRASH_POINTS = ("before_body", "before_call:1", "after_call:1", "before_response", "response_lost")
@@ -531,7 +531,7 @@ def verdict(
 
 
 def run_soak(settings: SoakSettings, announce: Announce = lambda _text: None) -> dict[str, Any]:
-    from orderbatch.localcloud.cloud import LocalCloud
+    from sam_local_cloud.cloud import LocalCloud
 
     state_dir = Path(tempfile.mkdtemp(prefix="orderbatch-bench-soak-"))
     config = local_cloud_config(

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from orderbatch.aws_limits import THROTTLE_ERROR
+from sam_local_cloud.aws_limits import THROTTLE_ERROR
 
 # AWS's "Handle Lambda service exceptions" page, as published: TooManyRequests is named there but not listed.
 DOCS_RETRIER: dict[str, Any] = {

@@ -13,7 +13,8 @@ from typing import Any
 
 import boto3
 
-from orderbatch.project import DEFAULT_STATE_DIR, DUMMY_CREDENTIALS, default_template, local_cloud_endpoint
+from orderbatch.project import DEFAULT_STATE_DIR, default_template, local_cloud_endpoint
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         stack = client("cloudformation").describe_stacks(StackName=args.stack)["Stacks"][0]
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
     else:
-        from orderbatch.localcloud.stack import load_stack
+        from sam_local_cloud.stack import load_stack
 
         outputs = load_stack(args.template or default_template()).outputs
     log_dir = None if args.no_logs else (args.logs or _default_log_dir(args))

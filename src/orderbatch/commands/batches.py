@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from orderbatch.audit import DURABLE, DURABLE_FUNCTION_OUTPUT, STEP_FUNCTIONS
-from orderbatch.aws_limits import MAX_STATE_PAYLOAD_BYTES
 from orderbatch.executions import FINISHED_STATUSES
-from orderbatch.project import DUMMY_CREDENTIALS, default_template, local_cloud_endpoint
+from orderbatch.project import default_template, local_cloud_endpoint
+from sam_local_cloud.aws_limits import MAX_STATE_PAYLOAD_BYTES
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -150,7 +151,7 @@ def _upload_orders(args: argparse.Namespace, batch: dict[str, Any]) -> dict[str,
             raise ValueError(
                 "a batch this large goes through S3: give --bucket (the stack's BatchBucketName)"
             )
-        from orderbatch.localcloud.stack import load_stack
+        from sam_local_cloud.stack import load_stack
 
         bucket = load_stack(default_template()).outputs["BatchBucketName"]
     session = boto3.Session(region_name=args.region)
@@ -188,7 +189,7 @@ def _durable_function_arn(args: argparse.Namespace) -> str:
             f"--orchestrator {DURABLE} with --api needs --function-arn "
             f"(the stack's {DURABLE_FUNCTION_OUTPUT})"
         )
-    from orderbatch.localcloud.stack import load_stack
+    from sam_local_cloud.stack import load_stack
 
     arn = load_stack(default_template()).outputs.get(DURABLE_FUNCTION_OUTPUT)
     if not arn:

@@ -30,9 +30,10 @@ from order_processing.contract import (
     VALIDATE_ORDER_FUNCTION,
 )
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
-from orderbatch.aws_limits import THROTTLE_ERROR
 from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
-from orderbatch.project import DUMMY_CREDENTIALS, default_template
+from orderbatch.project import default_template
+from sam_local_cloud.aws_limits import THROTTLE_ERROR
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 
 DIRECT_FUNCTION = VALIDATE_ORDER_FUNCTION
 
@@ -72,7 +73,7 @@ class Demo:
             self.problems.append(f"{what}: got {actual}, expected {expected}")
 
     def run(self) -> int:
-        from orderbatch.localcloud.cloud import LocalCloud
+        from sam_local_cloud.cloud import LocalCloud
 
         started = time.monotonic()
         config = local_cloud_config(

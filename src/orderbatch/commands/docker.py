@@ -86,8 +86,8 @@ def parse_tcp(value: str) -> tuple[str, int]:
 
 def write_env_vars(args: argparse.Namespace) -> None:
     from orderbatch.commands.local import parse_pairs
-    from orderbatch.localcloud.docker_api.sam_env import sam_env_vars
     from orderbatch.project import default_template
+    from sam_local_cloud.docker_api.sam_env import sam_env_vars
 
     overrides = parse_pairs(args.parameter_overrides, "--parameter-overrides")
     document = sam_env_vars((args.template or default_template()).resolve(), overrides)
@@ -102,7 +102,7 @@ def print_call(call: object) -> None:
 
 def run_docker(args: argparse.Namespace) -> int:
     from orderbatch.commands.local import prepare_state_dir, stop_on_signals
-    from orderbatch.localcloud.docker_api import DockerApi, DockerApiServer, ExecutionEnvironments
+    from sam_local_cloud.docker_api import DockerApi, DockerApiServer, ExecutionEnvironments
 
     if args.write_env_vars is not None:
         write_env_vars(args)

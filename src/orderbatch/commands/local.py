@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.faults.flags import add_fault_arguments, fault_plan_from_args
-from orderbatch.localcloud.stepfunctions.histories import DEFAULT_MAX_EVENTS_IN_MEMORY
 from orderbatch.project import (
     DEFAULT_LOCAL_PORT,
     DEFAULT_STATE_DIR,
@@ -21,13 +20,14 @@ from orderbatch.project import (
     inventory_fixture,
     local_cloud_endpoint,
 )
+from sam_local_cloud.stepfunctions.histories import DEFAULT_MAX_EVENTS_IN_MEMORY
 
 LOOPBACK_HOST = "127.0.0.1"
 # Where `local up` keeps its state (the environments' logs); `orderbatch audit` reads the logs from here.
 STATE_DIR_MARKER = ".orderbatch-local-state"
 
 if TYPE_CHECKING:
-    from orderbatch.localcloud.cloud import LocalCloud
+    from sam_local_cloud.cloud import LocalCloud
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -196,7 +196,7 @@ def cloud_config_from_args(args: argparse.Namespace, **overrides: object):
 
 
 def run_up(args: argparse.Namespace) -> int:
-    from orderbatch.localcloud.cloud import LocalCloud
+    from sam_local_cloud.cloud import LocalCloud
 
     state_dir = prepare_state_dir(args.state_dir)
     host = args.host or LOOPBACK_HOST
@@ -308,10 +308,10 @@ def stop_on_signals(stopped: threading.Event, started: threading.Event) -> None:
 def start_local_cloud(cloud: Any, started: threading.Event) -> None:
     """Start it, or stop what did start and exit: on a signal, with what is missing to run a function, or
     with the resource the deploy refused."""
-    from orderbatch.localcloud.lambda_service.layers import LayerError
-    from orderbatch.localcloud.lambda_service.runtimes import RuntimeBuildError, RuntimeUnavailableError
-    from orderbatch.localcloud.stack import TemplateError
-    from orderbatch.localcloud.stepfunctions.mock_config import MockConfigError
+    from sam_local_cloud.lambda_service.layers import LayerError
+    from sam_local_cloud.lambda_service.runtimes import RuntimeBuildError, RuntimeUnavailableError
+    from sam_local_cloud.stack import TemplateError
+    from sam_local_cloud.stepfunctions.mock_config import MockConfigError
 
     try:
         cloud.start()

@@ -32,8 +32,8 @@ from botocore.credentials import Credentials
 
 from orderbatch.compat.manifest import CompatApp, Invocation, ResourceRef
 from orderbatch.compat.sources import SourceUnavailableError, export_app
-from orderbatch.localcloud.lambda_service.runtimes import NOT_INSTALLED
-from orderbatch.project import DUMMY_CREDENTIALS
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.lambda_service.runtimes import NOT_INSTALLED
 
 # Apps are run on the quota an AWS account has by default (1,000 concurrent executions), not a new
 # account's 10: a README that reserves concurrency for its functions assumes the default.
@@ -177,7 +177,7 @@ class _LocalUp:
 
     def loaded_stack(self, app: CompatApp) -> Any:
         if self.stack is None:
-            from orderbatch.localcloud.stack import load_stack
+            from sam_local_cloud.stack import load_stack
 
             self.stack = load_stack(self.template, parameter_overrides=app.parameter_overrides)
         return self.stack
@@ -430,7 +430,7 @@ def _not_contained(expected: Any, actual: Any, path: str = "$") -> str | None:
 
 
 def _run_http(app: CompatApp, cloud: _LocalUp, timeout: float) -> str:
-    from orderbatch.localcloud.http_api import PATH_PREFIX
+    from sam_local_cloud.http_api import PATH_PREFIX
 
     assert app.http is not None
     stack = cloud.loaded_stack(app)

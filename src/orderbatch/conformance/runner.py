@@ -289,8 +289,8 @@ def moto_definition_check(definition: str) -> str | None:
     One rejected definition must not stop the template from deploying the others, so each is put to
     moto's own parser first, with the local cloud's interpreter patches applied as they are when it runs.
     """
-    from orderbatch.localcloud.moto_seam.installers import install_step_functions
-    from orderbatch.localcloud.moto_seam.stepfunctions import StepFunctionsParserBackend
+    from sam_local_cloud.moto_seam.installers import install_step_functions
+    from sam_local_cloud.moto_seam.stepfunctions import StepFunctionsParserBackend
 
     install_step_functions()
     # The parser logs a warning per definition for fields it ignores; the local cloud silences moto too.
@@ -339,7 +339,7 @@ def run_cases(
 
 @contextmanager
 def _local_cloud(template: Path, work_dir: Path) -> Iterator[Any]:
-    from orderbatch.localcloud.cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
 
     config = LocalCloudConfig(
         template=template,
@@ -450,7 +450,7 @@ def comparable(outcome: Outcome, case: Case | None = None) -> Outcome:
             value = apply_snapshot_transformers(value, field, regex, case.jsonpath_transformers)
         return canonical(value, field)
 
-    from orderbatch.localcloud.deployment import LOCAL_ROLE_ARN
+    from sam_local_cloud.deployment import LOCAL_ROLE_ARN
 
     # The recordings' state machines ran as a role that LocalStack's fixtures always name "snf_role_arn"
     # (some tests add the transformer themselves, the others through their fixtures); locally they run as

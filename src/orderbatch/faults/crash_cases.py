@@ -14,9 +14,9 @@ from order_processing.contract import (
     SUMMARIZE_BATCH_FUNCTION,
     Outcome,
 )
-from orderbatch.localcloud.lambda_service.crash_points import CrashPoint, RecordedCall
-from orderbatch.localcloud.lambda_service.faults import Crash, DuplicateExecution, ErrorBeforeBody
-from orderbatch.localcloud.runtime_shim import CHECKPOINT_OPERATION
+from sam_local_cloud.lambda_service.crash_points import CrashPoint, RecordedCall
+from sam_local_cloud.lambda_service.faults import Crash, DuplicateExecution, ErrorBeforeBody
+from sam_local_cloud.runtime_shim import CHECKPOINT_OPERATION
 
 CONFIRMATION_FAILURE = "InjectedConfirmationFailure"
 

@@ -69,8 +69,9 @@ from orderbatch.faults.crash_cases import (
 )
 from orderbatch.faults.crash_results import CaseResult, ConfigurationResult, MatrixResult
 from orderbatch.faults.duplicate_children import run_duplicate_children_row
-from orderbatch.localcloud.cloud import LocalCloud
-from orderbatch.localcloud.lambda_service.crash_points import (
+from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.lambda_service.crash_points import (
     CheckpointOperation,
     CrashPoint,
     CrashRecord,
@@ -81,9 +82,9 @@ from orderbatch.localcloud.lambda_service.crash_points import (
     recorded_calls,
     recorded_invocations,
 )
-from orderbatch.localcloud.lambda_service.faults import RecordCalls
-from orderbatch.localcloud.lambda_service.service import LambdaService
-from orderbatch.localcloud.runtime_shim import (
+from sam_local_cloud.lambda_service.faults import RecordCalls
+from sam_local_cloud.lambda_service.service import LambdaService
+from sam_local_cloud.runtime_shim import (
     AFTER_CALL,
     AFTER_CHECKPOINT,
     BEFORE_BODY,
@@ -93,7 +94,6 @@ from orderbatch.localcloud.runtime_shim import (
     RESPONSE_LOST,
     parse_crash_point,
 )
-from orderbatch.project import PROJECT_ROOT
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 PARAMETERS = {
@@ -137,7 +137,7 @@ def start_cloud(
 
 def reset_moto() -> None:
     """moto's backends are process-wide: a local cloud started before in this process left its stack there."""
-    from orderbatch.localcloud.moto_seam.services import moto_api_backend
+    from sam_local_cloud.moto_seam.services import moto_api_backend
 
     moto_api_backend.reset()
 

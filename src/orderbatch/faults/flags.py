@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from orderbatch.localcloud.lambda_service.faults import FAULT_KINDS
+from sam_local_cloud.lambda_service.faults import FAULT_KINDS
 
 FAULT_FLAG_FORMAT = "FUNCTION:KIND[:key=value,...]"
 
@@ -75,7 +75,7 @@ def fault_plan_from_args(args: argparse.Namespace) -> Any:
     """The --faults file plus every --fault and --noisy-neighbour flag, or None when there are none."""
     import yaml
 
-    from orderbatch.localcloud.lambda_service import FaultPlan
+    from sam_local_cloud.lambda_service import FaultPlan
 
     flags = getattr(args, "fault", []) or []
     neighbour = getattr(args, "noisy_neighbour", None)

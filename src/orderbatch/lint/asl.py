@@ -12,14 +12,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from orderbatch.aws_limits import (
-    DISTRIBUTED_MAP_CONCURRENCY_LIMIT,
-    INLINE_MAP_CONCURRENCY_LIMIT,
-)
 from orderbatch.lint.template_model import (
     LambdaFunction,
     StateMachine,
     function_reference,
+)
+from sam_local_cloud.aws_limits import (
+    DISTRIBUTED_MAP_CONCURRENCY_LIMIT,
+    INLINE_MAP_CONCURRENCY_LIMIT,
 )
 
 IN_PROGRESS_ERROR = "IdempotencyAlreadyInProgressError"

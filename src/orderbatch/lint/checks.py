@@ -10,11 +10,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orderbatch.aws_limits import (
-    DISTRIBUTED_MAP_CONCURRENCY_LIMIT,
-    INLINE_MAP_CONCURRENCY_LIMIT,
-    THROTTLE_ERROR,
-)
 from orderbatch.lint.asl import (
     IN_PROGRESS_ERROR,
     AslPath,
@@ -31,6 +26,11 @@ from orderbatch.lint.asl import (
 )
 from orderbatch.lint.durable import THROTTLE_ERROR_NAME, DurableFunction, durable_functions
 from orderbatch.lint.template_model import LambdaFunction, StateMachine, TemplateModel
+from sam_local_cloud.aws_limits import (
+    DISTRIBUTED_MAP_CONCURRENCY_LIMIT,
+    INLINE_MAP_CONCURRENCY_LIMIT,
+    THROTTLE_ERROR,
+)
 
 # A throttle clears when running invocations finish and Lambda adds capacity (1,000 environments per
 # function every 10 s); ASL's default retrier (1 + 2 + 4 = 7 s) gives up before that.

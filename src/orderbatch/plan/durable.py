@@ -90,7 +90,7 @@ class DurableModel:
     """Where a 429 on a chained invoke goes. False: to the orchestrator at once, as a failed invoke its
     retrier turns into a wait (what the app is written for; AWS does not document which). True: the
     service retries the invoke itself (1 s doubling to 5 min, full jitter, without limit here) and the
-    orchestrator never sees it, as the local cloud does (orderbatch.localcloud.lambda_service.durable)."""
+    orchestrator never sees it, as the local cloud does (sam_local_cloud.lambda_service.durable)."""
 
     def __post_init__(self) -> None:
         if min(self.replay_base_seconds, self.replay_per_operation_seconds) < 0:

@@ -1,6 +1,6 @@
 """What a plan assumes about the load and the account, with AWS's quotas as defaults.
 
-Every default names its source: AWS's quota pages (through orderbatch.aws_limits), the benchmark
+Every default names its source: AWS's quota pages (through sam_local_cloud.aws_limits), the benchmark
 (d = 0.5 s of work per step), or says it is an assumption to replace with your own measurement.
 """
 
@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from orderbatch.aws_limits import (
+from orderbatch.capacity.model import Neighbour
+from orderbatch.plan.durations import DEFAULT_MEAN_SECONDS, Duration
+from sam_local_cloud.aws_limits import (
     LAMBDA_DEFAULT_ACCOUNT_CONCURRENCY,
     LAMBDA_SCALING_ENVIRONMENTS_PER_WINDOW,
     LAMBDA_SCALING_WINDOW_SECONDS,
@@ -19,8 +21,6 @@ from orderbatch.aws_limits import (
     STATE_TRANSITIONS_BURST,
     STATE_TRANSITIONS_PER_SECOND,
 )
-from orderbatch.capacity.model import Neighbour
-from orderbatch.plan.durations import DEFAULT_MEAN_SECONDS, Duration
 
 # Lambda: 1,000 concurrent executions per Region by default; each function adds at most 1,000
 # execution environments every 10 seconds (Lambda quotas and scaling pages).

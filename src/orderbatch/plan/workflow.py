@@ -26,11 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orderbatch.aws_limits import (
-    DISTRIBUTED_MAP_CONCURRENCY_LIMIT,
-    INLINE_MAP_CONCURRENCY_LIMIT,
-    THROTTLE_ERROR,
-)
 from orderbatch.capacity.retriers import with_docs_retrier, without_second_pass, without_throttle_jitter
 from orderbatch.lint.asl import (
     LambdaTask,
@@ -49,6 +44,11 @@ from orderbatch.lint.template_model import (
     resolve_int,
 )
 from orderbatch.plan.retry import RetryPolicy
+from sam_local_cloud.aws_limits import (
+    DISTRIBUTED_MAP_CONCURRENCY_LIMIT,
+    INLINE_MAP_CONCURRENCY_LIMIT,
+    THROTTLE_ERROR,
+)
 
 # Lambda's default MemorySize when a function declares none.
 DEFAULT_MEMORY_MB = 128

@@ -15,7 +15,7 @@ import pytest
 
 from handlers import clients
 from handlers.environment import forget_loaded_environments
-from orderbatch.localcloud.moto_seam.testing import mock_aws
+from sam_local_cloud.moto_seam.testing import mock_aws
 
 EVENTS = Path(__file__).resolve().parents[3] / "events"
 REGION = "us-east-1"

@@ -1,0 +1,40 @@
+"""A Docker-free local AWS cloud for SAM apps.
+
+It deploys a SAM template on one machine and runs it: Step Functions on moto's interpreter, each
+function's real handler code in Lambda runtime processes under Lambda's concurrency quota (the 429s
+included), DynamoDB, S3, SQS, EventBridge, IAM and the HTTP API. Nothing needs Docker or an AWS account.
+
+    from sam_local_cloud import LocalCloud, LocalCloudConfig
+
+    with LocalCloud(LocalCloudConfig(template=Path("template.yaml"), account_concurrency=10)) as cloud:
+        stepfunctions = cloud.client("stepfunctions")
+
+The names below are the public API; everything else in the package may change between releases.
+Importing the package is cheap: the cloud's own modules (moto among them) load when first named.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["DUMMY_CREDENTIALS", "LocalCloud", "LocalCloudConfig", "StaticCredentials"]
+
+# Public name -> the module that defines it, imported on first use.
+_HOMES = {
+    "DUMMY_CREDENTIALS": "sam_local_cloud.credentials",
+    "StaticCredentials": "sam_local_cloud.credentials",
+    "LocalCloud": "sam_local_cloud.cloud",
+    "LocalCloudConfig": "sam_local_cloud.cloud",
+}
+
+if TYPE_CHECKING:
+    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud.credentials import DUMMY_CREDENTIALS, StaticCredentials
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'sam_local_cloud' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

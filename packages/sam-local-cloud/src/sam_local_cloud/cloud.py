@@ -1,0 +1,639 @@
+"""The local cloud: one loopback endpoint serving the template's AWS services and its HTTP API.
+
+Requests are dispatched by path: Lambda API calls go to our Lambda service (real processes with
+Lambda's concurrency quota), `/execute-api/...` to the template's HTTP API, everything else to moto.
+moto's Step Functions interpreter invokes Lambda through this same endpoint (`MOTO_PORT`), so a
+state machine's Tasks meet the quota, the 429s and the real handler code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import json
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import weakref
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.config import Config
+from botocore.credentials import Credentials
+from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.test import Client as WerkzeugClient
+
+from sam_local_cloud import data_plane, event_targets
+from sam_local_cloud.api_integrations import ActionOutcome
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.data_plane import DataPlane
+from sam_local_cloud.deployment import StackDeployer, parse_ahead
+from sam_local_cloud.dynamodb import TableLocks, WriteCounter
+from sam_local_cloud.dynamodb_service import DynamoDBApp
+from sam_local_cloud.event_sources import QueuePollers
+from sam_local_cloud.http_api import HttpApiGateway, InvokeOutcome
+from sam_local_cloud.iam import IamEnforcer, StackRoles, build_roles
+from sam_local_cloud.iam.signatures import SignatureVerifier, secrets_of
+from sam_local_cloud.lambda_service import (
+    EventKeys,
+    FaultPlan,
+    LambdaService,
+    MetricsPublisher,
+    TooManyRequestsError,
+)
+from sam_local_cloud.protocol_guard import ProtocolGuard
+from sam_local_cloud.readiness import (
+    DEPLOYER_CREDENTIALS,
+    from_deployer,
+    health_answer,
+    still_deploying_answer,
+)
+from sam_local_cloud.runtime_shim import HANDLER_CPU_VARIABLE
+from sam_local_cloud.stack import LocalStack, load_stack
+from sam_local_cloud.stepfunctions import (
+    DEFAULT_MAX_EVENTS_IN_MEMORY,
+    HistoryStore,
+    create_moto_app,
+    keep_histories_in,
+    limit_express_duration,
+    route_lambda_tasks_to,
+)
+from sam_local_cloud.stepfunctions.activities import task_token_resource
+from sam_local_cloud.stepfunctions.distributed_map import duplicate_children_by
+from sam_local_cloud.stepfunctions.mock_config import MockConfig, mock_config_path, use_mock_config
+from sam_local_cloud.stepfunctions.sync_tracking import track_sync_with
+from sam_local_cloud.stepfunctions.task_clients import give_task_roles_credentials
+
+HEALTH_PATH = "/_orderbatch/health"
+# Added to AWS's answer to a key the local cloud did not issue: the keys LocalCloud.environment() exports.
+UNKNOWN_KEY_HINT = (
+    f"local cloud: sign with AWS_ACCESS_KEY_ID={DUMMY_CREDENTIALS['aws_access_key_id']} and "
+    f"AWS_SECRET_ACCESS_KEY={DUMMY_CREDENTIALS['aws_secret_access_key']}, as `orderbatch local env` exports, "
+    "or with the keys it gives a function"
+)
+# Lambda sends its CloudWatch metrics at one-minute resolution; publishing every second made moto's metric
+# store grow by some 30 datums a second for as long as functions ran.
+METRICS_INTERVAL_SECONDS = 60.0
+# No X-Ray daemon runs locally; Powertools' Tracer would otherwise try to reach one.
+LOCAL_FUNCTION_ENVIRONMENT = {"POWERTOOLS_TRACE_DISABLED": "true"}
+
+
+@dataclass
+class LocalCloudConfig:
+    template: Path
+    port: int = 0
+    host: str = "127.0.0.1"
+    account_concurrency: int = 10
+    parameter_overrides: Mapping[str, str] = field(default_factory=dict)
+    latency: Mapping[str, float] = field(default_factory=dict)
+    lambda_endpoint: str | None = None
+    fault_plan: FaultPlan | None = None
+    # What a fault plan's attempts are counted by and its item_ids and batch_ids match: the app's keys.
+    event_keys: EventKeys = field(default_factory=EventKeys)
+    # Where the cloud keeps its logs, histories and runtimes' files. None: a temporary directory of its own,
+    # removed with the cloud object (when it is collected, or when the process exits), as tempfile's
+    # TemporaryDirectory does; a directory given here is the caller's and is kept.
+    state_dir: Path | None = None
+    # Table logical ID -> JSON file of items to put after the table is created.
+    seed_files: Mapping[str, Path] = field(default_factory=dict)
+    function_environment: Mapping[str, str] = field(default_factory=dict)
+    idle_timeout_seconds: float = 300.0
+    # Runtimes forked from one warm Python (shared pages, fast cold starts) or each started afresh (init
+    # as slow as a fresh interpreter's, as on AWS).
+    fork_runtimes: bool = True
+    # A function whose runtime's Python (python3.12 ...) is not installed runs on the local cloud's own
+    # Python instead of failing the start-up.
+    runtime_fallback: bool = False
+    # Live execution environments of all functions together, as a multiple of the account quota: at the
+    # bound, a cold start first stops the least recently used idle environment. AWS keeps every function's
+    # idle environments warm for minutes; here memory is the machine's. 0 = no bound.
+    environments_per_quota_slot: float = 2.0
+    # Finished executions' history events kept in memory, all executions together; older histories are
+    # written to <state_dir>/histories and read back from there.
+    history_events_in_memory: int = DEFAULT_MAX_EVENTS_IN_MEMORY
+    # The longest an Express execution runs before it ends TIMED_OUT; None: AWS's five minutes. Shorter
+    # only to see the limit at work in a test.
+    express_max_duration_seconds: float | None = None
+    # Rewrites a state machine's definition (logical ID, parsed ASL) before it is created: for experiments
+    # such as the benchmark's "docs retrier" scenario, never needed to run a template as written.
+    definition_transform: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    # DynamoDB served from a process of its own (sam_local_cloud.data_plane), so that it and the interpreter
+    # use two cores; False keeps it in this process (one process to debug, or for a single core).
+    dynamodb_process: bool = True
+    # Functions and state machines call as their template roles, checked on every call (docs/iam.md).
+    enforce_iam: bool = True
+    # "enforce", "report" (allowed, each would-be denial logged and listed: cloud.iam.would_be_denials())
+    # or "off"; None: "enforce", or "off" when enforce_iam is False.
+    iam_mode: str | None = None
+    # Step Functions Local's MockConfigFile: executions started as <arn>#<TestCase> run that test case
+    # (docs/stepfunctions-local.md). None: the SFN_MOCK_CONFIG environment variable's file, if set.
+    mock_config: Path | None = None
+    # With IAM on, every SigV4-signed request's signature is checked as AWS checks it: only the keys the
+    # cloud exports and issues, the right secret, the request's time within AWS's skew (docs/iam.md,
+    # "Signatures"). False (or IAM off) takes any signature.
+    verify_signatures: bool = True
+    # Each runtime writes down its handler's own CPU time in handler_cpu_dir (the benchmark's yardstick).
+    measure_handler_cpu: bool = False
+
+
+class LocalCloud:
+    def __init__(self, config: LocalCloudConfig) -> None:
+        self.config = config
+        self.stack: LocalStack = load_stack(config.template, parameter_overrides=config.parameter_overrides)
+        self.iam: IamEnforcer | None = None
+        self._roles: StackRoles | None = None
+        self.state_dir = config.state_dir or Path(tempfile.mkdtemp(prefix="orderbatch-local-"))
+        if config.state_dir is None:
+            # Not at stop(): what a run logged is read after it (the audit reads the functions' logs).
+            weakref.finalize(self, shutil.rmtree, str(self.state_dir), True)
+        self.iam_mode = config.iam_mode or ("enforce" if config.enforce_iam else "off")
+        if self.iam_mode not in ("enforce", "report", "off"):
+            raise ValueError(f"iam_mode {self.iam_mode!r}: enforce, report or off")
+        self.iam_report = self.state_dir / "logs" / "iam-report.jsonl" if self.iam_mode == "report" else None
+        if self.iam_report is not None:
+            self.iam_report.unlink(missing_ok=True)  # a state dir used again lists this run's calls only
+        if self.iam_mode != "off":
+            roles = self._roles = build_roles(self.stack)
+            region, account_id = self.stack.region, self.stack.account_id
+            self.iam = IamEnforcer(
+                roles,
+                region=region,
+                account_id=account_id,
+                report_to=self.iam_report,
+                task_token_resource=task_token_resource,
+            )
+            self.stack.not_honoured.extend(roles.notes)
+        else:
+            self.stack.not_honoured.append("IAM: policies are not enforced (every call is allowed)")
+        self.signatures: SignatureVerifier | None = None
+        if self.iam is not None and config.verify_signatures:
+            self.signatures = SignatureVerifier(
+                secrets_of(known_credentials(), self.iam.identity), unknown_key_hint=UNKNOWN_KEY_HINT
+            )
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+        self.lambda_service: LambdaService | None = None
+        self.http_api: HttpApiGateway | None = None
+        self._metrics: MetricsPublisher | None = None
+        self._table_locks = TableLocks()
+        self._writes = WriteCounter()
+        self._dynamodb_app: DynamoDBApp | None = None
+        self._apps_by_target: dict[str, Any] = {}
+        self.mock_config: MockConfig | None = None
+        # Until the template is deployed every caller but the deployer gets a 503: a script that waits for
+        # the port must not see a half-deployed stack (no functions or state machines yet).
+        self._deployed = threading.Event()
+        self._sigterm_before: Any = None
+        self._event_clients: dict[str, Any] = {}
+        self._queue_pollers: QueuePollers | None = None
+        self._moto_port_before: str | None = None
+        self._event_client_lock = threading.Lock()
+        self.data_plane: DataPlane | None = None
+        # AWS's front-end checks before moto sees a request, and moto's crashes answered in AWS's shape.
+        self._guarded_services = ProtocolGuard(self._aws_services)
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> LocalCloud:
+        # Start-up allocates millions of objects that all live as long as the cloud: a collection in the
+        # middle of it walks them for nothing (a tenth of the start's CPU). They are frozen at its end.
+        with _collector_paused():
+            return self._start()
+
+    def _start(self) -> LocalCloud:
+        from sam_local_cloud.moto_seam.installers import install_everything
+        from sam_local_cloud.moto_seam.services import MotoRequestHandler, moto_api_backend
+
+        class QuietRequestHandler(MotoRequestHandler):
+            def log_request(self, *args: Any, **kwargs: Any) -> None:
+                """Thousands of calls per batch; the access log would drown what the commands print."""
+
+        # Before anything runs: an unusable mock configuration stops the start with its problems listed.
+        self.mock_config = use_mock_config(mock_config_path(self.config.mock_config))
+        if self.config.dynamodb_process:
+            # Started first: it loads moto and the template on the other core while this one loads its own.
+            self.data_plane = DataPlane(
+                roles=self._roles,
+                region=self.stack.region,
+                account_id=self.stack.account_id,
+                work_dir=self.state_dir,
+                iam_report=self.iam_report,
+                host=self.config.host,
+                known_credentials=known_credentials() if self.signatures is not None else None,
+                unknown_key_hint=UNKNOWN_KEY_HINT,
+            )
+        # moto logs every unsupported field and every missing JSONPath it tries (IsPresent included).
+        logging.getLogger("moto").setLevel(logging.CRITICAL)
+        moto_app = create_moto_app()
+        # Step Functions' concerns, DynamoDB's transactions and request caches (moto lists a response
+        # class's methods with inspect on every request of every service), untracked models, rule targets.
+        install_everything()
+        # moto keeps its state in the process, not in a server: cleared, every local cloud starts empty.
+        moto_api_backend.reset()
+        self._server = make_server(
+            self.config.host,
+            self.config.port,
+            self._dispatch,
+            threaded=True,
+            request_handler=QuietRequestHandler,
+        )
+        # moto's Step Functions interpreter reads MOTO_PORT when a Task invokes Lambda.
+        self._moto_port_before = os.environ.get("MOTO_PORT")
+        os.environ["MOTO_PORT"] = str(self.port)
+        self._moto_app = moto_app
+        dynamodb_endpoint: dict[str, str] = {}
+        if self.data_plane is not None:
+            # The SDKs' service-specific endpoint variable: functions reach DynamoDB without this process.
+            dynamodb_endpoint = {"AWS_ENDPOINT_URL_DYNAMODB": self.data_plane.endpoint}
+        functions = [
+            spec.with_environment(
+                {
+                    **LOCAL_FUNCTION_ENVIRONMENT,
+                    **dynamodb_endpoint,
+                    **spec.environment,
+                    **(self.iam.function_environment(spec.name) if self.iam else {}),
+                    **self.config.function_environment,
+                    **self._handler_cpu_environment(),
+                }
+            )
+            for spec in self.stack.functions
+        ]
+        self.lambda_service = LambdaService(
+            functions,
+            account_concurrency=self.config.account_concurrency,
+            endpoint_url=self.endpoint,
+            region=self.stack.region,
+            account_id=self.stack.account_id,
+            log_dir=self.log_dir,
+            idle_timeout_seconds=self.config.idle_timeout_seconds,
+            lambda_endpoint=self.config.lambda_endpoint,
+            fault_plan=self.config.fault_plan,
+            latency=dict(self.config.latency),
+            fork_runtimes=self.config.fork_runtimes,
+            max_environments=self.max_environments(),
+            runtime_fallback=self.config.runtime_fallback,
+            event_keys=self.config.event_keys,
+        )
+        self.lambda_service.launch_runtime_servers()
+        if self.iam is not None:
+            self.lambda_service.chained_invoke_authorizer = self.iam.function_invoke_denial
+        in_process = self.lambda_service.in_process_client()
+        route_lambda_tasks_to(self.iam.lambda_tasks_client(in_process) if self.iam else in_process)
+        give_task_roles_credentials(self.iam.task_credentials if self.iam else None)
+        track_sync_with(self.iam.may_track_executions_by_events if self.iam else None)
+        self.history_store = HistoryStore(self.state_dir / "histories", self.config.history_events_in_memory)
+        keep_histories_in(self.history_store)
+        limit_express_duration(self.config.express_max_duration_seconds)
+        duplicate_children_by(self._duplicate_child)
+        self.http_api = HttpApiGateway(
+            self.stack.routes,
+            self._invoke_for_api,
+            region=self.stack.region,
+            account_id=self.stack.account_id,
+            service_routes=self.stack.service_routes,
+            call_states=self._call_states_for_api,
+        )
+        event_targets.deliver_through(self._event_target_client)
+        # shutdown() waits for the loop to see its flag: every 50 ms, not socketserver's 0.5 s.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="local-cloud", daemon=True
+        )
+        self._thread.start()
+        # While the data plane still loads on the other core: the parse CreateStateMachine will need.
+        parse_ahead(self.stack, self.config.definition_transform)
+        if self.data_plane is not None:
+            self.data_plane.wait_started()
+        self._deploy()
+        # Lambda publishes its metrics per minute; flush_metrics() publishes at once for a reader in a hurry.
+        cloudwatch = self._deployer_client("cloudwatch")
+        self._metrics = MetricsPublisher(
+            self.lambda_service, cloudwatch, interval_seconds=METRICS_INTERVAL_SECONDS
+        )
+        self._metrics.start()
+        self._queue_pollers = QueuePollers(
+            self.stack.queue_mappings,
+            self._deployer_client("sqs") if self.stack.queue_mappings else None,
+            in_process.invoke,
+            self.stack.region,
+        )
+        self._queue_pollers.start()
+        # What start-up built (moto's models, botocore's, the stack) lives as long as the cloud: out of the
+        # collector's generations, a full collection no longer walks it on every batch's garbage. Frozen
+        # without a collection first: start-up leaves 10,000-20,000 unreachable objects among 365,000, and
+        # finding them took 0.26 s of CPU, a tenth of a start; they are freed at stop (gc.unfreeze).
+        gc.freeze()
+        self._deployed.set()
+        return self
+
+    @property
+    def deployed(self) -> bool:
+        return self._deployed.is_set()
+
+    def max_environments(self) -> int | None:
+        factor = self.config.environments_per_quota_slot
+        if factor <= 0:
+            return None
+        return max(len(self.stack.functions), round(factor * self.config.account_concurrency))
+
+    def _duplicate_child(self, state_machine_name: str, child_input: Callable[[], Any]) -> bool | None:
+        """A ``duplicate_execution`` rule of the state machine (by logical ID) decides whether an EXPRESS
+        child runs twice: None for once, else whether the runs overlap."""
+        machine = next((m for m in self.stack.state_machines if m.name == state_machine_name), None)
+        faults = self.lambda_service.faults if self.lambda_service is not None else None
+        if machine is None or faults is None or not faults.has_rules(machine.logical_id):
+            return None
+        decision = faults.decide(machine.logical_id, json.dumps(child_input(), sort_keys=True).encode())
+        if decision is None or decision.duplicate is None:
+            return None
+        return decision.duplicate.runs_concurrently(decision.item_key)
+
+    def stop(self) -> None:
+        use_mock_config(None)
+        duplicate_children_by(None)
+        route_lambda_tasks_to(None)
+        give_task_roles_credentials(None)
+        track_sync_with(None)
+        event_targets.deliver_through(None)
+        keep_histories_in(None)
+        if self._queue_pollers is not None:
+            self._queue_pollers.stop()
+        limit_express_duration(None)
+        if self._metrics is not None:
+            self._metrics.close()
+        if self.lambda_service is not None:
+            self.lambda_service.close()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self.data_plane is not None:
+            self.data_plane.stop()
+        # Back into the collector's reach, so a process that starts another cloud does not keep this one's.
+        gc.unfreeze()
+        # Tasks of a later moto in this process (a test's mock_aws) must not reach for this closed port.
+        if self._server is not None and os.environ.get("MOTO_PORT") == str(self._server.server_port):
+            if self._moto_port_before is None:
+                os.environ.pop("MOTO_PORT", None)
+            else:
+                os.environ["MOTO_PORT"] = self._moto_port_before
+
+    def __enter__(self) -> LocalCloud:
+        self._sigterm_before = _exit_on_sigterm()
+        try:
+            return self.start()
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.stop()
+        finally:
+            if self._sigterm_before is not None:
+                signal.signal(signal.SIGTERM, self._sigterm_before)
+                self._sigterm_before = None
+
+    # ------------------------------------------------------------------ addresses and clients
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the local cloud is not started")
+        return int(self._server.server_port)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.config.host}:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        assert self.http_api is not None
+        return self.http_api.url(self.endpoint)
+
+    def client(self, service: str, **config: Any) -> Any:
+        return boto3.client(
+            service,  # type: ignore[call-overload]
+            endpoint_url=self.endpoint,
+            region_name=self.stack.region,
+            config=Config(**config) if config else None,
+            **DUMMY_CREDENTIALS,
+        )
+
+    def _event_target_client(self, service: str) -> Any:
+        """One deployer client per service for EventBridge's deliveries (boto3 builds clients unsafely
+        from several threads at once)."""
+        with self._event_client_lock:
+            if service not in self._event_clients:
+                self._event_clients[service] = self._deployer_client(service)
+            return self._event_clients[service]
+
+    def _deployer_client(self, service: str) -> Any:
+        return boto3.client(
+            service,  # type: ignore[call-overload]
+            endpoint_url=self.endpoint,
+            region_name=self.stack.region,
+            **DEPLOYER_CREDENTIALS,
+        )
+
+    def environment(self) -> dict[str, str]:
+        """The exports that point the AWS CLI and boto3 at this local cloud."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": DUMMY_CREDENTIALS["aws_access_key_id"],
+            "AWS_SECRET_ACCESS_KEY": DUMMY_CREDENTIALS["aws_secret_access_key"],
+            "AWS_DEFAULT_REGION": self.stack.region,
+            "AWS_REGION": self.stack.region,
+            # TestState's endpoint carries the host prefix "sync-", which no loopback name resolves.
+            "AWS_DISABLE_HOST_PREFIX_INJECTION": "true",
+        }
+
+    @property
+    def log_dir(self) -> Path:
+        """The functions' logs (one file per execution environment)."""
+        return self.state_dir / "logs"
+
+    @property
+    def handler_cpu_dir(self) -> Path:
+        """Where runtimes write their handlers' CPU time, with measure_handler_cpu (runtime_shim)."""
+        return self.log_dir / "handler-cpu"
+
+    def _handler_cpu_environment(self) -> dict[str, str]:
+        if not self.config.measure_handler_cpu:
+            return {}
+        self.handler_cpu_dir.mkdir(parents=True, exist_ok=True)
+        return {HANDLER_CPU_VARIABLE: str(self.handler_cpu_dir)}
+
+    def dynamodb_writes(self) -> tuple[Counter[str], Counter[str]]:
+        """DynamoDB write requests and write request units by operation since the start, answered or not."""
+        if self.data_plane is not None:
+            return self.data_plane.writes()
+        return self._writes.snapshot()
+
+    def data_plane_pids(self) -> list[int]:
+        """The processes that serve the local cloud's data plane (its own work, outside this process)."""
+        return [self.data_plane.pid] if self.data_plane is not None else []
+
+    def flush_metrics(self) -> None:
+        """Publish the Lambda metrics gathered so far now, instead of at the next tick."""
+        if self._metrics is not None:
+            self._metrics.publish_once()
+
+    # ------------------------------------------------------------------ requests
+    def _dispatch(self, environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        if path == HEALTH_PATH:
+            return health_answer(self.deployed, start_response)
+        # The HTTP API answers for its own routes' authorization (http_api.py), as API Gateway does.
+        if self.signatures is not None and not (self.http_api is not None and self.http_api.handles(path)):
+            signature_refusal = self.signatures.refuse(environ, start_response)
+            if signature_refusal is not None:
+                return signature_refusal
+        if not self._deployed.is_set() and not from_deployer(environ):
+            assert self.lambda_service is not None
+            as_json = bool(environ.get("HTTP_X_AMZ_TARGET")) or self.lambda_service.handles(path)
+            return still_deploying_answer(as_json, start_response)
+        if self.iam is not None and (refusal := self.iam.refuse(environ, start_response)) is not None:
+            return refusal
+        assert self.lambda_service is not None
+        assert self.http_api is not None
+        if self.lambda_service.handles(path):
+            return self.lambda_service(environ, start_response)
+        if self.http_api.handles(path):
+            return self.http_api(environ, start_response)
+        return self._guarded_services(environ, start_response)
+
+    def _aws_services(self, environ: dict[str, Any], start_response: Any) -> Any:
+        """moto's services and the data plane, behind the protocol guard (``_guarded_services``)."""
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target:
+            return self._moto_app(environ, start_response)
+        if self.data_plane is not None and data_plane.handles(target):
+            return self.data_plane.forward(environ, start_response)
+        app = self._service_app(target, environ)
+        if data_plane.handles(target):
+            operation = target.rpartition(".")[2]
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            environ["wsgi.input"] = io.BytesIO(body)
+            self._writes.record(operation, body)
+            with self._table_locks.holding(operation, body):
+                return list(self._in_process_dynamodb(app)(environ, start_response))
+        return app(environ, start_response)
+
+    def _service_app(self, target: str, environ: dict[str, Any]) -> Any:
+        """moto's app for an X-Amz-Target service, found once: moto infers it for every request, under
+        one global lock, which serialised every DynamoDB call of every handler."""
+        service = target.partition(".")[0]
+        app = self._apps_by_target.get(service)
+        if app is None:
+            app = self._apps_by_target.setdefault(service, self._moto_app.get_application(environ))
+        return app
+
+    def _in_process_dynamodb(self, moto_app: Any) -> Any:
+        if self._dynamodb_app is None:
+            self._dynamodb_app = DynamoDBApp(moto_app)
+        return self._dynamodb_app
+
+    def _invoke_for_api(self, function_name: str, payload: bytes) -> InvokeOutcome:
+        assert self.lambda_service is not None
+        try:
+            result = self.lambda_service.invoke(function_name, payload)
+        except TooManyRequestsError:
+            return InvokeOutcome(payload=b"", throttled=True)
+        return InvokeOutcome(payload=result.payload, function_error=result.function_error)
+
+    def _call_states_for_api(
+        self, action: str, parameters: dict[str, Any], role_arn: str | None
+    ) -> ActionOutcome:
+        """A Step Functions action called by an API's integration: signed as its role, answered raw."""
+        credentials = (self.iam.task_credentials(role_arn) if self.iam and role_arn else None) or (
+            DUMMY_CREDENTIALS["aws_access_key_id"],
+            DUMMY_CREDENTIALS["aws_secret_access_key"],
+        )
+        signed = AWSRequest(
+            method="POST",
+            url=f"{self.endpoint}/",
+            data=json.dumps(parameters).encode(),
+            headers={
+                "X-Amz-Target": f"AWSStepFunctions.{action}",
+                "Content-Type": "application/x-amz-json-1.0",
+            },
+        )
+        SigV4Auth(Credentials(*credentials), "states", self.stack.region).add_auth(signed)
+        # Served in-process, under the host it was signed for.
+        response = WerkzeugClient(self._dispatch).post(
+            "/", base_url=self.endpoint, data=signed.body, headers=dict(signed.headers.items())
+        )
+        return ActionOutcome(status=response.status_code, body=response.get_data())
+
+    # ------------------------------------------------------------------ deployment
+    def _deploy(self) -> None:
+        role_of = self.iam.state_machine_role_arn if self.iam else None
+        StackDeployer(self.stack, self._deployer_client, role_of, self.config.definition_transform).deploy()
+        for logical_id, path in self.config.seed_files.items():
+            if any(table.logical_id == logical_id for table in self.stack.tables):
+                self.seed_table(logical_id, path)
+
+    def seed_table(self, logical_id: str, path: Path) -> int:
+        items = json.loads(path.read_text(), parse_float=Decimal)
+        if isinstance(items, dict):
+            items = items.get("items", [])
+        table = boto3.resource(
+            "dynamodb",
+            endpoint_url=self.endpoint,
+            region_name=self.stack.region,
+            aws_access_key_id=DEPLOYER_CREDENTIALS["aws_access_key_id"],
+            aws_secret_access_key=DEPLOYER_CREDENTIALS["aws_secret_access_key"],
+        ).Table(self.stack.table_name(logical_id))
+        with table.batch_writer() as writer:
+            for item in items:
+                writer.put_item(Item=item)
+        return len(items)
+
+
+def known_credentials() -> dict[str, str]:
+    """The keys every local cloud knows besides those it issues: the operator's, the deployer's, and the one
+    moto's own Step Functions interpreter signs its Tasks' calls with when ours is not patched in."""
+    return {
+        DUMMY_CREDENTIALS["aws_access_key_id"]: DUMMY_CREDENTIALS["aws_secret_access_key"],
+        DEPLOYER_CREDENTIALS["aws_access_key_id"]: DEPLOYER_CREDENTIALS["aws_secret_access_key"],
+        "ak": "sk",
+    }
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _exit_on_sigterm() -> Any:
+    """Make SIGTERM unwind the ``with`` block, as Ctrl-C does, so the environments stop with the process.
+
+    Python's default SIGTERM ends the process without running ``__exit__``; the emulators and runtimes,
+    which live in their own sessions, would outlive it. Only the main thread can set a handler, and a
+    handler the program set itself is left alone. Returns the handler to restore, or None.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+
+    def on_sigterm(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, on_sigterm)

@@ -1,0 +1,226 @@
+"""JSONPath applied to a document with Jayway's semantics and AWS's result shapes.
+
+A definite path (single names and indexes only) yields one value or ``MISSING``; any other path yields
+the list of its matches. Filters compare as Jayway compares (a number with a numeric string by value,
+strings with strings, ``=~`` with a full match).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from sam_local_cloud.stepfunctions.jsonpath_syntax import (
+    AllOf,
+    AnyOf,
+    CompiledPath,
+    Filter,
+    Indexes,
+    LiteralOperand,
+    Names,
+    Not,
+    Operand,
+    PathOperand,
+    Predicate,
+    Scan,
+    Segment,
+    Slice,
+    Wildcard,
+)
+
+
+class _Missing:
+    """What a path names when nothing is there (Jayway's *undefined*), unlike a JSON null."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING = _Missing()
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, dict):
+        return list(node.values())
+    if isinstance(node, list):
+        return list(node)
+    return []
+
+
+def _select(segment: Segment, node: Any, root: Any) -> Iterator[Any]:
+    if isinstance(segment, Names):
+        if isinstance(node, dict):
+            yield from (node[name] for name in segment.names if name in node)
+    elif isinstance(segment, Wildcard):
+        yield from _children(node)
+    elif isinstance(segment, Indexes):
+        if isinstance(node, list):
+            yield from (node[index] for index in segment.indexes if -len(node) <= index < len(node))
+    elif isinstance(segment, Slice):
+        if isinstance(node, list):
+            yield from node[segment.start : segment.end]
+    elif isinstance(segment, Filter):
+        candidates = node if isinstance(node, list) else [node] if isinstance(node, dict) else []
+        yield from (item for item in candidates if _holds(segment.predicate, item, root))
+    elif isinstance(segment, Scan):
+        yield from _scan(segment.inner, node, root)
+
+
+def _scan(inner: Segment, node: Any, root: Any) -> Iterator[Any]:
+    """Jayway's deep scan: what ``inner`` selects here, then the same below each child, in order."""
+    if isinstance(inner, Filter):
+        if isinstance(node, dict) and _holds(inner.predicate, node, root):
+            yield node
+    else:
+        yield from _select(inner, node, root)
+    for child in _children(node):
+        if isinstance(child, dict | list):
+            yield from _scan(inner, child, root)
+
+
+def _evaluate(path: CompiledPath, start: Any, root: Any) -> list[Any]:
+    nodes = [start]
+    for segment in path.segments:
+        nodes = [selected for node in nodes for selected in _select(segment, node, root)]
+    return nodes
+
+
+def read(path: CompiledPath, start: Any, root: Any) -> Any:
+    """The path's value: one value (or MISSING) for a definite path, a list of matches otherwise."""
+    if path.calls_function:
+        return MISSING
+    matches = _evaluate(path, start, root)
+    if path.definite:
+        return matches[0] if matches else MISSING
+    return matches
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Filter predicates
+
+
+def _operand_value(operand: Operand, item: Any, root: Any) -> Any:
+    if isinstance(operand, PathOperand):
+        return read(operand.path, item if operand.path.relative else root, root)
+    if isinstance(operand, LiteralOperand):
+        return operand.value
+    return operand.pattern
+
+
+def _holds(predicate: Predicate, item: Any, root: Any) -> bool:
+    if isinstance(predicate, AllOf):
+        return all(_holds(operand, item, root) for operand in predicate.operands)
+    if isinstance(predicate, AnyOf):
+        return any(_holds(operand, item, root) for operand in predicate.operands)
+    if isinstance(predicate, Not):
+        return not _holds(predicate.operand, item, root)
+    left = _operand_value(predicate.left, item, root)
+    if predicate.operator is None or predicate.right is None:
+        # A path alone asks whether it names something; Step Functions Local counts a JSON null as absent.
+        if isinstance(predicate.left, PathOperand):
+            return left is not MISSING and left is not None and left != []
+        return bool(left)
+    right = _operand_value(predicate.right, item, root)
+    return _compare(predicate.operator, left, right)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _as_number(value: Any) -> float | None:
+    if _is_number(value):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _equals(left: Any, right: Any) -> bool:
+    if left is MISSING or right is MISSING:
+        return False
+    if _is_number(left) or _is_number(right):
+        # Jayway compares a number with a numeric string by value.
+        left_number, right_number = _as_number(left), _as_number(right)
+        return left_number is not None and left_number == right_number
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    return bool(left == right)
+
+
+def _ordered(left: Any, right: Any) -> tuple[Any, Any] | None:
+    if _is_number(left) and _is_number(right):
+        return left, right
+    if isinstance(left, str) and isinstance(right, str):
+        return left, right
+    return None
+
+
+def _contains(left: Any, right: Any) -> bool:
+    if isinstance(left, str) and isinstance(right, str):
+        return right in left
+    return isinstance(left, list) and any(_equals(element, right) for element in left)
+
+
+def _member(left: Any, right: Any) -> bool:
+    return isinstance(right, list) and any(_equals(left, element) for element in right)
+
+
+def _set_relation(operator: str, left: Any, right: Any) -> bool:
+    if not isinstance(left, list) or not isinstance(right, list):
+        return False
+    found = [_member(element, right) for element in left]
+    if operator == "subsetof":
+        return all(found)
+    if operator == "anyof":
+        return any(found)
+    return not any(found)
+
+
+def _sized(operator: str, left: Any, right: Any) -> bool:
+    if not isinstance(left, list | str | dict):
+        return False
+    if operator == "size":
+        return _is_number(right) and len(left) == right
+    return isinstance(right, bool) and (len(left) == 0) == right
+
+
+def _matches(left: Any, right: Any) -> bool:
+    if not isinstance(right, re.Pattern):
+        return False
+    text = json.dumps(left) if isinstance(left, bool) else left
+    return isinstance(text, str) and right.fullmatch(text) is not None
+
+
+_ORDER_TESTS: dict[str, Callable[[Any, Any], bool]] = {
+    "<": lambda a, b: bool(a < b),
+    "<=": lambda a, b: bool(a <= b),
+    ">": lambda a, b: bool(a > b),
+    ">=": lambda a, b: bool(a >= b),
+}
+
+
+def _compare(operator: str, left: Any, right: Any) -> bool:
+    if operator == "==":
+        return _equals(left, right)
+    if operator == "!=":
+        return not _equals(left, right)
+    if operator in _ORDER_TESTS:
+        pair = _ordered(left, right)
+        return pair is not None and _ORDER_TESTS[operator](*pair)
+    if operator == "=~":
+        return _matches(left, right)
+    if operator == "in":
+        return _member(left, right)
+    if operator == "nin":
+        return not _member(left, right)
+    if operator == "contains":
+        return _contains(left, right)
+    if operator in ("size", "empty"):
+        return _sized(operator, left, right)
+    return _set_relation(operator, left, right)

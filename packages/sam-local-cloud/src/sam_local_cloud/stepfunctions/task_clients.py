@@ -1,0 +1,157 @@
+"""The clients moto's interpreter uses for service Tasks: built once, and Lambda called in-process.
+
+moto builds a new boto3 client for every Task (a third of its time in a profile) with the same dummy
+credentials whatever the Task's role. Here one client per region, service, endpoint and role credentials
+serves them all (boto3 clients are thread-safe once built), and a Task calls with the credentials of its
+state machine's role when some are given (``give_task_roles_credentials``), so the local IAM checks it as
+that role. Lambda Tasks go to the local Lambda service in-process when one is routed here
+(``route_lambda_tasks_to``), with the answers boto3 would give; the caller's key goes along.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.moto_seam import hooks
+
+_CONCERN = "task_clients"
+# A service call of a Task gets an answer within these or fails with botocore's timeout error: moto's
+# clients wait for ever (99999999 s), so one request that never came back kept an execution RUNNING.
+# Lambda's Invoke, which may run for 15 minutes, is made in-process and not bounded by them.
+CONNECT_TIMEOUT_SECONDS = 10
+READ_TIMEOUT_SECONDS = 90
+# The keys moto's interpreter signs with when the Task's role has none locally: the operator's (the local
+# cloud checks signatures, and knows these).
+_MOTO_TASK_KEYS = (DUMMY_CREDENTIALS["aws_access_key_id"], DUMMY_CREDENTIALS["aws_secret_access_key"])
+
+_lambda_client: Any | None = None
+# Role ARN -> (access key ID, secret access key) that the role's Tasks sign with; None: moto's own keys.
+_role_credentials: Callable[[str], tuple[str, str] | None] | None = None
+
+
+def route_lambda_tasks_to(client: Any | None) -> None:
+    """Send the interpreter's Lambda calls to ``client`` (in-process), or back over HTTP with None."""
+    global _lambda_client
+    _lambda_client = client
+
+
+def give_task_roles_credentials(credentials_for_role: Callable[[str], tuple[str, str] | None] | None) -> None:
+    """Have Tasks call as their state machine's role (looked up by role ARN), or as moto does with None."""
+    global _role_credentials
+    _role_credentials = credentials_for_role
+
+
+def credentials_for_role(role_arn: str | None) -> tuple[str, str] | None:
+    """The keys a Task of the state machine with this role signs with (None: moto's own)."""
+    return _role_credentials(role_arn) if _role_credentials and role_arn else None
+
+
+class _TaskLambdaClient:
+    """Lambda as a Task sees it: Invoke in-process on the routed client (told which key the Task signs
+    with, if any), every other operation (``aws-sdk:lambda:listFunctions``, ``getFunction``, ...) over
+    the endpoint with the Task's own client, so it reaches the whole Lambda API and its IAM check."""
+
+    def __init__(self, in_process: Any, endpoint_client: Any, access_key_id: str | None) -> None:
+        self._in_process = in_process
+        self._endpoint_client = endpoint_client
+        self._access_key_id = access_key_id
+
+    def invoke(self, **parameters: Any) -> Any:
+        if self._access_key_id is None:
+            return self._in_process.invoke(**parameters)
+        return self._in_process.invoke(caller_access_key_id=self._access_key_id, **parameters)
+
+    def __getattr__(self, operation: str) -> Any:
+        return getattr(self._endpoint_client, operation)
+
+
+# moto's modules (by the names the seam hands them on under) that import ``boto_client_for`` by name, each
+# holding its own reference, and the one that defines it. A module a later moto adds fails the test that
+# no interpreter module keeps moto's own.
+_MODULES_CALLING_BOTO_CLIENT_FOR = (
+    "boto_client",
+    "item_reader_resource_eval_s3",
+    "result_writer_resource_eval_s3",
+    "lambda_eval_utils",
+    "state_task_service_aws_sdk",
+    "state_task_service_batch",
+    "state_task_service_dynamodb",
+    "state_task_service_ecs",
+    "state_task_service_events",
+    "state_task_service_glue",
+    "state_task_service_sfn",
+    "state_task_service_sns",
+    "state_task_service_sqs",
+    "state_task_service_unsupported",
+)
+
+
+def register_hooks() -> None:
+    from sam_local_cloud.moto_seam import stepfunctions as moto_sfn
+
+    moto_client_for = moto_sfn.boto_client_for
+    lock = threading.Lock()
+
+    @functools.cache
+    def cached(region: str, service: str, port: str | None, credentials: tuple[str, str] | None) -> Any:
+        with lock:  # boto3's default session is not safe to build clients from concurrently
+            if credentials is None and port is None:
+                return moto_client_for(region=region, service=service)
+            credentials = credentials or _MOTO_TASK_KEYS
+            # moto's client, as its boto_client_for builds it, with the role's keys instead of its own.
+            return boto3.client(
+                service,  # type: ignore[call-overload]
+                region_name=region,
+                endpoint_url=f"http://localhost:{port}",
+                aws_access_key_id=credentials[0],
+                aws_secret_access_key=credentials[1],
+                config=Config(
+                    parameter_validation=False,
+                    retries={"max_attempts": 0, "total_max_attempts": 1},
+                    connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                    read_timeout=READ_TIMEOUT_SECONDS,
+                ),
+            )
+
+    def task_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        credentials = credentials_for_role(getattr(state_credentials, "role_arn", None))
+        # Keyed by port too: each local cloud started in this process has its own endpoint.
+        client = cached(region, service, os.environ.get("MOTO_PORT"), credentials)
+        if service == "lambda" and _lambda_client is not None:
+            return _TaskLambdaClient(_lambda_client, client, credentials[0] if credentials else None)
+        return client
+
+    for module_name in _MODULES_CALLING_BOTO_CLIENT_FOR:
+        module = getattr(moto_sfn, module_name)
+        hooks.replace(module, "boto_client_for", task_client_for, concern=_CONCERN)
+    _name_unmodelled_lambda_errors_as_aws_does()
+
+
+def _name_unmodelled_lambda_errors_as_aws_does() -> None:
+    """A ``lambda:invoke`` Task fails with ``Lambda.<ErrorCode>`` only for errors Lambda's API models
+    (``TooManyRequestsException``, ``ResourceNotFoundException``, ...); any other, such as the
+    ``AccessDeniedException`` of a role that may not invoke the function, arrives as
+    ``Lambda.AWSLambdaException``, the cause still naming the real code. moto names them all by code."""
+    import botocore.session
+
+    from sam_local_cloud.moto_seam.stepfunctions import StateTaskServiceLambda
+
+    modelled = {
+        shape.name for shape in botocore.session.get_session().get_service_model("lambda").error_shapes
+    }
+
+    # A static method: the listener gets no instance.
+    @hooks.around(StateTaskServiceLambda, "_error_cause_from_client_error", concern=_CONCERN)
+    def error_cause(proceed: Any, client_error: Any) -> tuple[str, str]:
+        error, cause = proceed(client_error)
+        if client_error.response["Error"]["Code"] not in modelled:
+            error = "Lambda.AWSLambdaException"
+        return error, cause

@@ -1,1 +1,0 @@
-"""A Docker-free local AWS cloud: moto, a real-process Lambda service and the template deployer."""

@@ -1,7 +1,0 @@
-"""Identifiers derived from a text (access keys, role IDs, session names): stable across runs."""
-
-from __future__ import annotations
-
-from orderbatch.localcloud.stack.return_values import unique_id as digest
-
-__all__ = ["digest"]
