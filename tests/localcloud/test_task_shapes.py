@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from orderbatch.executions import wait_for_execution
 from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud.executions import wait_for_execution
 
 pytestmark = pytest.mark.e2e
 
@@ -105,3 +105,20 @@ def test_a_throttled_invoke_fails_with_lambdas_429_cause(cloud: LocalCloud) -> N
         rf"Request ID: {UUID}; Proxy: null\)",
         described["cause"],
     ), described["cause"]
+
+
+def test_a_throttled_bare_arn_task_fails_as_through_lambda_invoke_and_its_retry_matches(
+    cloud: LocalCloud,
+) -> None:
+    """moto names a refused Invoke ``Exception`` for a bare function ARN; AWS names it as for
+    ``lambda:invoke``, so a Retry on ``Lambda.TooManyRequestsException`` must see it."""
+    described, events = run(cloud, "BareArnThrottledStateMachine", {})
+
+    failures = [e["lambdaFunctionFailedEventDetails"] for e in events if e["type"] == "LambdaFunctionFailed"]
+    assert [failure["error"] for failure in failures] == ["Lambda.TooManyRequestsException"] * 2
+    assert (described["status"], described["error"]) == ("FAILED", "Lambda.TooManyRequestsException")
+    assert re.fullmatch(
+        r"Rate Exceeded\. \(Service: AWSLambda; Status Code: 429; Error Code: TooManyRequestsException; "
+        rf"Request ID: {UUID}; Proxy: null\)",
+        failures[-1]["cause"],
+    ), failures[-1]["cause"]

@@ -26,6 +26,7 @@ from moto.stepfunctions.parser.api import ExecutionFailedEventDetails as Executi
 from moto.stepfunctions.parser.api import ExecutionStatus as ExecutionStatus
 from moto.stepfunctions.parser.api import HistoryEventType as HistoryEventType
 from moto.stepfunctions.parser.api import InvalidDefinition as InvalidDefinition
+from moto.stepfunctions.parser.api import LambdaFunctionFailedEventDetails as LambdaFunctionFailedEventDetails
 from moto.stepfunctions.parser.api import MapRunFailedEventDetails as MapRunFailedEventDetails
 from moto.stepfunctions.parser.api import MapRunStatus as MapRunStatus
 from moto.stepfunctions.parser.api import StateMachineType as StateMachineType

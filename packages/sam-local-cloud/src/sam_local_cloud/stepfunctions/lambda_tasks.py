@@ -18,6 +18,8 @@ import time
 from email.utils import formatdate
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from sam_local_cloud.lambda_service.functions import LATEST
 from sam_local_cloud.moto_seam import hooks
 
@@ -115,7 +117,35 @@ def register_hooks() -> None:
         )
 
     @hooks.around(StateTaskLambda, "_from_error", concern=_CONCERN)
-    def from_error_keeping_runtime_text(proceed: Any, self: Any, env: Any, ex: Exception) -> Any:
+    def from_error_as_aws_records_it(proceed: Any, self: Any, env: Any, ex: Exception) -> Any:
         if isinstance(ex, _RawPayloadError) and isinstance(ex, function_error_class):
             ex = function_error_class(ex.function_error, ex.raw_payload)
+        if isinstance(ex, ClientError):
+            return _lambda_refused(env, ex)
         return proceed(self, env, ex)
+
+
+def _lambda_refused(env: Any, client_error: Any) -> Any:
+    """A bare function ARN Task whose Invoke Lambda refused (a 429 above all) fails as ``lambda:invoke``
+    does on AWS: ``Lambda.TooManyRequestsException``, the cause ``Rate Exceeded. (Service: AWSLambda;
+    Status Code: 429; ...)``, so that a ``Retry`` on ``Lambda.TooManyRequestsException`` matches it.
+    moto names every such error ``Exception`` with the bare message, which no such Retry matches."""
+    from sam_local_cloud.moto_seam.stepfunctions import (
+        CustomErrorName,
+        EventDetails,
+        FailureEvent,
+        HistoryEventType,
+        LambdaFunctionFailedEventDetails,
+        StateTaskServiceLambda,
+    )
+
+    error, cause = StateTaskServiceLambda._error_cause_from_client_error(client_error)
+    return FailureEvent(
+        env=env,
+        error_name=CustomErrorName(error),
+        event_type=HistoryEventType.LambdaFunctionFailed,
+        # moto declares EventDetails total, yet each event fills one of its keys (as moto's own code does).
+        event_details=EventDetails(  # type: ignore[typeddict-item]
+            lambdaFunctionFailedEventDetails=LambdaFunctionFailedEventDetails(error=error, cause=cause)
+        ),
+    )
