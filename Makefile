@@ -7,7 +7,7 @@ export SAM_CLI_TELEMETRY := 0
 
 # The local cloud, a distribution of its own that the app depends on (README.md, "Map").
 LOCAL_CLOUD := packages/sam-local-cloud
-# Every install comes from a lock with exact versions and hashes (README.md, "Dependencies"):
+# Every install comes from a lock with exact versions and hashes (docs/dependencies.md):
 # DEV_LOCK for the tools and tests, FUNCTIONS_LOCK for what `sam build` packages with the functions.
 DEV_LOCK := requirements/dev.lock
 FUNCTIONS_LOCK := functions/requirements.txt
