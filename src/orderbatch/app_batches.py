@@ -2,7 +2,7 @@
 
 Order generation from the inventory fixture's SKUs, a local cloud set up for the app (its inventory
 seeded, fault plans keyed by order and batch), and the exactly-once audit wired to a stack's outputs
-(local or deployed). Waiting for an execution is `orderbatch.executions.wait_for_execution`.
+(local or deployed). Waiting for an execution is `sam_local_cloud.executions.wait_for_execution`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from orderbatch.audit import DURABLE
-from orderbatch.executions import poll_delays
+from sam_local_cloud.executions import poll_delays
 
 # A durable execution's statuses once it has ended (RUNNING is the only other).
 DURABLE_FINISHED_STATUSES = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED"})

@@ -33,10 +33,10 @@ from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_ord
 from orderbatch.audit import AuditedOrder, AuditReport, BatchLocations, audit_orders
 from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.durable_batches import wait_for_durable_batch
-from orderbatch.executions import wait_for_execution
 from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud.cloud import LocalCloud
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.executions import wait_for_execution
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 QUOTA = 10

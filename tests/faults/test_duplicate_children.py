@@ -18,7 +18,6 @@ from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.audit import AuditReport, BatchLocations
 from orderbatch.audit_logs import step_invocations_from_logs
-from orderbatch.executions import wait_for_execution
 from orderbatch.faults.crash_cases import AS_SHIPPED
 from orderbatch.faults.crash_matrix import ConfigurationRun, start_cloud
 from orderbatch.faults.crash_results import ConfigurationResult, MatrixResult, render
@@ -27,6 +26,7 @@ from orderbatch.faults.flags import parse_fault_flag
 from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud.cloud import LocalCloud
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.executions import wait_for_execution
 from sam_local_cloud.lambda_service import FaultPlan
 from sam_local_cloud.lambda_service.fault_injector import FaultInjector
 from sam_local_cloud.lambda_service.faults import DuplicateExecution, FaultRule

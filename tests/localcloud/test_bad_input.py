@@ -16,10 +16,10 @@ import pytest
 from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.audit import AuditReport, BatchLocations
-from orderbatch.executions import wait_for_execution
 from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud.cloud import LocalCloud
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.executions import wait_for_execution
 
 pytestmark = pytest.mark.e2e
 

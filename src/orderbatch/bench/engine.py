@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from order_processing.contract import MAX_INLINE_ORDERS
-from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
+from sam_local_cloud.executions import ExecutionStillRunningError, wait_for_execution
 
 ENGINE_APP = Path(__file__).resolve().parent / "engine_app"
 ENGINE_TEMPLATE = ENGINE_APP / "template.yaml"

@@ -32,8 +32,8 @@ from orderbatch.capacity.model import (
     lower_bound_seconds,
 )
 from orderbatch.capacity.scenario import BenchSettings, Scenario, neighbour_for
-from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
+from sam_local_cloud.executions import ExecutionStillRunningError, wait_for_execution
 
 STEP_FUNCTIONS = ORDER_STEP_FUNCTIONS
 SUMMARY_FUNCTION = SUMMARIZE_BATCH_FUNCTION

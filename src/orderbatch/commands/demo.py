@@ -30,10 +30,10 @@ from order_processing.contract import (
     VALIDATE_ORDER_FUNCTION,
 )
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
-from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 from orderbatch.project import default_template
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.executions import ExecutionStillRunningError, wait_for_execution
 
 DIRECT_FUNCTION = VALIDATE_ORDER_FUNCTION
 

@@ -15,7 +15,7 @@ from http import HTTPStatus
 from typing import Any
 
 from orderbatch.commands.batches import _add_target_arguments, _client
-from orderbatch.executions import FINISHED_STATUSES
+from sam_local_cloud.executions import FINISHED_STATUSES
 
 ACTIONS = ("completed", "compensated", "already_final", "held_elsewhere")
 # Orders whose line the text report prints: the ones reconcile changed or could not touch.

@@ -40,7 +40,7 @@ from orderbatch.conformance.outcome import (
     outcome_from_events,
     scheduled_attempts,
 )
-from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
+from sam_local_cloud.executions import ExecutionStillRunningError, wait_for_execution
 
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCOUNT = "123456789012"

@@ -46,7 +46,6 @@ from orderbatch.durable_batches import (
     start_durable_batch,
     wait_for_durable_batch,
 )
-from orderbatch.executions import ExecutionStillRunningError, wait_for_execution
 from orderbatch.faults.crash_cases import (
     ALONE,
     AS_SHIPPED,
@@ -71,6 +70,7 @@ from orderbatch.faults.crash_results import CaseResult, ConfigurationResult, Mat
 from orderbatch.faults.duplicate_children import run_duplicate_children_row
 from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud.executions import ExecutionStillRunningError, wait_for_execution
 from sam_local_cloud.lambda_service.crash_points import (
     CheckpointOperation,
     CrashPoint,

@@ -18,7 +18,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["DUMMY_CREDENTIALS", "LocalCloud", "LocalCloudConfig", "StaticCredentials"]
+__all__ = [
+    "DUMMY_CREDENTIALS",
+    "ExecutionResult",
+    "ExecutionStillRunningError",
+    "FaultPlan",
+    "LocalCloud",
+    "LocalCloudConfig",
+    "StaticCredentials",
+    "finished_execution",
+    "wait_for_execution",
+]
 
 # Public name -> the module that defines it, imported on first use.
 _HOMES = {
@@ -26,11 +36,23 @@ _HOMES = {
     "StaticCredentials": "sam_local_cloud.credentials",
     "LocalCloud": "sam_local_cloud.cloud",
     "LocalCloudConfig": "sam_local_cloud.cloud",
+    "FaultPlan": "sam_local_cloud.lambda_service.faults",
+    "ExecutionResult": "sam_local_cloud.executions",
+    "ExecutionStillRunningError": "sam_local_cloud.executions",
+    "finished_execution": "sam_local_cloud.executions",
+    "wait_for_execution": "sam_local_cloud.executions",
 }
 
 if TYPE_CHECKING:
     from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
     from sam_local_cloud.credentials import DUMMY_CREDENTIALS, StaticCredentials
+    from sam_local_cloud.executions import (
+        ExecutionResult,
+        ExecutionStillRunningError,
+        finished_execution,
+        wait_for_execution,
+    )
+    from sam_local_cloud.lambda_service.faults import FaultPlan
 
 
 def __getattr__(name: str) -> Any:

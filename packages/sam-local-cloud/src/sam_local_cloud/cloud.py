@@ -42,6 +42,7 @@ from sam_local_cloud.deployment import StackDeployer, parse_ahead
 from sam_local_cloud.dynamodb import TableLocks, WriteCounter
 from sam_local_cloud.dynamodb_service import DynamoDBApp
 from sam_local_cloud.event_sources import QueuePollers
+from sam_local_cloud.executions import ExecutionResult, finished_execution
 from sam_local_cloud.http_api import HttpApiGateway, InvokeOutcome
 from sam_local_cloud.iam import IamEnforcer, StackRoles, build_roles
 from sam_local_cloud.iam.signatures import SignatureVerifier, secrets_of
@@ -428,6 +429,31 @@ class LocalCloud:
             config=Config(**config) if config else None,
             **DUMMY_CREDENTIALS,
         )
+
+    def wait_for_execution(self, execution_arn: str, *, timeout: float = 60.0) -> ExecutionResult:
+        """The execution once finished: status, parsed output, error and cause, its whole history."""
+        return finished_execution(
+            self.client("stepfunctions"), execution_arn, timeout=timeout, poll_seconds=0.2
+        )
+
+    def set_quota(self, *, lambda_concurrency: int) -> None:
+        """The account's Lambda concurrency quota from now on (running invocations keep their slots)."""
+        self._lambda().accounting.set_account_limit(lambda_concurrency)
+
+    @contextlib.contextmanager
+    def inject(self, faults: FaultPlan | Mapping[str, Any] | Path) -> Iterator[FaultPlan]:
+        """A fault plan (docs/faults.md) for the ``with`` block; the plan before it comes back after."""
+        service = self._lambda()
+        before = service.fault_plan
+        try:
+            yield service.set_fault_plan(faults)
+        finally:
+            service.set_fault_plan(before)
+
+    def _lambda(self) -> LambdaService:
+        if self.lambda_service is None:
+            raise RuntimeError("the local cloud is not started")
+        return self.lambda_service
 
     def _event_target_client(self, service: str) -> Any:
         """One deployer client per service for EventBridge's deliveries (boto3 builds clients unsafely

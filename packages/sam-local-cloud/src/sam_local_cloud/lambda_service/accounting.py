@@ -110,6 +110,18 @@ class Accounting:
                 )
             self._functions[name].reserved = reserved
 
+    def set_account_limit(self, account_limit: int) -> None:
+        """A new account quota, as a Service Quotas increase (or a test's lower one) takes effect: running
+        executions keep their slots, and admission from now on counts against the new limit."""
+        with self._lock:
+            reserved = sum(c.reserved or 0 for c in self._functions.values())
+            if account_limit < 1 or account_limit - reserved < self.minimum_unreserved:
+                raise ValueError(
+                    f"account concurrency {account_limit}: at least 1, and at least the {reserved} reserved "
+                    f"by functions plus {self.minimum_unreserved} unreserved"
+                )
+            self.account_limit = account_limit
+
     def unreserved_limit(self) -> int:
         return self.account_limit - sum(c.reserved or 0 for c in self._functions.values())
 

@@ -185,6 +185,9 @@ class LocalStack:
     log_groups: dict[str, str] = field(default_factory=dict)
     alarms: dict[str, dict[str, Any]] = field(default_factory=dict)
     outputs: dict[str, Any] = field(default_factory=dict)
+    # What Ref returns for each resource of this template, by logical ID: CloudFormation's physical ID
+    # (a function's or table's name, a state machine's ARN, a queue's URL).
+    physical_ids: dict[str, str] = field(default_factory=dict)
     not_honoured: list[str] = field(default_factory=list)
     # Nested stacks by logical ID: their resources are also in the lists above (stack.nested).
     nested_stacks: dict[str, LocalStack] = field(default_factory=dict)

@@ -132,6 +132,11 @@ def load_stack(
     add_state_machine_api_events(stack, resources, physical)
     set_rest_api_stages(stack, resources, physical)
     stack.outputs = {name: output.get("Value") for name, output in (resolved.get("Outputs") or {}).items()}
+    stack.physical_ids = {
+        logical_id: str(values.get("Ref", logical_id))
+        for logical_id, values in physical.items()
+        if logical_id not in children
+    }
     return stack
 
 
