@@ -29,6 +29,7 @@ are skipped, saying why.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -176,6 +177,7 @@ class CloudPool:
         self._state_root = state_root
         self._settings: CloudSettings | None = None
         self._cloud: LocalCloud | None = None
+        self._running = contextlib.ExitStack()
         self.starts = 0
 
     def cloud_for(self, settings: CloudSettings) -> LocalCloud:
@@ -191,13 +193,13 @@ class CloudPool:
             account_concurrency=settings.lambda_concurrency,
             state_dir=self._state_root / f"cloud-{self.starts}",
         )
-        self._cloud = LocalCloud(config).start()
+        # As a `with` block: a start that fails stops what it had started, and SIGTERM stops the runtimes.
+        self._cloud = self._running.enter_context(LocalCloud(config))
         self._settings = settings
         return self._cloud
 
     def close(self) -> None:
-        if self._cloud is not None:
-            self._cloud.stop()
+        self._running.close()
         self._cloud = self._settings = None
 
 
