@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "orderbatch.commands.lint",
     "orderbatch.commands.doctor",
     "orderbatch.commands.bench",
+    "orderbatch.commands.bench_start",
     "orderbatch.commands.plan",
     "orderbatch.commands.conformance",
     "orderbatch.commands.faults",

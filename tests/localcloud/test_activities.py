@@ -179,7 +179,9 @@ def test_a_templates_activity_is_created_and_its_ref_is_the_activity_arn(tmp_pat
     template.write_text(ACTIVITY_TEMPLATE)
     with LocalCloud(LocalCloudConfig(template=template, state_dir=tmp_path / "state")) as deployed:
         sfn = deployed.client("stepfunctions", read_timeout=70)
-        activity = "arn:aws:states:us-east-1:123456789012:activity:approval"
+        # The module's cloud is still up: this one has the next account.
+        account = deployed.account_id
+        activity = f"arn:aws:states:us-east-1:{account}:activity:approval"
         assert sfn.describe_activity(activityArn=activity)["name"] == "approval"
         machine = sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]
         execution = sfn.start_execution(stateMachineArn=machine, input='{"ok": 1}')["executionArn"]
@@ -187,8 +189,8 @@ def test_a_templates_activity_is_created_and_its_ref_is_the_activity_arn(tmp_pat
         task = sfn.get_activity_task(activityArn=activity, workerName="approver")
         assert json.loads(task["input"]) == {"ok": 1}
         # What IAM authorises the worker's answer on: the activity the task came from.
-        assert task_token_resource("123456789012", "us-east-1", task["taskToken"]) == activity
-        assert task_token_resource("123456789012", "us-east-1", "no-such-token") is None
+        assert task_token_resource(account, "us-east-1", task["taskToken"]) == activity
+        assert task_token_resource(account, "us-east-1", "no-such-token") is None
         sfn.send_task_success(taskToken=task["taskToken"], output='{"approved": true}')
         wait_for_execution(sfn, execution, timeout=20, poll_seconds=0.1)
 

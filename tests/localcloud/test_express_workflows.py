@@ -25,6 +25,7 @@ from botocore.exceptions import ClientError
 from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
 from sam_local_cloud.executions import wait_for_execution
 from sam_local_cloud.stepfunctions import express
+from sam_local_cloud.stepfunctions.express import express_execution_arn
 
 pytestmark = pytest.mark.e2e
 
@@ -245,14 +246,13 @@ def test_an_execution_within_the_limit_succeeds(cloud: LocalCloud, sfn: Any) -> 
     assert (answer["status"], answer["output"]) == ("SUCCEEDED", '"awake"')
 
 
-def test_the_limit_is_five_minutes_unless_the_cloud_is_told_otherwise() -> None:
+def test_the_limit_is_five_minutes_unless_the_cloud_is_told_otherwise(cloud: LocalCloud) -> None:
     assert express.EXPRESS_MAX_DURATION_SECONDS == 300
-    before = express.max_duration_seconds()
-    try:
-        express.limit_express_duration(None)
-        assert express.max_duration_seconds() == 300
-    finally:
-        express.limit_express_duration(before)
+    ours = express_execution_arn(machine_arn(cloud, "express-sleeper"), "run")
+    assert express.max_duration_seconds(ours) == DURATION_LIMIT_SECONDS
+    with LocalCloud(LocalCloudConfig(template=TEMPLATE)) as beside:
+        theirs = express_execution_arn(machine_arn(beside, "express-sleeper"), "run")
+        assert express.max_duration_seconds(theirs) == 300
 
 
 # ---------------------------------------------------------------------------------- StartExecution

@@ -89,7 +89,7 @@ def test_a_missing_function_fails_the_task_naming_its_latest_version(cloud: Loca
 
     assert (described["status"], described["error"]) == ("FAILED", "Lambda.ResourceNotFoundException")
     assert re.fullmatch(
-        r"Function not found: arn:aws:lambda:us-east-1:123456789012:function:NoSuchFunction:\$LATEST "
+        rf"Function not found: arn:aws:lambda:us-east-1:{cloud.account_id}:function:NoSuchFunction:\$LATEST "
         rf"\(Service: AWSLambda; Status Code: 404; Error Code: ResourceNotFoundException; "
         rf"Request ID: {UUID}; Proxy: null\)",
         described["cause"],

@@ -1,5 +1,5 @@
 """The local cloud's pytest plugin in a project of its own: the ini file's template, another one by
-marker, a quota and a fault plan per test, each undone after its test."""
+marker, a quota and a fault plan per test, each undone after its test, and a reset between tests."""
 
 from __future__ import annotations
 
@@ -57,6 +57,13 @@ PROJECT_TESTS = textwrap.dedent(
         assert not local_cloud.lambda_service.fault_plan.functions
 
 
+    def test_the_next_test_starts_on_the_stack_as_deployed(aws_client, sam_stack, sam_cloud_pool):
+        sfn, arn = aws_client("stepfunctions"), sam_stack.outputs["GreetArn"]
+        # The first test's execution went with the reset.
+        assert sfn.list_executions(stateMachineArn=arn)["executions"] == []
+        assert (sam_cloud_pool.starts, sam_cloud_pool.resets) == (1, 3)
+
+
     @pytest.mark.sam_template({str(STOCK_TRADER)!r}, lambda_concurrency=4)
     def test_another_template_by_marker(sam_stack, local_cloud, sam_cloud_pool):
         assert "StockTradingStateMachineArn" in sam_stack.outputs
@@ -81,4 +88,4 @@ def test_the_plugins_fixtures_and_markers_in_a_project_of_its_own(tmp_path: Path
     )
 
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "4 passed" in done.stdout
+    assert "5 passed" in done.stdout

@@ -343,6 +343,8 @@ def _local_cloud(template: Path, work_dir: Path) -> Iterator[Any]:
 
     config = LocalCloudConfig(
         template=template,
+        # The recordings' ARNs are compared in this account: another would fail every case, so say so.
+        account_id=LOCAL_ACCOUNT,
         account_concurrency=ACCOUNT_CONCURRENCY,
         state_dir=work_dir / "state",
         # Each function runs for a handful of cases at most: no reason to keep its runtime warm.

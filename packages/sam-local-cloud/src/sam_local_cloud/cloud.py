@@ -2,8 +2,9 @@
 
 Requests are dispatched by path: Lambda API calls go to our Lambda service (real processes with
 Lambda's concurrency quota), `/execute-api/...` to the template's HTTP API, everything else to moto.
-moto's Step Functions interpreter invokes Lambda through this same endpoint (`MOTO_PORT`), so a
-state machine's Tasks meet the quota, the 429s and the real handler code.
+moto's Step Functions interpreter invokes this cloud's Lambda service in-process, so a state machine's
+Tasks meet the quota, the 429s and the real handler code. Each cloud owns an account ID (accounts.py), so
+several clouds can run side by side in one process without sharing any state.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import gc
 import io
 import json
 import logging
-import os
 import shutil
 import signal
 import tempfile
@@ -34,10 +34,20 @@ from botocore.credentials import Credentials
 from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.test import Client as WerkzeugClient
 
-from sam_local_cloud import data_plane, event_targets
+from sam_local_cloud import data_plane
+from sam_local_cloud.accounts import (
+    MOTO_ACCOUNT_ENVIRON_KEY,
+    CloudParts,
+    bind_cloud,
+    claim_account,
+    free_account,
+    release_account,
+    unbind_cloud,
+)
 from sam_local_cloud.api_integrations import ActionOutcome
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 from sam_local_cloud.data_plane import DataPlane
+from sam_local_cloud.deployed_state import DeployedState
 from sam_local_cloud.deployment import StackDeployer, parse_ahead
 from sam_local_cloud.dynamodb import TableLocks, WriteCounter
 from sam_local_cloud.dynamodb_service import DynamoDBApp
@@ -53,28 +63,20 @@ from sam_local_cloud.lambda_service import (
     MetricsPublisher,
     TooManyRequestsError,
 )
+from sam_local_cloud.process_groups import exit_on_sigterm
 from sam_local_cloud.protocol_guard import ProtocolGuard
 from sam_local_cloud.readiness import (
     DEPLOYER_CREDENTIALS,
     from_deployer,
     health_answer,
+    known_credentials,
     still_deploying_answer,
 )
 from sam_local_cloud.runtime_shim import HANDLER_CPU_VARIABLE
 from sam_local_cloud.stack import LocalStack, load_stack
-from sam_local_cloud.stepfunctions import (
-    DEFAULT_MAX_EVENTS_IN_MEMORY,
-    HistoryStore,
-    create_moto_app,
-    keep_histories_in,
-    limit_express_duration,
-    route_lambda_tasks_to,
-)
+from sam_local_cloud.stepfunctions import DEFAULT_MAX_EVENTS_IN_MEMORY, HistoryStore, create_moto_app
 from sam_local_cloud.stepfunctions.activities import task_token_resource
-from sam_local_cloud.stepfunctions.distributed_map import duplicate_children_by
-from sam_local_cloud.stepfunctions.mock_config import MockConfig, mock_config_path, use_mock_config
-from sam_local_cloud.stepfunctions.sync_tracking import track_sync_with
-from sam_local_cloud.stepfunctions.task_clients import give_task_roles_credentials
+from sam_local_cloud.stepfunctions.mock_config import MockConfig, MockConfigSource, mock_config_path
 
 HEALTH_PATH = "/_orderbatch/health"
 # Added to AWS's answer to a key the local cloud did not issue: the keys LocalCloud.environment() exports.
@@ -95,6 +97,9 @@ class LocalCloudConfig:
     template: Path
     port: int = 0
     host: str = "127.0.0.1"
+    # The account the stack is deployed in. None: 123456789012, or, while another cloud in this process
+    # holds that one, the next free ID (moto keeps every account's state apart; accounts.py).
+    account_id: str | None = None
     account_concurrency: int = 10
     parameter_overrides: Mapping[str, str] = field(default_factory=dict)
     latency: Mapping[str, float] = field(default_factory=dict)
@@ -151,9 +156,10 @@ class LocalCloudConfig:
 class LocalCloud:
     def __init__(self, config: LocalCloudConfig) -> None:
         self.config = config
-        self.stack: LocalStack = load_stack(config.template, parameter_overrides=config.parameter_overrides)
-        self.iam: IamEnforcer | None = None
-        self._roles: StackRoles | None = None
+        # The account is the cloud's from its start to its stop; until then this is the one it expects.
+        self.account_id = config.account_id or free_account()
+        self._account_claimed = False
+        self._stopped = False
         self.state_dir = config.state_dir or Path(tempfile.mkdtemp(prefix="orderbatch-local-"))
         if config.state_dir is None:
             # Not at stop(): what a run logged is read after it (the audit reads the functions' logs).
@@ -164,24 +170,7 @@ class LocalCloud:
         self.iam_report = self.state_dir / "logs" / "iam-report.jsonl" if self.iam_mode == "report" else None
         if self.iam_report is not None:
             self.iam_report.unlink(missing_ok=True)  # a state dir used again lists this run's calls only
-        if self.iam_mode != "off":
-            roles = self._roles = build_roles(self.stack)
-            region, account_id = self.stack.region, self.stack.account_id
-            self.iam = IamEnforcer(
-                roles,
-                region=region,
-                account_id=account_id,
-                report_to=self.iam_report,
-                task_token_resource=task_token_resource,
-            )
-            self.stack.not_honoured.extend(roles.notes)
-        else:
-            self.stack.not_honoured.append("IAM: policies are not enforced (every call is allowed)")
-        self.signatures: SignatureVerifier | None = None
-        if self.iam is not None and config.verify_signatures:
-            self.signatures = SignatureVerifier(
-                secrets_of(known_credentials(), self.iam.identity), unknown_key_hint=UNKNOWN_KEY_HINT
-            )
+        self._load_stack()
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
         self.lambda_service: LambdaService | None = None
@@ -198,29 +187,70 @@ class LocalCloud:
         self._sigterm_before: Any = None
         self._event_clients: dict[str, Any] = {}
         self._queue_pollers: QueuePollers | None = None
-        self._moto_port_before: str | None = None
+        self._mock_configs = MockConfigSource()
+        self._deployed_state: DeployedState | None = None
         self._event_client_lock = threading.Lock()
         self.data_plane: DataPlane | None = None
         # AWS's front-end checks before moto sees a request, and moto's crashes answered in AWS's shape.
         self._guarded_services = ProtocolGuard(self._aws_services)
+
+    def _load_stack(self) -> None:
+        """The template read for this cloud's account, and the roles and checks made of it."""
+        self.stack: LocalStack = load_stack(
+            self.config.template,
+            parameter_overrides=self.config.parameter_overrides,
+            account_id=self.account_id,
+        )
+        self.iam: IamEnforcer | None = None
+        self._roles: StackRoles | None = None
+        if self.iam_mode != "off":
+            roles = self._roles = build_roles(self.stack)
+            region, account_id = self.stack.region, self.stack.account_id
+            self.iam = IamEnforcer(
+                roles,
+                region=region,
+                account_id=account_id,
+                report_to=self.iam_report,
+                task_token_resource=task_token_resource,
+            )
+            self.stack.not_honoured.extend(roles.notes)
+        else:
+            self.stack.not_honoured.append("IAM: policies are not enforced (every call is allowed)")
+        self.signatures: SignatureVerifier | None = None
+        if self.iam is not None and self.config.verify_signatures:
+            self.signatures = SignatureVerifier(
+                secrets_of(known_credentials(), self.iam.identity), unknown_key_hint=UNKNOWN_KEY_HINT
+            )
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LocalCloud:
         # Start-up allocates millions of objects that all live as long as the cloud: a collection in the
         # middle of it walks them for nothing (a tenth of the start's CPU). They are frozen at its end.
         with _collector_paused():
-            return self._start()
+            try:
+                return self._start()
+            except BaseException:
+                # What the start had taken (the account, ports, processes) is given back with the error.
+                self.stop()
+                raise
 
     def _start(self) -> LocalCloud:
+        from sam_local_cloud.moto_seam.backends import forget_account
         from sam_local_cloud.moto_seam.installers import install_everything
-        from sam_local_cloud.moto_seam.services import MotoRequestHandler, moto_api_backend
+        from sam_local_cloud.moto_seam.services import MotoRequestHandler
 
         class QuietRequestHandler(MotoRequestHandler):
             def log_request(self, *args: Any, **kwargs: Any) -> None:
                 """Thousands of calls per batch; the access log would drown what the commands print."""
 
+        claimed = claim_account(self.config.account_id, preferred=self.account_id)
+        self._account_claimed = True
+        if claimed != self.account_id:
+            # Another cloud started with that account since this one was made: read for the next free one.
+            self.account_id = claimed
+            self._load_stack()
         # Before anything runs: an unusable mock configuration stops the start with its problems listed.
-        self.mock_config = use_mock_config(mock_config_path(self.config.mock_config))
+        self.mock_config = self._mock_configs.use(mock_config_path(self.config.mock_config))
         if self.config.dynamodb_process:
             # Started first: it loads moto and the template on the other core while this one loads its own.
             self.data_plane = DataPlane(
@@ -239,8 +269,9 @@ class LocalCloud:
         # Step Functions' concerns, DynamoDB's transactions and request caches (moto lists a response
         # class's methods with inspect on every request of every service), untracked models, rule targets.
         install_everything()
-        # moto keeps its state in the process, not in a server: cleared, every local cloud starts empty.
-        moto_api_backend.reset()
+        # moto keeps its state in the process, by account: cleared, the cloud's account starts empty (a
+        # cloud stopped before may have left its state there).
+        forget_account(self.account_id)
         self._server = make_server(
             self.config.host,
             self.config.port,
@@ -248,9 +279,6 @@ class LocalCloud:
             threaded=True,
             request_handler=QuietRequestHandler,
         )
-        # moto's Step Functions interpreter reads MOTO_PORT when a Task invokes Lambda.
-        self._moto_port_before = os.environ.get("MOTO_PORT")
-        os.environ["MOTO_PORT"] = str(self.port)
         self._moto_app = moto_app
         dynamodb_endpoint: dict[str, str] = {}
         if self.data_plane is not None:
@@ -289,13 +317,22 @@ class LocalCloud:
         if self.iam is not None:
             self.lambda_service.chained_invoke_authorizer = self.iam.function_invoke_denial
         in_process = self.lambda_service.in_process_client()
-        route_lambda_tasks_to(self.iam.lambda_tasks_client(in_process) if self.iam else in_process)
-        give_task_roles_credentials(self.iam.task_credentials if self.iam else None)
-        track_sync_with(self.iam.may_track_executions_by_events if self.iam else None)
         self.history_store = HistoryStore(self.state_dir / "histories", self.config.history_events_in_memory)
-        keep_histories_in(self.history_store)
-        limit_express_duration(self.config.express_max_duration_seconds)
-        duplicate_children_by(self._duplicate_child)
+        # What moto's interpreter reaches, through its process-wide hooks, for this account's executions.
+        bind_cloud(
+            CloudParts(
+                account_id=self.account_id,
+                port=self.port,
+                lambda_client=self.iam.lambda_tasks_client(in_process) if self.iam else in_process,
+                role_credentials=self.iam.task_credentials if self.iam else None,
+                tracked_by_events=self.iam.may_track_executions_by_events if self.iam else None,
+                history_store=self.history_store,
+                express_max_duration_seconds=self.config.express_max_duration_seconds,
+                duplicate_decider=self._duplicate_child,
+                event_target_clients=self._event_target_client,
+                mock_config=self._mock_configs,
+            )
+        )
         self.http_api = HttpApiGateway(
             self.stack.routes,
             self._invoke_for_api,
@@ -304,7 +341,6 @@ class LocalCloud:
             service_routes=self.stack.service_routes,
             call_states=self._call_states_for_api,
         )
-        event_targets.deliver_through(self._event_target_client)
         # shutdown() waits for the loop to see its flag: every 50 ms, not socketserver's 0.5 s.
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="local-cloud", daemon=True
@@ -315,6 +351,7 @@ class LocalCloud:
         if self.data_plane is not None:
             self.data_plane.wait_started()
         self._deploy()
+        self._deployed_state = DeployedState(self.account_id, self.data_plane)
         # Lambda publishes its metrics per minute; flush_metrics() publishes at once for a reader in a hurry.
         cloudwatch = self._deployer_client("cloudwatch")
         self._metrics = MetricsPublisher(
@@ -359,38 +396,34 @@ class LocalCloud:
         return decision.duplicate.runs_concurrently(decision.item_key)
 
     def stop(self) -> None:
-        use_mock_config(None)
-        duplicate_children_by(None)
-        route_lambda_tasks_to(None)
-        give_task_roles_credentials(None)
-        track_sync_with(None)
-        event_targets.deliver_through(None)
-        keep_histories_in(None)
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._account_claimed:
+            unbind_cloud(self.account_id)
         if self._queue_pollers is not None:
             self._queue_pollers.stop()
-        limit_express_duration(None)
         if self._metrics is not None:
             self._metrics.close()
         if self.lambda_service is not None:
             self.lambda_service.close()
         if self._server is not None:
-            self._server.shutdown()
+            if self._thread is not None:
+                self._server.shutdown()  # waits for serve_forever to return: only once it has run
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=10)
         if self.data_plane is not None:
             self.data_plane.stop()
+        if self._account_claimed:
+            release_account(self.account_id)
+            self._account_claimed = False
         # Back into the collector's reach, so a process that starts another cloud does not keep this one's.
+        # Another cloud still running has its objects unfrozen too: its full collections walk them again.
         gc.unfreeze()
-        # Tasks of a later moto in this process (a test's mock_aws) must not reach for this closed port.
-        if self._server is not None and os.environ.get("MOTO_PORT") == str(self._server.server_port):
-            if self._moto_port_before is None:
-                os.environ.pop("MOTO_PORT", None)
-            else:
-                os.environ["MOTO_PORT"] = self._moto_port_before
 
     def __enter__(self) -> LocalCloud:
-        self._sigterm_before = _exit_on_sigterm()
+        self._sigterm_before = exit_on_sigterm()
         try:
             return self.start()
         except BaseException:
@@ -449,6 +482,28 @@ class LocalCloud:
             yield service.set_fault_plan(faults)
         finally:
             service.set_fault_plan(before)
+
+    def reset(self, *, drain_seconds: float = 10.0) -> None:
+        """Back to the state just after the deploy, without deploying again (milliseconds, not a start).
+
+        Standard executions still running are stopped, and invocations in flight get ``drain_seconds`` to
+        end. Then every service of the account is as deployed: resources made since are gone, tables hold
+        their seeded items only, executions, histories, queues' messages, objects and metrics are gone.
+        Lambda's quota, reserved concurrency and fault plan are the configured ones, and its counters and
+        the DynamoDB write counts start from zero. Warm execution environments stay warm, with what their
+        handlers keep in memory, as a function's do on AWS between two tests. Express executions, which no
+        API lists, run to their end.
+        """
+        if self._deployed_state is None:
+            raise RuntimeError("the local cloud is not started")
+        self._deployed_state.restore(
+            stepfunctions=self._deployer_client("stepfunctions"),
+            lambda_service=self._lambda(),
+            account_concurrency=self.config.account_concurrency,
+            history_store=self.history_store,
+            in_process_writes=self._writes,
+            drain_seconds=drain_seconds,
+        )
 
     def _lambda(self) -> LambdaService:
         if self.lambda_service is None:
@@ -536,6 +591,8 @@ class LocalCloud:
             return self.lambda_service(environ, start_response)
         if self.http_api.handles(path):
             return self.http_api(environ, start_response)
+        # moto files the request's resources under this cloud's account, whatever key signed it.
+        environ[MOTO_ACCOUNT_ENVIRON_KEY] = self.account_id
         return self._guarded_services(environ, start_response)
 
     def _aws_services(self, environ: dict[str, Any], start_response: Any) -> Any:
@@ -626,16 +683,6 @@ class LocalCloud:
         return len(items)
 
 
-def known_credentials() -> dict[str, str]:
-    """The keys every local cloud knows besides those it issues: the operator's, the deployer's, and the one
-    moto's own Step Functions interpreter signs its Tasks' calls with when ours is not patched in."""
-    return {
-        DUMMY_CREDENTIALS["aws_access_key_id"]: DUMMY_CREDENTIALS["aws_secret_access_key"],
-        DEPLOYER_CREDENTIALS["aws_access_key_id"]: DEPLOYER_CREDENTIALS["aws_secret_access_key"],
-        "ak": "sk",
-    }
-
-
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
     enabled = gc.isenabled()
@@ -645,21 +692,3 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def _exit_on_sigterm() -> Any:
-    """Make SIGTERM unwind the ``with`` block, as Ctrl-C does, so the environments stop with the process.
-
-    Python's default SIGTERM ends the process without running ``__exit__``; the emulators and runtimes,
-    which live in their own sessions, would outlive it. Only the main thread can set a handler, and a
-    handler the program set itself is left alone. Returns the handler to restore, or None.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return None
-
-    def on_sigterm(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    return signal.signal(signal.SIGTERM, on_sigterm)

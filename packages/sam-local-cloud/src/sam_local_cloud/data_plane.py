@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sam_local_cloud.accounts import MOTO_ACCOUNT_ENVIRON_KEY
 from sam_local_cloud.dynamodb import RequestCpu, TableLocks, WriteCounter
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
 CHECKED_HEADER = "X-Orderbatch-Checked"
 _CHECKED_ENVIRON_KEY = "HTTP_" + CHECKED_HEADER.upper().replace("-", "_")
 WRITES_PATH = "/_orderbatch/dynamodb-writes"
+# The tables as deployed and seeded are kept (POST) and put back (PUT) here: the local cloud's reset().
+DEPLOYED_STATE_PATH = "/_orderbatch/dynamodb-deployed-state"
 HEALTH_PATH = "/_orderbatch/health"
 TARGET_PREFIXES = ("DynamoDB_", "DynamoDBStreams_")
 _START_TIMEOUT_SECONDS = 60.0
@@ -186,6 +189,19 @@ class DataPlane:
         document = json.loads(body)
         return Counter(document["requests"]), Counter(document["units"])
 
+    def keep_deployed_state(self) -> None:
+        """Keep the tables, their items and settings as they are now, for ``restore_deployed_state``."""
+        self._admin("POST", DEPLOYED_STATE_PATH)
+
+    def restore_deployed_state(self) -> None:
+        """Tables back as kept (tables made since are gone), and the write counts back to zero."""
+        self._admin("PUT", DEPLOYED_STATE_PATH)
+
+    def _admin(self, method: str, path: str) -> None:
+        status, _, _, body = self._request(method, path, b"", {CHECKED_HEADER: self._secret})
+        if status != 200:
+            raise DataPlaneError(f"the data plane answered {status} to {method} {path}: {body[:200]!r}")
+
     def request_cpu(self) -> dict[str, tuple[float, int]]:
         """CPU seconds and requests by kind of request (``RequestCpu``), since the worker started."""
         status, _, _, body = self._request("GET", WRITES_PATH, b"", {CHECKED_HEADER: self._secret})
@@ -233,8 +249,18 @@ class DataPlane:
 class DataPlaneApp:
     """The worker's WSGI application: IAM for direct callers, table locks, moto's DynamoDB."""
 
-    def __init__(self, dynamodb_app: Any, *, iam: Any, secret: str, signatures: Any = None) -> None:
+    def __init__(
+        self,
+        dynamodb_app: Any,
+        *,
+        iam: Any,
+        secret: str,
+        signatures: Any = None,
+        account_id: str | None = None,
+    ) -> None:
         self._dynamodb_app = dynamodb_app
+        self._account_id = account_id
+        self._deployed_state: Any = None
         self._iam = iam
         self._signatures = signatures
         self._secret = secret
@@ -256,6 +282,8 @@ class DataPlaneApp:
         forwarded = environ.get("HTTP_" + CHECKED_HEADER.upper().replace("-", "_")) == self._secret
         if path == HEALTH_PATH:
             return _answer(start_response, "200 OK", b'{"status": "serving"}')
+        if path == DEPLOYED_STATE_PATH and forwarded and self._account_id is not None:
+            return self._deployed_state_answer(environ.get("REQUEST_METHOD", ""), start_response)
         if path == WRITES_PATH and forwarded:
             requests, units = self._writes.snapshot()
             counts = {"requests": requests, "units": units, "cpu": self._cpu.snapshot()}
@@ -273,10 +301,26 @@ class DataPlaneApp:
         operation = target.rpartition(".")[2]
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         environ["wsgi.input"] = io.BytesIO(body)
+        if self._account_id is not None:
+            # The tables are the cloud's account's, whatever key a function signs with.
+            environ[MOTO_ACCOUNT_ENVIRON_KEY] = self._account_id
         self._writes.record(operation, body)
         with self._locks.holding(operation, body):
             # Consumed here, under the locks: moto's answer is computed while the iterable is built.
             return list(self._dynamodb_app(environ, start_response))
+
+    def _deployed_state_answer(self, method: str, start_response: Any) -> list[bytes]:
+        from sam_local_cloud.moto_seam.backends import restore_account, snapshot_account
+
+        assert self._account_id is not None
+        if method == "POST":
+            self._deployed_state = snapshot_account(self._account_id)
+        elif method == "PUT" and self._deployed_state is not None:
+            restore_account(self._deployed_state)
+            self._writes.clear()
+        else:
+            return _answer(start_response, "409 Conflict", b'{"message": "no deployed state is kept"}')
+        return _answer(start_response, "200 OK", b"{}")
 
 
 def _answer(start_response: Any, status: str, body: bytes) -> list[bytes]:
@@ -338,7 +382,9 @@ def _serve(arguments: Mapping[str, Any]) -> None:
         DynamoDBApp(_moto_dynamodb_app()),
         checked_before=lambda environ: environ.get(_CHECKED_ENVIRON_KEY) == secret,
     )
-    app = DataPlaneApp(guarded, iam=iam, secret=secret, signatures=signatures)
+    app = DataPlaneApp(
+        guarded, iam=iam, secret=secret, signatures=signatures, account_id=arguments["account_id"]
+    )
     # Every request is a short JSON call on a kept-alive loopback connection (lean_wsgi says why).
     listener = socket.socket(fileno=arguments["listener_fd"])
     server = LeanWsgiServer(arguments["host"], 0, app, listener=listener)

@@ -17,8 +17,15 @@ from botocore.exceptions import ClientError
 
 from sam_local_cloud.stack import LocalStack, TemplateError
 
-# The role a state machine runs with when IAM is not enforced.
+# The role a state machine runs with when IAM is not enforced, in the first cloud's account.
 LOCAL_ROLE_ARN = "arn:aws:iam::123456789012:role/orderbatch-local"
+
+
+def local_role_arn(account_id: str) -> str:
+    """The role a state machine of ``account_id`` runs with when IAM is not enforced: in its own account,
+    as the interpreter finds a Task's cloud by its role's account."""
+    return LOCAL_ROLE_ARN.replace(":123456789012:", f":{account_id}:")
+
 
 ClientFactory = Callable[[str], Any]
 DefinitionTransform = Callable[[str, Any], Any]
@@ -97,7 +104,8 @@ class StackDeployer:
                 transformed = self._definition_transform(machine.logical_id, json.loads(definition))
                 definition = json.dumps(transformed)
             # The template's role when IAM is enforced: the interpreter hands it to every Task's client.
-            role_arn = (self._role_of(machine.name) if self._role_of else None) or LOCAL_ROLE_ARN
+            role_of = self._role_of(machine.name) if self._role_of else None
+            role_arn = role_of or local_role_arn(self.stack.account_id)
             try:
                 self.client("stepfunctions").create_state_machine(
                     name=machine.name,

@@ -97,6 +97,11 @@ class WriteCounter:
         with self._lock:
             return Counter(self._requests), Counter(self._units)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._units.clear()
+
 
 class RequestCpu:
     """CPU time of the thread that answered each request, and requests, by operation; a conditional

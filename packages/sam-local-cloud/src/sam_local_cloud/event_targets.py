@@ -16,17 +16,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from sam_local_cloud.accounts import parts_for_account
+
 _LOGGER = logging.getLogger(__name__)
 DELIVERED_HERE = ("lambda", "states", "sns")
-
-# service name -> a boto3 client of the running local cloud that may call it whatever the IAM roles say.
-_clients: Callable[[str], Any] | None = None
-
-
-def deliver_through(clients: Callable[[str], Any] | None) -> None:
-    """Deliver rule targets with clients from ``clients`` (the running local cloud's), or not at all."""
-    global _clients
-    _clients = clients
 
 
 def register_hooks() -> None:
@@ -47,12 +40,15 @@ def register_hooks() -> None:
             proceed(self, original_event, transform_input)
         finally:
             self.targets = theirs + ours
-        if _clients is None or not self.event_pattern.matches_event(original_event):
+        # Service name -> a client of the rule's cloud that may call it whatever the IAM roles say.
+        parts = parts_for_account(self.account_id)
+        clients = parts.event_target_clients if parts is not None else None
+        if clients is None or not self.event_pattern.matches_event(original_event):
             return
         for target in ours:
             payload = target_input(target, original_event)
             threading.Thread(
-                target=_deliver, args=(_clients, target, payload), name="event-target", daemon=True
+                target=_deliver, args=(clients, target, payload), name="event-target", daemon=True
             ).start()
 
 

@@ -119,3 +119,21 @@ def reap(lines: IO[str]) -> list[int]:
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     reap(sys.stdin)
+
+
+def exit_on_sigterm() -> Any:
+    """Make SIGTERM unwind the ``with`` block, as Ctrl-C does, so the environments stop with the process.
+
+    Python's default SIGTERM ends the process without running ``__exit__``; the emulators and runtimes,
+    which live in their own sessions, would outlive it. Only the main thread can set a handler, and a
+    handler the program set itself is left alone. Returns the handler to restore, or None.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+
+    def on_sigterm(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, on_sigterm)

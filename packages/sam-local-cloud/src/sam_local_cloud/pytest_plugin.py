@@ -6,20 +6,22 @@ project's ini file (``pytest.ini``, ``[tool.pytest.ini_options]``)::
     sam_template = template.yaml            # relative to the ini file's folder
     sam_parameters = MapMaxConcurrency=8    # one NAME=VALUE a line, as `sam deploy` takes them
     sam_lambda_concurrency = 10             # the account's Lambda quota (a new account's is 10)
+    sam_reset_between_tests = true          # each test starts on the stack as just deployed
 
 Fixtures:
 
 - ``sam_stack``: the deployed stack, ``.outputs`` and ``.physical_id(logical_id)``;
 - ``aws_client``: ``aws_client("stepfunctions", retries=False)``, a boto3 client for the stack;
 - ``local_cloud``: the ``LocalCloud`` the stack runs on, started on a free port once per xdist worker
-  and kept for every test with the same settings;
+  and kept for every test with the same settings; before each test after the first it is ``reset()``
+  to the state just after its deploy (milliseconds), unless ``sam_reset_between_tests = false``;
 - ``lambda_context``: a Lambda context object as Powertools reads it, for calling a handler directly.
 
 Markers, on the local cloud only: ``@pytest.mark.lambda_concurrency(2)`` (the quota for one test),
 ``@pytest.mark.lambda_faults({...})`` (a fault plan for one test, as ``--faults`` takes it) and
 ``@pytest.mark.sam_template("other.yaml", parameters={...}, lambda_concurrency=5)`` (another template for
-a test, a class or a module: ``pytestmark``). A worker runs one cloud at a time, since moto keeps its
-state in the process; tests with other settings stop it and start their own.
+a test, a class or a module: ``pytestmark``). A worker runs one cloud at a time (each holds its
+functions' runtimes and a data plane process): tests with other settings stop it and start their own.
 
 ``--sam-target=aws --sam-stack-name NAME`` runs the same tests against a stack deployed with
 ``sam deploy``: ``sam_stack`` reads its outputs and resources from CloudFormation, ``aws_client`` gives
@@ -98,6 +100,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("sam_template", "the SAM template the local cloud deploys", default="template.yaml")
     parser.addini("sam_parameters", "template parameter overrides, NAME=VALUE, one a line", type="linelist")
     parser.addini("sam_lambda_concurrency", "the account's Lambda concurrency quota", default="10")
+    parser.addini(
+        "sam_reset_between_tests",
+        "reset the local cloud to its just-deployed state before each test that reuses it",
+        type="bool",
+        default=True,
+    )
     parser.addini("sam_target", "local or aws", default=LOCAL)
     parser.addini("sam_stack_name", "the deployed stack's name, for the aws target", default="")
 
@@ -169,9 +177,10 @@ def _parameters(config: pytest.Config) -> dict[str, str]:
 
 
 class CloudPool:
-    """One local cloud at a time, as moto keeps its state in the process: a test asking for other
-    settings stops the running cloud and starts its own. Tests of one module share settings, and
-    xdist's ``--dist loadfile`` keeps a module on one worker, so a worker switches rarely."""
+    """One local cloud at a time: a test asking for other settings stops the running cloud and starts
+    its own, and a test with the same settings gets it reset (or as the last test left it). Tests of one
+    module share settings, and xdist's ``--dist loadfile`` keeps a module on one worker, so a worker
+    switches rarely."""
 
     def __init__(self, state_root: Path) -> None:
         self._state_root = state_root
@@ -179,9 +188,13 @@ class CloudPool:
         self._cloud: LocalCloud | None = None
         self._running = contextlib.ExitStack()
         self.starts = 0
+        self.resets = 0
 
-    def cloud_for(self, settings: CloudSettings) -> LocalCloud:
+    def cloud_for(self, settings: CloudSettings, *, reset: bool = True) -> LocalCloud:
         if self._cloud is not None and self._settings == settings:
+            if reset:
+                self._cloud.reset()
+                self.resets += 1
             return self._cloud
         self.close()
         from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
@@ -214,11 +227,12 @@ def sam_cloud_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CloudPo
 @pytest.fixture
 def local_cloud(request: pytest.FixtureRequest, sam_cloud_pool: CloudPool) -> LocalCloud:
     """The local cloud with the test's template deployed (the ini file's, or its ``sam_template``
-    marker's), started once and kept for every test with the same settings."""
+    marker's), started once and kept for every test with the same settings, reset before each."""
     if _target(request.config) != LOCAL:
         pytest.skip(ONLY_LOCAL)
     return sam_cloud_pool.cloud_for(
-        _settings(request.config, request.node.get_closest_marker(TEMPLATE_MARKER))
+        _settings(request.config, request.node.get_closest_marker(TEMPLATE_MARKER)),
+        reset=bool(request.config.getini("sam_reset_between_tests")),
     )
 
 

@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+
 # The deployment's own calls carry this key: they are the only ones served before the template is deployed.
 DEPLOYER_CREDENTIALS = {"aws_access_key_id": "orderbatch-deployer", "aws_secret_access_key": "deployer"}
 
@@ -43,3 +45,13 @@ def still_deploying_answer(as_json: bool, start_response: Any) -> list[bytes]:
 def from_deployer(environ: Mapping[str, Any]) -> bool:
     authorization = environ.get("HTTP_AUTHORIZATION", "")
     return f"Credential={DEPLOYER_CREDENTIALS['aws_access_key_id']}/" in authorization
+
+
+def known_credentials() -> dict[str, str]:
+    """The keys every local cloud knows besides those it issues: the operator's, the deployer's, and the one
+    moto's own Step Functions interpreter signs its Tasks' calls with when ours is not patched in."""
+    return {
+        DUMMY_CREDENTIALS["aws_access_key_id"]: DUMMY_CREDENTIALS["aws_secret_access_key"],
+        DEPLOYER_CREDENTIALS["aws_access_key_id"]: DEPLOYER_CREDENTIALS["aws_secret_access_key"],
+        "ak": "sk",
+    }

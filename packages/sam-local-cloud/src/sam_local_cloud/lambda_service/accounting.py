@@ -122,6 +122,17 @@ class Accounting:
                 )
             self.account_limit = account_limit
 
+    def restart(self, account_limit: int) -> None:
+        """The counters from zero and the quota as given, as at the start: invocations still running keep
+        their slots, so that their release balances."""
+        with self._lock:
+            self._functions = {
+                name: FunctionCounters(reserved=counters.reserved, current=counters.current)
+                for name, counters in self._functions.items()
+            }
+            self._account_max = self._account_sample_peak = self._account_window_peak = 0
+        self.set_account_limit(account_limit)
+
     def unreserved_limit(self) -> int:
         return self.account_limit - sum(c.reserved or 0 for c in self._functions.values())
 
@@ -214,6 +225,11 @@ class Accounting:
                 counters.async_dropped += 1
             else:
                 counters.async_accepted += 1
+
+    def running(self) -> int:
+        """Invocations of this account's functions running now (a noisy neighbour's slots not counted)."""
+        with self._lock:
+            return sum(counters.current for counters in self._functions.values())
 
     def sample(self) -> tuple[int, dict[str, int]]:
         """Peak concurrency (account, per function) since the previous sample; resets the peaks."""

@@ -172,6 +172,7 @@ class LambdaService:
         self.set_fault_plan(fault_plan)
         if latency:
             self.set_fault_plan(self.faults.plan.with_latency(latency))
+        self._plan_at_start = self.faults.plan
         self._housekeeper = threading.Thread(
             target=self._housekeeping, name="lambda-housekeeping", daemon=True
         )
@@ -184,6 +185,16 @@ class LambdaService:
         """Define or redefine a function; its reserved concurrency is checked as PutFunctionConcurrency."""
         self.registry.add(spec)
         self.accounting.register(spec.name, spec.reserved_concurrency)
+
+    def reset(self, account_concurrency: int) -> None:
+        """Back to the start: the quota given, the functions as defined then (reserved concurrency
+        included), the fault plan then, and every counter from zero. Warm environments stay warm, as a
+        function's do on AWS between two tests' invocations."""
+        self.accounting.restart(account_concurrency)
+        for spec in self._defined_at_start:
+            self.add_function(spec)
+        self.set_fault_plan(self._plan_at_start)
+        self._timeseries.clear()
 
     def resolve(self, name: str, qualifier: str | None = None) -> FunctionSpec:
         return self.registry.resolve(name, qualifier)

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sam_local_cloud.accounts import FIRST_ACCOUNT_ID
+
 ReturnValues = dict[str, str]
 
 
@@ -119,7 +121,13 @@ def _rule(resource: _Resource) -> ReturnValues:
 
 
 def _bucket(resource: _Resource) -> ReturnValues:
-    name = resource.name("BucketName", default=f"{resource.stack_name}-{resource.logical_id}".lower())
+    generated = f"{resource.stack_name}-{resource.logical_id}"
+    if resource.account_id != FIRST_ACCOUNT_ID:
+        # S3's bucket names are one namespace for all accounts, and CloudFormation's generated ones carry a
+        # random suffix; here the suffix is the account's, so two clouds of one template in one process do
+        # not collide, and it is left off in the first account, so a lone cloud's names are predictable.
+        generated += f"-{resource.account_id}"
+    name = resource.name("BucketName", default=generated.lower())
     region = resource.region
     # S3's website endpoints use a dash before the region in the regions older than 2014, a dot after.
     website = "s3-website-" if region in _DASHED_WEBSITE_REGIONS else "s3-website."

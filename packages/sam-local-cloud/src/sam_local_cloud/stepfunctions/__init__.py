@@ -16,14 +16,9 @@ from typing import Any
 
 from sam_local_cloud.moto_seam import hooks
 from sam_local_cloud.stepfunctions.distributed_map import RESULTS_PER_FILE
-from sam_local_cloud.stepfunctions.express import EXPRESS_MAX_DURATION_SECONDS, limit_express_duration
-from sam_local_cloud.stepfunctions.histories import (
-    DEFAULT_MAX_EVENTS_IN_MEMORY,
-    HistoryStore,
-    keep_histories_in,
-)
+from sam_local_cloud.stepfunctions.express import EXPRESS_MAX_DURATION_SECONDS
+from sam_local_cloud.stepfunctions.histories import DEFAULT_MAX_EVENTS_IN_MEMORY, HistoryStore
 from sam_local_cloud.stepfunctions.map_state import INLINE_MAP_CONCURRENCY_LIMIT
-from sam_local_cloud.stepfunctions.task_clients import route_lambda_tasks_to
 
 __all__ = [
     "DEFAULT_MAX_EVENTS_IN_MEMORY",
@@ -33,9 +28,6 @@ __all__ = [
     "HistoryStore",
     "apply_interpreter_patches",
     "create_moto_app",
-    "keep_histories_in",
-    "limit_express_duration",
-    "route_lambda_tasks_to",
 ]
 
 _patch_lock = threading.Lock()

@@ -17,12 +17,12 @@ most ``REQUEST_TIMEOUT_SECONDS``. Failures are named as the integration names th
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from typing import Any
 from urllib.parse import urlencode
 
+from sam_local_cloud.accounts import parts_for_arn
 from sam_local_cloud.moto_seam import hooks
 
 _CONCERN = "api_gateway_tasks"
@@ -55,7 +55,7 @@ class EndpointNotLocalError(Exception):
 def _local_url(parameters: dict[str, Any]) -> str:
     endpoint = str(parameters.get("ApiEndpoint", ""))
     match = _LOCAL_ENDPOINT.match(endpoint)
-    port = os.environ.get("MOTO_PORT")
+    port = getattr(_signing, "port", None)
     if match is None or port is None:
         raise EndpointNotLocalError(
             f"The API endpoint '{endpoint}' is not an API of the local cloud; only "
@@ -120,10 +120,13 @@ def register_hooks() -> None:
     def eval_service_task(proceed: Any, self: Any, env: Any, **arguments: Any) -> None:
         parameters = arguments["normalised_parameters"]
         role_arn = getattr(arguments.get("state_credentials"), "role_arn", None)
+        parts = parts_for_arn(env.states.context_object.context_object_data["Execution"]["Id"])
         signed = parameters.get("AuthType") == "IAM_ROLE"
         _signing.credentials = (
-            (task_clients.credentials_for_role(role_arn) or ("local", "local")) if signed else None
+            (task_clients.credentials_for_role(role_arn, parts) or ("local", "local")) if signed else None
         )
+        # The API is served by the Task's own cloud.
+        _signing.port = task_clients.endpoint_port(parts)
         _signing.region = arguments["resource_runtime_part"].region
         try:
             # Positionally: moto's method names its last parameter task_credentials, while the
@@ -137,6 +140,7 @@ def register_hooks() -> None:
             )
         finally:
             _signing.credentials = None
+            _signing.port = None
 
     def from_error(self: Any, env: Any, ex: Exception) -> Any:
         if isinstance(ex, FailureEventException):

@@ -26,11 +26,11 @@ import copy
 import json
 import logging
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn, cast
 
+from sam_local_cloud.accounts import parts_for_arn
 from sam_local_cloud.moto_seam import hooks
 from sam_local_cloud.moto_seam.records import EngineRecords
 from sam_local_cloud.stepfunctions.definition_support import (
@@ -50,11 +50,10 @@ EXPRESS_TIMEOUT_CAUSE = "The Express child execution ran past its five-minute li
 _CONCERN = "distributed_map"
 _LOG = logging.getLogger(__name__)
 
-# Whether an EXPRESS child runs twice: (state machine name, a function giving the child's input) -> None
-# for once, else whether the second run overlaps the first. Whoever runs the engine with a fault plan
-# sets it; it asks for the input (the item through ItemSelector, as the child gets it) only if it needs it.
-DuplicateDecider = Callable[[str, Callable[[], Any]], "bool | None"]
-_duplicate_decider: DuplicateDecider | None = None
+# Whether an EXPRESS child runs twice is the cloud's to say (``CloudParts.duplicate_decider``, set from its
+# fault plan): (state machine name, a function giving the child's input) -> None for once, else whether the
+# second run overlaps the first. It asks for the input (the item through ItemSelector, as the child gets
+# it) only if it needs it.
 
 
 def register_hooks() -> None:
@@ -318,12 +317,6 @@ def _keep_each_child_outcome() -> None:
         hooks.around(worker, "_eval_job", concern=_CONCERN)(_eval_job_keeping_outcome)
 
 
-def duplicate_children_by(decider: DuplicateDecider | None) -> None:
-    """Which EXPRESS Distributed Map children run twice from now on; None: each runs once."""
-    global _duplicate_decider
-    _duplicate_decider = decider
-
-
 def _eval_job_keeping_outcome(proceed: Any, self: Any, env: Any, job: Any) -> None:
     from sam_local_cloud.moto_seam.stepfunctions import ProgramEnded, ProgramError
 
@@ -377,11 +370,13 @@ def _run_child(proceed: Any, worker: Any, env: Any, job: Any, *, express: bool) 
 
 
 def _duplicate_overlap(worker: Any, job: Any) -> bool | None:
-    decider = _duplicate_decider
+    # arn:aws:states:<region>:<account>:mapRun:<state machine name>/<Map label>:<id>
+    map_run_arn = worker._map_run_record.map_run_arn
+    parts = parts_for_arn(map_run_arn)
+    decider = parts.duplicate_decider if parts is not None else None
     if decider is None:
         return None
-    # arn:aws:states:<region>:<account>:mapRun:<state machine name>/<Map label>:<id>
-    state_machine_name = worker._map_run_record.map_run_arn.split(":")[6].split("/")[0]
+    state_machine_name = map_run_arn.split(":")[6].split("/")[0]
     return decider(state_machine_name, lambda: _child_input(worker, job))
 
 

@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Final
 
+from sam_local_cloud.accounts import parts_for_arn
 from sam_local_cloud.moto_seam import hooks
 from sam_local_cloud.moto_seam.records import EngineRecords
 
@@ -57,8 +58,6 @@ _EXECUTION_ARN_APIS: Final = (
     "describe_state_machine_for_execution",
 )
 
-_limit_lock = threading.Lock()
-_max_duration_seconds = EXPRESS_MAX_DURATION_SECONDS
 # Every Express execution not yet collected: what a finished execution still holds shows here.
 _alive: weakref.WeakSet[Any] = weakref.WeakSet()
 # Per backend, its Express executions by ARN while something holds them: a ``.sync`` parent follows its
@@ -75,16 +74,11 @@ class ExpressRequestError(Exception):
         self.message = message
 
 
-def limit_express_duration(seconds: float | None) -> None:
-    """The longest an Express execution runs from now on (None: AWS's five minutes)."""
-    global _max_duration_seconds
-    with _limit_lock:
-        _max_duration_seconds = EXPRESS_MAX_DURATION_SECONDS if seconds is None else float(seconds)
-
-
-def max_duration_seconds() -> float:
-    with _limit_lock:
-        return _max_duration_seconds
+def max_duration_seconds(execution_arn: str) -> float:
+    """The longest an Express execution runs: AWS's five minutes, unless its cloud set a shorter limit."""
+    parts = parts_for_arn(execution_arn)
+    limit = parts.express_max_duration_seconds if parts is not None else None
+    return EXPRESS_MAX_DURATION_SECONDS if limit is None else float(limit)
 
 
 def express_executions_in_memory() -> int:
@@ -151,9 +145,8 @@ def start_express_execution(
     _alive.add(execution)
     _by_arn.of(backend)[execution_arn] = execution
     execution.start()
-    watchdog = threading.Thread(
-        target=execution.end_within, args=(max_duration_seconds(),), name="express-limit", daemon=True
-    )
+    limit = max_duration_seconds(execution_arn)
+    watchdog = threading.Thread(target=execution.end_within, args=(limit,), name="express-limit", daemon=True)
     watchdog.start()
     return execution
 

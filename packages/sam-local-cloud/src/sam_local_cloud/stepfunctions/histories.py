@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sam_local_cloud.accounts import HistoryKeeper, parts_for_arn
 from sam_local_cloud.moto_seam.records import EngineRecords
 from sam_local_cloud.stepfunctions.context_object import millisecond_timestamp
 
@@ -38,8 +39,6 @@ from sam_local_cloud.stepfunctions.context_object import millisecond_timestamp
 # the last one or two batches' histories at hand (about 15 MB) and send the rest to disk, so memory does
 # not grow with the executions that have finished.
 DEFAULT_MAX_EVENTS_IN_MEMORY = 10_000
-
-_store: HistoryStore | None = None
 
 
 class HistoryStore:
@@ -86,6 +85,16 @@ class HistoryStore:
             spilled_events: list[Any] = json.load(spilled)
         path.unlink(missing_ok=True)
         return spilled_events
+
+    def clear(self) -> None:
+        """Forget every kept history, those on disk too."""
+        with self._lock:
+            spilled = list(self._on_disk.values())
+            self._in_memory.clear()
+            self._on_disk.clear()
+            self._events_in_memory = 0
+        for path in spilled:
+            path.unlink(missing_ok=True)
 
     def counts(self) -> dict[str, int]:
         with self._lock:
@@ -158,14 +167,11 @@ def compacted_texts(execution: Any) -> tuple[str, str | None] | None:
     return _text(record.input_text), output
 
 
-def current_store() -> HistoryStore | None:
-    return _store
-
-
-def keep_histories_in(store: HistoryStore | None) -> None:
-    """Where finished executions' histories go from now on (None: moto keeps everything, as it does)."""
-    global _store
-    _store = store
+def store_for(execution_arn: str) -> HistoryKeeper | None:
+    """Where the cloud of the execution's account keeps finished histories (None: moto keeps everything,
+    as it does)."""
+    parts = parts_for_arn(execution_arn)
+    return parts.history_store if parts is not None else None
 
 
 class _KeepsNoThreads(list[object]):
@@ -231,7 +237,7 @@ def register_hooks() -> None:
     @hooks.around(BaseExecutionWorkerCommunication, "terminated", concern="histories")
     def terminated_and_retired(proceed: Any, self: Any) -> None:
         proceed(self)
-        store = _store
+        store = store_for(self.execution.exec_arn)
         if store is not None:
             _retire(self.execution, store)
 
@@ -248,14 +254,14 @@ def register_hooks() -> None:
 
     @hooks.around(Execution, "to_history_output", concern="histories")
     def history_output(proceed: Any, self: Any) -> Any:
-        store = _store
+        store = store_for(self.exec_arn)
         events = store.events(self.exec_arn) if store is not None else None
         if events is None:
             events = proceed(self)["events"]
         return {"events": [event for event in events if event["type"] not in _UNLISTED_EVENT_TYPES]}
 
 
-def _retire(finished: Any, store: HistoryStore) -> None:
+def _retire(finished: Any, store: HistoryKeeper) -> None:
     environment = finished.exec_worker.env
     if environment is None:
         return

@@ -35,6 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, RootModel, StrictStr, ValidationError
 
+from sam_local_cloud.accounts import parts_for_arn
 from sam_local_cloud.moto_seam import hooks
 from sam_local_cloud.moto_seam.records import EngineRecords
 
@@ -307,8 +308,8 @@ def _no_response(env: Any, cause: str) -> Exception:
 # ---------------------------------------------------------------------------------------------- the source
 
 
-class _MockConfigSource:
-    """The configured file, read again when it changes (its modification time and size)."""
+class MockConfigSource:
+    """A cloud's configured file, read again when it changes (its modification time and size)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -341,14 +342,6 @@ class _MockConfigSource:
         return self._config
 
 
-_source = _MockConfigSource()
-
-
-def use_mock_config(path: Path | None) -> MockConfig | None:
-    """Serve ``path``'s test cases (validated now: MockConfigError if unusable), or none with None."""
-    return _source.use(path)
-
-
 def mock_config_path(flag: Path | None) -> Path | None:
     """The file to use: the ``--mock-config`` flag, else ``SFN_MOCK_CONFIG`` (as Step Functions Local)."""
     if flag is not None:
@@ -362,8 +355,9 @@ def resolve_test_case(state_machine_arn: str) -> tuple[str, TestCaseRun | None]:
     base_arn, separator, case = state_machine_arn.partition(TEST_CASE_SEPARATOR)
     if not separator:
         return state_machine_arn, None
+    cloud = parts_for_arn(base_arn)
     try:
-        config = _source.current()
+        config = cloud.mock_config.current() if cloud is not None and cloud.mock_config is not None else None
     except MockConfigError as invalid:
         raise TestCaseNotFoundError(str(invalid)) from None
     if config is None:

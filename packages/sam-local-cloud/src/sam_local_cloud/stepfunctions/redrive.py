@@ -256,9 +256,9 @@ def _not_redrivable(message: str) -> Exception:
 
 def _previous_events(execution: Any) -> list[Any]:
     """The history so far, taken from where the finished execution left it (it grows from here on)."""
-    from sam_local_cloud.stepfunctions.histories import current_store
+    from sam_local_cloud.stepfunctions.histories import store_for
 
-    store = current_store()
+    store = store_for(execution.exec_arn)
     events = store.take(execution.exec_arn) if store is not None else None
     if events is None:
         events = list(execution.exec_worker.env.event_manager._history_event_list)

@@ -22,15 +22,8 @@ import functools
 from collections.abc import Callable
 from typing import Any, cast
 
+from sam_local_cloud.accounts import parts_for_arn
 from sam_local_cloud.stepfunctions import express
-
-# role ARN -> whether it may use the managed rule; None: every poll is signed as the role.
-_tracked_by_events: Callable[[str], bool] | None = None
-
-
-def track_sync_with(check: Callable[[str], bool] | None) -> None:
-    global _tracked_by_events
-    _tracked_by_events = check
 
 
 def register_hooks() -> None:
@@ -58,7 +51,10 @@ def _tracking_as_the_managed_rule(
         env.stack.pop()
         return _express_child_resolver(self, env, str(child_arn), sync2=sync2)
     role_arn = getattr(state_credentials, "role_arn", None)
-    if role_arn and _tracked_by_events is not None and _tracked_by_events(role_arn):
+    # The cloud's check by role ARN; with none, every poll is signed as the role.
+    parts = parts_for_arn(role_arn)
+    tracked_by_events = parts.tracked_by_events if parts is not None else None
+    if role_arn and tracked_by_events is not None and tracked_by_events(role_arn):
         state_credentials = None  # the interpreter's own rights, as the managed rule's
     return proceed(self, env, resource_runtime_part, normalised_parameters, state_credentials)
 

@@ -3,9 +3,10 @@
 moto builds a new boto3 client for every Task (a third of its time in a profile) with the same dummy
 credentials whatever the Task's role. Here one client per region, service, endpoint and role credentials
 serves them all (boto3 clients are thread-safe once built), and a Task calls with the credentials of its
-state machine's role when some are given (``give_task_roles_credentials``), so the local IAM checks it as
-that role. Lambda Tasks go to the local Lambda service in-process when one is routed here
-(``route_lambda_tasks_to``), with the answers boto3 would give; the caller's key goes along.
+state machine's role when its cloud gives some (``CloudParts.role_credentials``), so the local IAM checks
+it as that role. Lambda Tasks go to the cloud's Lambda service in-process (``CloudParts.lambda_client``),
+with the answers boto3 would give; the caller's key goes along. The cloud is the one whose account the
+role is in (sam_local_cloud.accounts).
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import boto3
 from botocore.config import Config
 
+from sam_local_cloud.accounts import CloudParts, parts_for_arn
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 from sam_local_cloud.moto_seam import hooks
 
@@ -32,26 +33,20 @@ READ_TIMEOUT_SECONDS = 90
 # cloud checks signatures, and knows these).
 _MOTO_TASK_KEYS = (DUMMY_CREDENTIALS["aws_access_key_id"], DUMMY_CREDENTIALS["aws_secret_access_key"])
 
-_lambda_client: Any | None = None
-# Role ARN -> (access key ID, secret access key) that the role's Tasks sign with; None: moto's own keys.
-_role_credentials: Callable[[str], tuple[str, str] | None] | None = None
 
-
-def route_lambda_tasks_to(client: Any | None) -> None:
-    """Send the interpreter's Lambda calls to ``client`` (in-process), or back over HTTP with None."""
-    global _lambda_client
-    _lambda_client = client
-
-
-def give_task_roles_credentials(credentials_for_role: Callable[[str], tuple[str, str] | None] | None) -> None:
-    """Have Tasks call as their state machine's role (looked up by role ARN), or as moto does with None."""
-    global _role_credentials
-    _role_credentials = credentials_for_role
-
-
-def credentials_for_role(role_arn: str | None) -> tuple[str, str] | None:
+def credentials_for_role(role_arn: str | None, parts: CloudParts | None = None) -> tuple[str, str] | None:
     """The keys a Task of the state machine with this role signs with (None: moto's own)."""
-    return _role_credentials(role_arn) if _role_credentials and role_arn else None
+    parts = parts or parts_for_arn(role_arn)
+    if parts is None or parts.role_credentials is None or not role_arn:
+        return None
+    return parts.role_credentials(role_arn)
+
+
+def endpoint_port(parts: CloudParts | None) -> str | None:
+    """The port of the cloud a Task belongs to; with no cloud, moto's own setting."""
+    if parts is not None and parts.port is not None:
+        return str(parts.port)
+    return os.environ.get("MOTO_PORT")
 
 
 class _TaskLambdaClient:
@@ -122,11 +117,13 @@ def register_hooks() -> None:
             )
 
     def task_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
-        credentials = credentials_for_role(getattr(state_credentials, "role_arn", None))
-        # Keyed by port too: each local cloud started in this process has its own endpoint.
-        client = cached(region, service, os.environ.get("MOTO_PORT"), credentials)
-        if service == "lambda" and _lambda_client is not None:
-            return _TaskLambdaClient(_lambda_client, client, credentials[0] if credentials else None)
+        role_arn = getattr(state_credentials, "role_arn", None)
+        parts = parts_for_arn(role_arn)
+        credentials = credentials_for_role(role_arn, parts)
+        # Keyed by port too: each local cloud in this process has its own endpoint.
+        client = cached(region, service, endpoint_port(parts), credentials)
+        if service == "lambda" and parts is not None and parts.lambda_client is not None:
+            return _TaskLambdaClient(parts.lambda_client, client, credentials[0] if credentials else None)
         return client
 
     for module_name in _MODULES_CALLING_BOTO_CLIENT_FOR:
