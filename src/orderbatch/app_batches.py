@@ -2,7 +2,7 @@
 
 Order generation from the inventory fixture's SKUs, a local cloud set up for the app (its inventory
 seeded, fault plans keyed by order and batch), and the exactly-once audit wired to a stack's outputs
-(local or deployed). Waiting for an execution is `sam_local_cloud.executions.wait_for_execution`.
+(local or deployed). Waiting for an execution is `sam_local_cloud.wait_for_execution`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.project import inventory_fixture
 
 if TYPE_CHECKING:
-    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud import LocalCloud, LocalCloudConfig
     from sam_local_cloud.lambda_service import EventKeys
 
 # A SKU with less stock could run out during a generated batch and turn SUCCEEDED orders into FAILED ones.
@@ -87,7 +87,7 @@ def local_cloud_config(
 
     ``options`` are LocalCloudConfig's fields; ``map_max_concurrency`` joins its parameter overrides.
     """
-    from sam_local_cloud.cloud import LocalCloudConfig
+    from sam_local_cloud import LocalCloudConfig
 
     overrides = dict(options.pop("parameter_overrides", None) or {})
     if map_max_concurrency is not None:

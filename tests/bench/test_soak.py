@@ -10,7 +10,7 @@ import pytest
 
 from orderbatch.bench.soak import INTERVAL_HEADER, SoakSettings, fault_plan
 from orderbatch.cli import main
-from sam_local_cloud.lambda_service.faults import FaultPlan
+from sam_local_cloud import FaultPlan
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

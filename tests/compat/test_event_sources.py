@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.executions import wait_for_execution
+from sam_local_cloud import LocalCloud, LocalCloudConfig, wait_for_execution
 
 TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "sqs_trigger" / "template.yaml"
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orderbatch-{}"

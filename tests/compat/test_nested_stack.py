@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.executions import wait_for_execution
+from sam_local_cloud import LocalCloud, LocalCloudConfig, wait_for_execution
 from sam_local_cloud.stack import TemplateError, load_stack
 
 TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "nested_stack" / "template.yaml"

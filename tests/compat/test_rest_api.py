@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud import LocalCloud, LocalCloudConfig
 
 TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "rest_api" / "template.yaml"
 

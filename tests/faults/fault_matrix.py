@@ -34,9 +34,7 @@ from orderbatch.audit import AuditedOrder, AuditReport, BatchLocations, audit_or
 from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.durable_batches import wait_for_durable_batch
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
-from sam_local_cloud.executions import wait_for_execution
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, wait_for_execution
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 QUOTA = 10
@@ -61,19 +59,10 @@ DIRECT_RESPONSE_DELAY_SECONDS = 2.5
 DIRECT_WORKERS = 3
 
 
-def reset_moto() -> None:
-    """moto's backends are process-wide: a local cloud started earlier in this process left its
-    tables and state machines there, and creating them again would fail."""
-    from sam_local_cloud.moto_seam.testing import moto_api_backend
-
-    moto_api_backend.reset()
-
-
 def start_cloud(
     function_environment: Mapping[str, str] | None = None,
     parameter_overrides: Mapping[str, str] | None = None,
 ) -> LocalCloud:
-    reset_moto()
     config = local_cloud_config(
         TEMPLATE,
         account_concurrency=QUOTA,
@@ -391,4 +380,3 @@ def cloud_fixture(function_environment: Mapping[str, str] | None = None) -> Iter
         yield cloud
     finally:
         cloud.stop()
-        reset_moto()

@@ -32,7 +32,7 @@ from orderbatch.faults.crash_cases import (
 )
 from orderbatch.faults.crash_matrix import ConfigurationRun, run_matrix, start_cloud
 from orderbatch.faults.crash_results import MatrixResult, render
-from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud import FaultPlan, LocalCloud
 from sam_local_cloud.lambda_service.crash_points import (
     RecordedCall,
     ResourceNames,
@@ -40,7 +40,7 @@ from sam_local_cloud.lambda_service.crash_points import (
     idempotency_save,
 )
 from sam_local_cloud.lambda_service.fault_injector import FaultInjector
-from sam_local_cloud.lambda_service.faults import FaultDecision, FaultPlan, FaultRule
+from sam_local_cloud.lambda_service.faults import FaultDecision, FaultRule
 from sam_local_cloud.runtime_shim import (
     CHECKPOINT_UPDATES,
     call_matches,

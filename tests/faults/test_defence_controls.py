@@ -28,7 +28,7 @@ from fault_matrix import (
 )
 
 from orderbatch.cli import main
-from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud import LocalCloud
 
 pytestmark = pytest.mark.e2e
 

@@ -24,10 +24,7 @@ from orderbatch.faults.crash_results import ConfigurationResult, MatrixResult, r
 from orderbatch.faults.duplicate_children import run_duplicate_children_row
 from orderbatch.faults.flags import parse_fault_flag
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
-from sam_local_cloud.executions import wait_for_execution
-from sam_local_cloud.lambda_service import FaultPlan
+from sam_local_cloud import DUMMY_CREDENTIALS, FaultPlan, LocalCloud, wait_for_execution
 from sam_local_cloud.lambda_service.fault_injector import FaultInjector
 from sam_local_cloud.lambda_service.faults import DuplicateExecution, FaultRule
 

@@ -10,7 +10,7 @@ import pytest
 from orderbatch.commands.local import STATE_DIR_MARKER, prepare_state_dir
 from orderbatch.faults.flags import fault_plan_from_args, parse_fault_flag
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.lambda_service import FaultPlan
+from sam_local_cloud import FaultPlan
 
 EXAMPLE = PROJECT_ROOT / "examples" / "faults.yaml"
 

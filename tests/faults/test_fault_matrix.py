@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from fault_matrix import ORDERS, Scenario, cloud_fixture, fault_plan, orders_for, run_batch, run_direct
 
-from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud import LocalCloud
 
 pytestmark = pytest.mark.e2e
 

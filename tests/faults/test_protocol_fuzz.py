@@ -33,7 +33,7 @@ from orderbatch.faults.fuzz_verdicts import (
     judge,
 )
 from orderbatch.faults.protocol_fuzz import ProtocolFuzzer, fuzz_local_cloud
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS
 
 SEED = 20261206
 

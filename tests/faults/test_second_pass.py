@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fault_matrix import FEW_ORDERS, Scenario, orders_for, reset_moto, run_batch, start_cloud
+from fault_matrix import FEW_ORDERS, Scenario, orders_for, run_batch, start_cloud
 
+from sam_local_cloud import LocalCloud
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
-from sam_local_cloud.cloud import LocalCloud
 
 pytestmark = pytest.mark.e2e
 
@@ -37,7 +37,6 @@ def cloud() -> Iterator[LocalCloud]:
         yield cloud
     finally:
         cloud.stop()
-        reset_moto()
 
 
 def throttled(order_id: str, calls: int) -> dict[str, Any]:

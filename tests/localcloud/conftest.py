@@ -17,8 +17,7 @@ from botocore.config import Config
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from orderbatch.commands.local import register
-from sam_local_cloud.cloud import LocalCloudConfig
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloudConfig
 from sam_local_cloud.lambda_service import FunctionSpec, LambdaService
 
 FIXTURE_FUNCTIONS = Path(__file__).resolve().parent / "fixture_functions"

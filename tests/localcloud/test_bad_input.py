@@ -17,35 +17,22 @@ from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.audit import AuditReport, BatchLocations
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
-from sam_local_cloud.executions import wait_for_execution
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, wait_for_execution
 
 pytestmark = pytest.mark.e2e
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 
 
-def reset_moto() -> None:
-    """moto's backends are process-wide; another module's local cloud may have left its tables."""
-    from sam_local_cloud.moto_seam.testing import moto_api_backend
-
-    moto_api_backend.reset()
-
-
 @pytest.fixture(scope="module")
 def cloud() -> Iterator[LocalCloud]:
-    reset_moto()
     config = local_cloud_config(
         TEMPLATE,
         account_concurrency=10,
         parameter_overrides={"MapMaxConcurrency": "8"},
     )
-    try:
-        with LocalCloud(config) as running:
-            yield running
-    finally:
-        reset_moto()
+    with LocalCloud(config) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -22,10 +22,8 @@ from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_ord
 from orderbatch.audit import BatchLocations
 from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, wait_for_execution
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
-from sam_local_cloud.cloud import LocalCloud
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
-from sam_local_cloud.executions import wait_for_execution
 
 pytestmark = pytest.mark.e2e
 

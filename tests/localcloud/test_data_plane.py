@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.project import default_template
-from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud import LocalCloud
 from sam_local_cloud.data_plane import DataPlane
 from sam_local_cloud.iam import build_roles
 from sam_local_cloud.stack import load_stack

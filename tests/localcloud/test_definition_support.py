@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud import LocalCloud, LocalCloudConfig, wait_for_execution
 from sam_local_cloud.deployment import LOCAL_ROLE_ARN
-from sam_local_cloud.executions import wait_for_execution
 from sam_local_cloud.stepfunctions.definition_support import prepare_definition
 
 pytestmark = pytest.mark.e2e

@@ -22,9 +22,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orderbatch.cli import main
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud import LocalCloud, LocalCloudConfig, wait_for_execution
 from sam_local_cloud.deployment import LOCAL_ROLE_ARN
-from sam_local_cloud.executions import wait_for_execution
 from sam_local_cloud.stack import TemplateError
 
 pytestmark = pytest.mark.e2e

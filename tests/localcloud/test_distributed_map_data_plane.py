@@ -23,10 +23,8 @@ from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.audit import BatchLocations
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, LocalCloudConfig, wait_for_execution
 from sam_local_cloud.deployment import LOCAL_ROLE_ARN
-from sam_local_cloud.executions import wait_for_execution
 from sam_local_cloud.stepfunctions import distributed_map as data_plane
 
 pytestmark = pytest.mark.e2e

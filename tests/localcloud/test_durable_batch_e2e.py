@@ -25,8 +25,7 @@ from orderbatch.audit_logs import body_runs_from_logs
 from orderbatch.cli import main
 from orderbatch.durable_batches import wait_for_durable_batch
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud
 
 pytestmark = pytest.mark.e2e
 

@@ -408,7 +408,7 @@ def test_a_chained_invoke_still_throttled_when_the_budget_runs_out_fails_with_th
 
 
 def test_a_templates_durable_function_runs_on_the_local_cloud_under_its_role(tmp_path: Path) -> None:
-    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud import LocalCloud, LocalCloudConfig
 
     template = tmp_path / "template.yaml"
     template.write_text(

@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.executions import wait_for_execution
+from sam_local_cloud import LocalCloud, LocalCloudConfig, wait_for_execution
 from sam_local_cloud.stepfunctions import express
 from sam_local_cloud.stepfunctions.express import express_execution_arn
 

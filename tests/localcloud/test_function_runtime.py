@@ -27,7 +27,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS
 from sam_local_cloud.lambda_service import FunctionSpec
 from sam_local_cloud.lambda_service import environments as environments_module
 from sam_local_cloud.lambda_service.forkserver import read_only_supported

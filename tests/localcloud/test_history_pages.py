@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.executions import wait_for_execution
+from sam_local_cloud import LocalCloud, LocalCloudConfig, wait_for_execution
 from sam_local_cloud.stepfunctions.history_pages import HistoryPageError, history_page
 
 TEMPLATE = Path(__file__).resolve().parent / "express_fixtures" / "template.yaml"

@@ -23,9 +23,7 @@ from orderbatch.api_client import BatchesApiClient
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders
 from orderbatch.audit import BatchLocations
 from orderbatch.project import PROJECT_ROOT, default_template, inventory_fixture
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
-from sam_local_cloud.executions import wait_for_execution
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, LocalCloudConfig, wait_for_execution
 from sam_local_cloud.iam import (
     Access,
     IamEnforcer,

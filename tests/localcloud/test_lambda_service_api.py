@@ -290,7 +290,7 @@ def test_stats_over_http(serve_lambda: Serve, probe_function: Probe, run_log: Pa
     served = serve_lambda([probe_function("Counted")], sample_interval_seconds=0.05)
     invoke_outcome(served.client(), "Counted", {"sleep": 0.3})
 
-    with urlopen(f"{served.endpoint}/_orderbatch/lambda/stats", timeout=5) as response:
+    with urlopen(f"{served.endpoint}/_sam_local_cloud/lambda/stats", timeout=5) as response:
         stats = json.loads(response.read())
     assert stats["functions"]["Counted"]["invocations"] == 1
     assert stats["account"]["limit"] == 10

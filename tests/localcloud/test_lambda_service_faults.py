@@ -212,7 +212,7 @@ def test_the_fault_plan_is_loaded_from_a_file_and_replaced_over_http(
     assert invoke(client, "Planned", order("o-1"))["function_error"] == "Unhandled"
 
     body = json.dumps({"seed": 3, "latency": {"Planned": 0.1}}).encode()
-    request = Request(f"{served.endpoint}/_orderbatch/lambda/faults", data=body, method="PUT")
+    request = Request(f"{served.endpoint}/_sam_local_cloud/lambda/faults", data=body, method="PUT")
     with urlopen(request, timeout=5) as response:
         assert json.loads(response.read()) == {
             "functions": {"Planned": [{"kind": "latency", "seconds": 0.1}]},
@@ -221,7 +221,7 @@ def test_the_fault_plan_is_loaded_from_a_file_and_replaced_over_http(
     assert invoke(client, "Planned", order("o-1"))["function_error"] is None
 
     bad = Request(
-        f"{served.endpoint}/_orderbatch/lambda/faults",
+        f"{served.endpoint}/_sam_local_cloud/lambda/faults",
         data=b'{"functions": {"x": [{"kind": "nap"}]}}',
         method="PUT",
     )

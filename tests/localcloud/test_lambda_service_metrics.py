@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS
 from sam_local_cloud.lambda_service import MetricsPublisher, TooManyRequestsError
 from sam_local_cloud.moto_seam.testing import mock_aws
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from orderbatch.app_batches import order_event_keys
-from sam_local_cloud import runtime_shim
+from sam_local_cloud import FaultPlan, runtime_shim
 from sam_local_cloud.lambda_service.accounting import Accounting
 from sam_local_cloud.lambda_service.backends import is_function_error_payload
 from sam_local_cloud.lambda_service.errors import InvalidParameterValueError, TooManyRequestsError
@@ -23,7 +23,7 @@ from sam_local_cloud.lambda_service.exit_status import (
     with_lambda_exit_wording,
 )
 from sam_local_cloud.lambda_service.fault_injector import FaultInjector
-from sam_local_cloud.lambda_service.faults import ErrorBeforeBody, FaultPlan
+from sam_local_cloud.lambda_service.faults import ErrorBeforeBody
 from sam_local_cloud.lambda_service.functions import FunctionRegistry, FunctionSpec
 from sam_local_cloud.lambda_service.layers import LayerCache, LayerError, LayerSpec, python_layer_dirs
 from sam_local_cloud.lambda_service.runtimes import RuntimeStatus, runtime_status

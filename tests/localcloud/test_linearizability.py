@@ -43,8 +43,7 @@ from orderbatch.faults.linearizability_workload import (
     Workload,
     send,
 )
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, LocalCloudConfig
 from sam_local_cloud.data_plane import DataPlaneApp
 from sam_local_cloud.dynamodb import TableLocks
 from sam_local_cloud.dynamodb_service import DynamoDBApp

@@ -23,8 +23,7 @@ from botocore.exceptions import ClientError
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.cli import main
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.executions import wait_for_execution
+from sam_local_cloud import LocalCloud, LocalCloudConfig, wait_for_execution
 from sam_local_cloud.stepfunctions.mock_config import (
     MockConfigError,
     load_mock_config,

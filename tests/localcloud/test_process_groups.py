@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from orderbatch.faults.linearizability_workload import TEMPLATE as ONE_TABLE_TEMPLATE
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud import LocalCloud, LocalCloudConfig
 from sam_local_cloud.process_groups import reap, start_time
 
 

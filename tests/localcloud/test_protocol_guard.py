@@ -14,8 +14,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from orderbatch.faults.protocol_fuzz import FUZZ_TEMPLATE
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, LocalCloudConfig
 
 pytestmark = pytest.mark.e2e
 NO_VALIDATION = {"parameter_validation": False, "retries": {"total_max_attempts": 1}}

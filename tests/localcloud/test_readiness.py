@@ -16,8 +16,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import HEALTH_PATH, LocalCloud, LocalCloudConfig
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, LocalCloudConfig
+from sam_local_cloud.cloud import HEALTH_PATH
 
 pytestmark = pytest.mark.e2e
 

@@ -26,9 +26,8 @@ from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.bench.history import read_history
 from orderbatch.cli import main
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud import LocalCloud, wait_for_execution
 from sam_local_cloud.dynamodb import CATALOGUE, tables_named
-from sam_local_cloud.executions import wait_for_execution
 from sam_local_cloud.lambda_service import FunctionSpec, backends
 from sam_local_cloud.lambda_service.environments import PortAllocator, listens_on
 from sam_local_cloud.moto_seam.installers import install_dynamodb, install_model_registry

@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.executions import wait_for_execution
+from sam_local_cloud import LocalCloud, LocalCloudConfig, wait_for_execution
 from sam_local_cloud.stepfunctions.activities import task_token_resource
 
 pytestmark = pytest.mark.e2e

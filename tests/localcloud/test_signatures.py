@@ -28,8 +28,7 @@ from botocore.exceptions import ClientError
 from werkzeug.test import EnvironBuilder
 
 from orderbatch.commands.local import exposure_warning
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, LocalCloudConfig
 from sam_local_cloud.docker_api.server import DockerApiServer
 from sam_local_cloud.iam.signatures import (
     S3_SIGNATURE_MISMATCH,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud import LocalCloud, LocalCloudConfig
 from sam_local_cloud.stack import TemplateError, load_stack
 
 HANDLER_SOURCE = "def handler(event, context):\n    return event\n"

@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from orderbatch.cli import main
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud import LocalCloud, LocalCloudConfig
 from sam_local_cloud.stack import load_stack
 
 pytestmark = pytest.mark.e2e

@@ -24,7 +24,7 @@ from samlocal_support import ServedDocker, free_port, record_calls, run_sam
 
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud import LocalCloud
 from sam_local_cloud.docker_api.config import BindMount, ContainerConfig, PortBinding
 from sam_local_cloud.docker_api.execution import PathMap, emulator_arguments, resolve_hosts_in_urls
 from sam_local_cloud.docker_api.sam_env import sam_env_vars

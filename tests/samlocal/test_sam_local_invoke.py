@@ -19,7 +19,7 @@ from samlocal_support import SAM, ServedDocker, record_calls, run_sam, sam_envir
 
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud
+from sam_local_cloud import LocalCloud
 from sam_local_cloud.docker_api.execution import is_built
 from sam_local_cloud.docker_api.sam_env import sam_env_vars
 from sam_local_cloud.lambda_service.runtimes import find_interpreter

@@ -24,11 +24,9 @@ from samlocal_support import BIN, SamService, ServedDocker, free_port, record_ca
 
 from orderbatch.app_batches import local_cloud_config
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, wait_for_execution
 from sam_local_cloud.docker_api.images import is_durable_emulator_image
 from sam_local_cloud.docker_api.sam_env import sam_env_vars
-from sam_local_cloud.executions import wait_for_execution
 
 pytestmark = pytest.mark.e2e
 

@@ -6,7 +6,11 @@ import hides is still two modules that cannot be understood (or moved) one witho
 
 from __future__ import annotations
 
-from import_graph import cycles, import_graph, imported_names, source_modules
+from import_graph import LOCAL_CLOUD_DIR, cycles, import_graph, imported_names, source_modules
+
+APP_PACKAGES = {"orderbatch", "order_processing", "handlers"}
+# The package's own tests, beside its src/: they run without the order app, as a user's would.
+LOCAL_CLOUD_TESTS = LOCAL_CLOUD_DIR.parents[1] / "tests"
 
 COMMANDS = "orderbatch.commands"
 ALLOWED_COMMAND_IMPORTERS = ("orderbatch.cli",)
@@ -16,7 +20,7 @@ def test_the_graph_sees_imports_inside_functions_and_type_checking_blocks() -> N
     graph = import_graph()
     # Given modules known to import lazily (inside a method) and for typing only
     # Then those imports are edges like any other
-    assert "sam_local_cloud.cloud" in graph["orderbatch.app_batches"]
+    assert "sam_local_cloud.lambda_service" in graph["orderbatch.app_batches"]
     assert "sam_local_cloud.lambda_service.faults" in graph["sam_local_cloud.lambda_service.api"]
 
 
@@ -38,7 +42,19 @@ def test_the_local_cloud_imports_nothing_of_the_app() -> None:
         for module, path in modules.items()
         if module.split(".")[0] == "sam_local_cloud"
         for imported in imported_names(path, module, modules)
-        if imported.split(".")[0] in {"orderbatch", "order_processing", "handlers"}
+        if imported.split(".")[0] in APP_PACKAGES
+    )
+    assert offenders == []
+
+
+def test_the_local_clouds_own_tests_import_nothing_of_the_app() -> None:
+    test_files = sorted(LOCAL_CLOUD_TESTS.rglob("*.py"))
+    assert len(test_files) >= 10
+    offenders = sorted(
+        f"{path.name} imports {imported}"
+        for path in test_files
+        for imported in imported_names(path, path.stem, ())
+        if imported.split(".")[0] in APP_PACKAGES
     )
     assert offenders == []
 

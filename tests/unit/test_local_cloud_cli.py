@@ -18,10 +18,9 @@ from typing import Any
 import boto3
 import pytest
 
+from sam_local_cloud import DUMMY_CREDENTIALS, FaultPlan, LocalCloudConfig
 from sam_local_cloud.cli import SAM_LOCAL_CLOUD, exposure_warning, main
-from sam_local_cloud.cloud import HEALTH_PATH, LocalCloudConfig
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
-from sam_local_cloud.lambda_service.faults import FaultPlan
+from sam_local_cloud.cloud import HEALTH_PATH
 
 PACKAGE = Path(__file__).resolve().parents[2] / "packages" / "sam-local-cloud"
 # `main` as the console script calls it, in a process of its own: moto's state and the signal handlers

@@ -70,7 +70,7 @@ def durable_function_environment(scenario: Scenario) -> dict[str, str]:
 def run_durable_scenario(
     scenario: Scenario, settings: BenchSettings, prices: UnitPrices, progress: Progress | None = None
 ) -> dict[str, Any]:
-    from sam_local_cloud.cloud import LocalCloud
+    from sam_local_cloud import LocalCloud
 
     settings, max_concurrency, neighbour, bound = scenario_shape(scenario, settings)
     overrides, retrier = durable_parameter_overrides(scenario)

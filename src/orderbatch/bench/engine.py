@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from order_processing.contract import MAX_INLINE_ORDERS
-from sam_local_cloud.executions import ExecutionStillRunningError, wait_for_execution
+from sam_local_cloud import ExecutionStillRunningError, wait_for_execution
 
 ENGINE_APP = Path(__file__).resolve().parent / "engine_app"
 ENGINE_TEMPLATE = ENGINE_APP / "template.yaml"
@@ -32,8 +33,7 @@ _POLL_SECONDS = 1.0
 
 def measure(interpreter: str, items: int, max_concurrency: int, timeout_seconds: float) -> dict[str, Any]:
     """Run in a fresh process only: the interpreter choice cannot be undone once moto is patched."""
-    from sam_local_cloud import stepfunctions
-    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud import LocalCloud, LocalCloudConfig, stepfunctions
 
     if interpreter not in INTERPRETERS:
         raise ValueError(f"interpreter must be one of {INTERPRETERS}")
@@ -45,6 +45,10 @@ def measure(interpreter: str, items: int, max_concurrency: int, timeout_seconds:
         parameter_overrides={"MapMaxConcurrency": str(max_concurrency)},
     )
     with LocalCloud(config) as cloud:
+        if interpreter == "moto":
+            # moto's own Tasks call its server at MOTO_PORT; the cloud sets nothing in the environment, and
+            # this process is the probe's alone.
+            os.environ["MOTO_PORT"] = str(cloud.port)
         sfn = cloud.client("stepfunctions")
         machine = cloud.stack.outputs["EngineProbeStateMachineArn"]
         # The first execution starts the execution environments; only the second is timed.
@@ -70,7 +74,7 @@ def measure_app_handlers(orders: int, quota: int, timeout_seconds: float) -> dic
     """
     from orderbatch.app_batches import fixture_skus, generate_orders, local_cloud_config
     from orderbatch.project import default_template
-    from sam_local_cloud.cloud import LocalCloud
+    from sam_local_cloud import LocalCloud
 
     template = default_template()
     config = local_cloud_config(template, account_concurrency=quota, map_max_concurrency=quota)

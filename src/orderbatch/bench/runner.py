@@ -32,8 +32,8 @@ from orderbatch.capacity.model import (
     lower_bound_seconds,
 )
 from orderbatch.capacity.scenario import BenchSettings, Scenario, neighbour_for
+from sam_local_cloud import ExecutionStillRunningError, wait_for_execution
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
-from sam_local_cloud.executions import ExecutionStillRunningError, wait_for_execution
 
 STEP_FUNCTIONS = ORDER_STEP_FUNCTIONS
 SUMMARY_FUNCTION = SUMMARIZE_BATCH_FUNCTION
@@ -72,7 +72,7 @@ def scenario_shape(scenario: Scenario, settings: BenchSettings) -> tuple[BenchSe
 def run_scenario(
     scenario: Scenario, settings: BenchSettings, prices: UnitPrices, progress: Progress | None = None
 ) -> dict[str, Any]:
-    from sam_local_cloud.cloud import LocalCloud
+    from sam_local_cloud import LocalCloud
 
     settings, max_concurrency, neighbour, bound = scenario_shape(scenario, settings)
     state_dir = Path(tempfile.mkdtemp(prefix=f"orderbatch-bench-{scenario.name}-"))

@@ -34,13 +34,12 @@ from orderbatch.bench.runner import MACHINE_SECONDS_PER_ORDER, STEP_FUNCTIONS
 from orderbatch.bench.scenarios import SOAK
 from orderbatch.bench.soak_audit import IncrementalAuditor
 from orderbatch.faults.crash_cases import STATE_MACHINE
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS, FaultPlan
 from sam_local_cloud.lambda_service.faults import (
     Crash,
     DuplicateExecution,
     ErrorAfterBody,
     ErrorBeforeBody,
-    FaultPlan,
     RecordCalls,
     ResponseDelay,
     Throttle,
@@ -531,7 +530,7 @@ def verdict(
 
 
 def run_soak(settings: SoakSettings, announce: Announce = lambda _text: None) -> dict[str, Any]:
-    from sam_local_cloud.cloud import LocalCloud
+    from sam_local_cloud import LocalCloud
 
     state_dir = Path(tempfile.mkdtemp(prefix="orderbatch-bench-soak-"))
     config = local_cloud_config(

@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 
 from orderbatch.project import DEFAULT_STATE_DIR, default_template, local_cloud_endpoint
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 
 from orderbatch.audit import DURABLE, DURABLE_FUNCTION_OUTPUT, STEP_FUNCTIONS
 from orderbatch.project import default_template, local_cloud_endpoint
+from sam_local_cloud import DUMMY_CREDENTIALS
 from sam_local_cloud.aws_limits import MAX_STATE_PAYLOAD_BYTES
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 from sam_local_cloud.executions import FINISHED_STATUSES
 
 

@@ -31,9 +31,8 @@ from order_processing.contract import (
 )
 from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
 from orderbatch.project import default_template
+from sam_local_cloud import DUMMY_CREDENTIALS, ExecutionStillRunningError, wait_for_execution
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
-from sam_local_cloud.executions import ExecutionStillRunningError, wait_for_execution
 
 DIRECT_FUNCTION = VALIDATE_ORDER_FUNCTION
 
@@ -73,7 +72,7 @@ class Demo:
             self.problems.append(f"{what}: got {actual}, expected {expected}")
 
     def run(self) -> int:
-        from sam_local_cloud.cloud import LocalCloud
+        from sam_local_cloud import LocalCloud
 
         started = time.monotonic()
         config = local_cloud_config(

@@ -26,7 +26,7 @@ from sam_local_cloud import cli as cloud_cli
 from sam_local_cloud.cli import stop_on_signals as stop_on_signals
 
 if TYPE_CHECKING:
-    from sam_local_cloud.cloud import LocalCloudConfig
+    from sam_local_cloud import LocalCloudConfig
 
 ORDERBATCH_LOCAL = cloud_cli.CommandNames(
     program="orderbatch",

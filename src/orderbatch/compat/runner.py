@@ -32,7 +32,7 @@ from botocore.credentials import Credentials
 
 from orderbatch.compat.manifest import CompatApp, Invocation, ResourceRef
 from orderbatch.compat.sources import SourceUnavailableError, export_app
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS
 from sam_local_cloud.lambda_service.runtimes import NOT_INSTALLED
 
 # Apps are run on the quota an AWS account has by default (1,000 concurrent executions), not a new
@@ -40,7 +40,7 @@ from sam_local_cloud.lambda_service.runtimes import NOT_INSTALLED
 ACCOUNT_CONCURRENCY = 1000
 DEPLOY_TIMEOUT_SECONDS = 300.0  # first use of a runtime builds it (pip install of its requirements)
 RUN_TIMEOUT_SECONDS = 180.0
-HEALTH_PATH = "/_orderbatch/health"
+HEALTH_PATH = "/_sam_local_cloud/health"
 REGION = "us-east-1"
 
 

@@ -40,7 +40,7 @@ from orderbatch.conformance.outcome import (
     outcome_from_events,
     scheduled_attempts,
 )
-from sam_local_cloud.executions import ExecutionStillRunningError, wait_for_execution
+from sam_local_cloud import ExecutionStillRunningError, wait_for_execution
 
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCOUNT = "123456789012"
@@ -339,7 +339,7 @@ def run_cases(
 
 @contextmanager
 def _local_cloud(template: Path, work_dir: Path) -> Iterator[Any]:
-    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud import LocalCloud, LocalCloudConfig
 
     config = LocalCloudConfig(
         template=template,

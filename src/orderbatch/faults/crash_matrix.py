@@ -69,8 +69,7 @@ from orderbatch.faults.crash_cases import (
 from orderbatch.faults.crash_results import CaseResult, ConfigurationResult, MatrixResult
 from orderbatch.faults.duplicate_children import run_duplicate_children_row
 from orderbatch.project import PROJECT_ROOT
-from sam_local_cloud.cloud import LocalCloud
-from sam_local_cloud.executions import ExecutionStillRunningError, wait_for_execution
+from sam_local_cloud import ExecutionStillRunningError, LocalCloud, wait_for_execution
 from sam_local_cloud.lambda_service.crash_points import (
     CheckpointOperation,
     CrashPoint,
@@ -124,7 +123,6 @@ def account_quota(parallel: int) -> int:
 def start_cloud(
     configuration: Configuration, template: Path = TEMPLATE, *, parallel: int = DEFAULT_PARALLEL_BATCHES
 ) -> LocalCloud:
-    reset_moto()
     config = local_cloud_config(
         template,
         account_concurrency=account_quota(parallel),
@@ -133,13 +131,6 @@ def start_cloud(
         state_dir=Path(tempfile.mkdtemp(prefix=f"orderbatch-crash-{configuration.slug}-")),
     )
     return LocalCloud(config).start()
-
-
-def reset_moto() -> None:
-    """moto's backends are process-wide: a local cloud started before in this process left its stack there."""
-    from sam_local_cloud.moto_seam.services import moto_api_backend
-
-    moto_api_backend.reset()
 
 
 class ConfigurationRun:
@@ -621,7 +612,6 @@ def run_configuration(
             points[CHILDREN.name] = [{"point": row.point, "label": row.label, "key": row.key}]
     finally:
         cloud.stop()
-        reset_moto()
     result = ConfigurationResult(
         configuration.name,
         [step.name for step in task_steps],

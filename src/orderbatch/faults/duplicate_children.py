@@ -17,7 +17,7 @@ from orderbatch.audit import BatchLocations, audit_batch
 from orderbatch.audit_logs import body_runs_from_logs, step_invocations_from_logs
 from orderbatch.faults.crash_cases import ALONE, CHILDREN, DuplicateChildrenCase
 from orderbatch.faults.crash_results import CaseResult
-from sam_local_cloud.executions import ExecutionStillRunningError, wait_for_execution
+from sam_local_cloud import ExecutionStillRunningError, wait_for_execution
 
 BATCH_TIMEOUT_SECONDS = 300.0
 

@@ -75,7 +75,7 @@ def fault_plan_from_args(args: argparse.Namespace) -> Any:
     """The --faults file plus every --fault and --noisy-neighbour flag, or None when there are none."""
     import yaml
 
-    from sam_local_cloud.lambda_service import FaultPlan
+    from sam_local_cloud import FaultPlan
 
     flags = getattr(args, "fault", []) or []
     neighbour = getattr(args, "noisy_neighbour", None)

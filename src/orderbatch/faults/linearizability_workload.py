@@ -43,7 +43,7 @@ from orderbatch.faults.linearizability import (
     check,
     freeze,
 )
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud import DUMMY_CREDENTIALS
 
 TABLE_LOGICAL_ID = "LinearizabilityTable"
 TEMPLATE = """\
@@ -556,7 +556,7 @@ def run_on_local_cloud(
     progress: Callable[[str], None] | None = None,
 ) -> RunSummary:
     """The workload against a local cloud of its own; the contended puts and counter sum after it."""
-    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud import LocalCloud, LocalCloudConfig
 
     with tempfile.TemporaryDirectory(prefix="orderbatch-linearizability-") as directory:
         template = Path(directory) / "template.yaml"

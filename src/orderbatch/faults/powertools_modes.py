@@ -38,7 +38,6 @@ from orderbatch.faults.crash_matrix import (
     DEFAULT_PARALLEL_BATCHES,
     TEMPLATE,
     ConfigurationRun,
-    reset_moto,
     start_cloud,
 )
 from orderbatch.faults.crash_results import CaseResult, table
@@ -205,7 +204,6 @@ def _run_on_cloud(
         return results
     finally:
         cloud.stop()
-        reset_moto()
 
 
 def _refused_as_in_progress(run: ConfigurationRun, case: CrashCase) -> bool:

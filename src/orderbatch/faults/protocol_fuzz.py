@@ -56,7 +56,7 @@ from orderbatch.faults.fuzz_verdicts import (
     judge,
     protocol_of,
 )
-from sam_local_cloud.credentials import StaticCredentials
+from sam_local_cloud import StaticCredentials
 
 FUZZ_TEMPLATE = Path(__file__).resolve().parent / "fuzz_app" / "template.yaml"
 # The AWS protocols the local cloud serves, as botocore names the services.
@@ -514,8 +514,7 @@ def fuzz_local_cloud(
     *, examples: int, seed_value: int, template: Path = FUZZ_TEMPLATE, shrink: bool = True
 ) -> FuzzReport:
     """Start a local cloud on ``template`` (IAM on, the data plane in its process) and fuzz it."""
-    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-    from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+    from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, LocalCloudConfig
 
     config = LocalCloudConfig(template=template, runtime_fallback=True, account_concurrency=4)
     with LocalCloud(config) as cloud:

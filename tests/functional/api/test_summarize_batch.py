@@ -18,7 +18,7 @@ from handlers import (
     validate_order,
 )
 from order_processing.summary import IncompleteMapResultsError
-from sam_local_cloud.executions import wait_for_execution
+from sam_local_cloud import wait_for_execution
 
 if TYPE_CHECKING:
     from conftest import Cloud, FakeLambdaContext

@@ -78,11 +78,11 @@ from sam_local_cloud.stepfunctions import DEFAULT_MAX_EVENTS_IN_MEMORY, HistoryS
 from sam_local_cloud.stepfunctions.activities import task_token_resource
 from sam_local_cloud.stepfunctions.mock_config import MockConfig, MockConfigSource, mock_config_path
 
-HEALTH_PATH = "/_orderbatch/health"
+HEALTH_PATH = "/_sam_local_cloud/health"
 # Added to AWS's answer to a key the local cloud did not issue: the keys LocalCloud.environment() exports.
 UNKNOWN_KEY_HINT = (
     f"local cloud: sign with AWS_ACCESS_KEY_ID={DUMMY_CREDENTIALS['aws_access_key_id']} and "
-    f"AWS_SECRET_ACCESS_KEY={DUMMY_CREDENTIALS['aws_secret_access_key']}, as `orderbatch local env` exports, "
+    f"AWS_SECRET_ACCESS_KEY={DUMMY_CREDENTIALS['aws_secret_access_key']}, as `sam-local-cloud env` exports, "
     "or with the keys it gives a function"
 )
 # Lambda sends its CloudWatch metrics at one-minute resolution; publishing every second made moto's metric
@@ -160,7 +160,7 @@ class LocalCloud:
         self.account_id = config.account_id or free_account()
         self._account_claimed = False
         self._stopped = False
-        self.state_dir = config.state_dir or Path(tempfile.mkdtemp(prefix="orderbatch-local-"))
+        self.state_dir = config.state_dir or Path(tempfile.mkdtemp(prefix="sam-local-cloud-"))
         if config.state_dir is None:
             # Not at stop(): what a run logged is read after it (the audit reads the functions' logs).
             weakref.finalize(self, shutil.rmtree, str(self.state_dir), True)
@@ -270,7 +270,7 @@ class LocalCloud:
         # class's methods with inspect on every request of every service), untracked models, rule targets.
         install_everything()
         # moto keeps its state in the process, by account: cleared, the cloud's account starts empty (a
-        # cloud stopped before may have left its state there).
+        # test's own mock_aws may have left state there).
         forget_account(self.account_id)
         self._server = make_server(
             self.config.host,
@@ -416,6 +416,10 @@ class LocalCloud:
         if self.data_plane is not None:
             self.data_plane.stop()
         if self._account_claimed:
+            from sam_local_cloud.moto_seam.backends import forget_account
+
+            # moto's state of the account goes with the cloud, not with the next cloud to take the account.
+            forget_account(self.account_id)
             release_account(self.account_id)
             self._account_claimed = False
         # Back into the collector's reach, so a process that starts another cloud does not keep this one's.

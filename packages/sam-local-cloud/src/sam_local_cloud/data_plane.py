@@ -47,10 +47,10 @@ if TYPE_CHECKING:
 # Requests the main process forwards carry this header with the worker's secret: IAM was checked there.
 CHECKED_HEADER = "X-Orderbatch-Checked"
 _CHECKED_ENVIRON_KEY = "HTTP_" + CHECKED_HEADER.upper().replace("-", "_")
-WRITES_PATH = "/_orderbatch/dynamodb-writes"
+WRITES_PATH = "/_sam_local_cloud/dynamodb-writes"
 # The tables as deployed and seeded are kept (POST) and put back (PUT) here: the local cloud's reset().
-DEPLOYED_STATE_PATH = "/_orderbatch/dynamodb-deployed-state"
-HEALTH_PATH = "/_orderbatch/health"
+DEPLOYED_STATE_PATH = "/_sam_local_cloud/dynamodb-deployed-state"
+HEALTH_PATH = "/_sam_local_cloud/health"
 TARGET_PREFIXES = ("DynamoDB_", "DynamoDBStreams_")
 _START_TIMEOUT_SECONDS = 60.0
 _BACKLOG = 128

@@ -32,7 +32,7 @@ from sam_local_cloud.http_framing import LINE_END, FramedReader
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
-SERVER_SOFTWARE = "orderbatch-lean-wsgi"
+SERVER_SOFTWARE = "sam-local-cloud-lean-wsgi"
 _LOG = logging.getLogger(__name__)
 
 

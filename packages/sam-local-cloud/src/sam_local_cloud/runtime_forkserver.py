@@ -153,7 +153,7 @@ def isolate_read_only(folders: list[str]) -> None:
 
 def probe_read_only() -> int:
     """Exit status 0 when a write under a read-only folder fails with EROFS in a forked child."""
-    with tempfile.TemporaryDirectory(prefix="orderbatch-ro-probe-") as folder:
+    with tempfile.TemporaryDirectory(prefix="sam-local-cloud-ro-probe-") as folder:
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -407,7 +407,8 @@ class ForkServer:
                 try:
                     isolate_read_only(read_only)
                 except OSError as error:  # the host said at start-up whether this works here
-                    print(f"orderbatch: the task root stays writable: {error}", file=sys.stderr, flush=True)
+                    note = f"sam-local-cloud: the task root stays writable: {error}"
+                    print(note, file=sys.stderr, flush=True)
             os.chdir(request["cwd"])
             for kept in keep:
                 os.set_inheritable(kept.fileno(), True)

@@ -100,7 +100,7 @@ def overlay(libc: ctypes.CDLL, target: str, lower: str) -> None:
 
 def probe() -> int:
     """0 when, in a forked child, a read-only bind and an overlay both work and refuse writes."""
-    with tempfile.TemporaryDirectory(prefix="orderbatch-mounts-probe-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="sam-local-cloud-mounts-probe-") as scratch:
         lower, target = os.path.join(scratch, "lower"), os.path.join(scratch, "target")
         os.makedirs(lower)
         os.makedirs(target)
@@ -144,7 +144,7 @@ def main(argv: list[str]) -> int:
         for folder in args.read_only:
             bind_read_only(libc, folder)
     except OSError as error:
-        print(f"orderbatch: cannot make the container's mounts: {error}", file=sys.stderr, flush=True)
+        print(f"sam-local-cloud: cannot make the container's mounts: {error}", file=sys.stderr, flush=True)
         return 125  # what `docker run` exits with when the container cannot be set up
     os.execv(command[0], command)
     return 127  # not reached: execv replaces this process or raises

@@ -107,7 +107,7 @@ class Container:
             "Image": self.image.id,
             "Name": f"/{self.name}",
             "RestartCount": 0,
-            "Driver": "orderbatch-local",
+            "Driver": "sam-local-cloud",
             "Platform": "linux",
             "Mounts": [bind.describe() for bind in self.config.binds],
             "Config": {

@@ -76,7 +76,7 @@ def chained_invoke_targets(endpoint_url: str, region: str) -> dict[str, dict[str
 
 def main(argv: list[str] | None = None) -> int:
     """``--extra-host NAME=ADDRESS``... ``[--chained-invoke-endpoint URL] -- <dex-local-runner args>``."""
-    parser = argparse.ArgumentParser(prog="orderbatch-durable-emulator")
+    parser = argparse.ArgumentParser(prog="sam-local-cloud-durable-emulator")
     parser.add_argument("--extra-host", action="append", default=[], metavar="NAME=ADDRESS")
     parser.add_argument("--chained-invoke-endpoint", default="")
     parser.add_argument("--region", default=DEFAULT_REGION)
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             targets = chained_invoke_targets(options.chained_invoke_endpoint, options.region)
         except Exception as error:
             print(
-                f"orderbatch: cannot list the functions at {options.chained_invoke_endpoint} ({error}); "
+                f"sam-local-cloud: cannot list the functions at {options.chained_invoke_endpoint} ({error}); "
                 "chained invokes will fail",
                 file=sys.stderr,
                 flush=True,

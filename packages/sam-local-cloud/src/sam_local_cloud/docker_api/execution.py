@@ -225,7 +225,7 @@ class ExecutionEnvironments:
         if runtime not in self._fallback_noted:
             self._fallback_noted.add(runtime)
             self.notify(
-                f"orderbatch: {runtime} not found; its containers run on Python {substitute.version} "
+                f"sam-local-cloud: {runtime} not found; its containers run on Python {substitute.version} "
                 f"({substitute.executable}) instead (--runtime-fallback)"
             )
         return substitute

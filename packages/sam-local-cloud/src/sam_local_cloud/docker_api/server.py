@@ -51,7 +51,7 @@ from sam_local_cloud.runtime_forkserver import peer_closed
 
 API_VERSION = "1.45"
 MIN_API_VERSION = "1.24"
-ENGINE_VERSION = "25.0.0-orderbatch"
+ENGINE_VERSION = "25.0.0-sam-local-cloud"
 _VERSION_PREFIX = re.compile(r"^/v\d+\.\d+(?=/)")
 _ROUTE_ARGUMENT = re.compile(r"<(?:\w+:)?(\w+)>")
 _SPOOL_BYTES = 8 << 20
@@ -248,7 +248,7 @@ class DockerApi:
         return json_reply(
             200,
             {
-                "Platform": {"Name": "orderbatch local cloud (Docker Engine API subset for SAM CLI)"},
+                "Platform": {"Name": "sam-local-cloud (Docker Engine API subset for SAM CLI)"},
                 "Version": ENGINE_VERSION,
                 "ApiVersion": API_VERSION,
                 "MinAPIVersion": MIN_API_VERSION,
@@ -264,12 +264,12 @@ class DockerApi:
         return json_reply(
             200,
             {
-                "ID": "orderbatch-local",
+                "ID": "sam-local-cloud",
                 "Containers": len(containers),
                 "ContainersRunning": sum(1 for c in containers if c["State"] == "running"),
                 "Images": len(self.images.summaries({})),
-                "Driver": "orderbatch-local",
-                "OperatingSystem": "orderbatch local execution environments",
+                "Driver": "sam-local-cloud",
+                "OperatingSystem": "sam-local-cloud execution environments",
                 "OSType": "linux",
                 "Architecture": os.uname().machine,
                 "ServerVersion": ENGINE_VERSION,
@@ -502,7 +502,7 @@ def _output(
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server_version = "orderbatch-docker"
+    server_version = "sam-local-cloud-docker"
     api: DockerApi  # set on the subclass each server makes
 
     def do_GET(self) -> None:

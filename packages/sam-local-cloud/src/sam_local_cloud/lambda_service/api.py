@@ -1,7 +1,8 @@
 """The Lambda REST API (the operations boto3 and moto's Step Functions call) as a WSGI application.
 
 Paths follow botocore's ``lambda`` service model. Besides them:
-``GET /_orderbatch/lambda/stats[?timeseries=false]`` and ``GET|PUT|DELETE /_orderbatch/lambda/faults``.
+``GET /_sam_local_cloud/lambda/stats[?timeseries=false]`` and
+``GET|PUT|DELETE /_sam_local_cloud/lambda/faults``.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ ROUTED_PREFIXES = (
     "/2019-09-30/functions",
     "/2016-08-19/account-settings",
     DURABLE_API_PREFIX,
-    "/_orderbatch/lambda/",
+    "/_sam_local_cloud/lambda/",
 )
 _NAME = r"(?P<name>[^/]+)"
 
@@ -150,10 +151,10 @@ class LambdaApi:
             ),
             ("GET", re.compile(rf"^/2019-09-30/functions/{_NAME}/concurrency/?$"), self._get_concurrency),
             ("GET", re.compile(r"^/2016-08-19/account-settings/?$"), self._account_settings),
-            ("GET", re.compile(r"^/_orderbatch/lambda/stats/?$"), self._stats),
-            ("GET", re.compile(r"^/_orderbatch/lambda/faults/?$"), self._get_faults),
-            ("PUT", re.compile(r"^/_orderbatch/lambda/faults/?$"), self._put_faults),
-            ("DELETE", re.compile(r"^/_orderbatch/lambda/faults/?$"), self._delete_faults),
+            ("GET", re.compile(r"^/_sam_local_cloud/lambda/stats/?$"), self._stats),
+            ("GET", re.compile(r"^/_sam_local_cloud/lambda/faults/?$"), self._get_faults),
+            ("PUT", re.compile(r"^/_sam_local_cloud/lambda/faults/?$"), self._put_faults),
+            ("DELETE", re.compile(r"^/_sam_local_cloud/lambda/faults/?$"), self._delete_faults),
         ]
 
     @staticmethod

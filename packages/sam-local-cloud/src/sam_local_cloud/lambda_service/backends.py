@@ -127,7 +127,7 @@ class RieBackend:
             self.opt_dir_for(spec)
         if functions and not read_only_supported():
             print(
-                "orderbatch: function code stays writable here (a read-only task root takes root or "
+                "sam-local-cloud: function code stays writable here (a read-only task root takes root or "
                 "unprivileged user namespaces); on AWS a write under /var/task or /opt fails with EROFS",
                 file=sys.stderr,
                 flush=True,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 
 def cache_root() -> Path:
-    """``$XDG_CACHE_HOME/orderbatch`` (``~/.cache/orderbatch``)."""
+    """``$XDG_CACHE_HOME/sam-local-cloud`` (``~/.cache/sam-local-cloud``)."""
     cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache_home) / "orderbatch"
+    return Path(cache_home) / "sam-local-cloud"
 
 
 @contextmanager

@@ -85,7 +85,7 @@ class LaunchSettings:
     log_dir: Path
     startup_timeout_seconds: float = 10.0
     runtime_fallback: bool = False
-    # Where built runtime environments are cached; None for ~/.cache/orderbatch/runtimes (and layers'
+    # Where built runtime environments are cached; None for ~/.cache/sam-local-cloud/runtimes (and layers'
     # /opt folders beside it, in .../layers).
     runtime_cache_dir: Path | None = None
 

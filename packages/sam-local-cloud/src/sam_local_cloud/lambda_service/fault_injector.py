@@ -35,7 +35,8 @@ class FaultInjector:
         self._calls: dict[tuple[str, str], int] = {}
         # `once` crashes known to have happened: (function, item key, rule).
         self._crashed: set[tuple[str, str, FaultRule]] = set()
-        self._markers = Path(marker_dir) if marker_dir else Path(tempfile.gettempdir()) / "orderbatch-crashes"
+        default_markers = Path(tempfile.gettempdir()) / "sam-local-cloud-crashes"
+        self._markers = Path(marker_dir) if marker_dir else default_markers
         self._generation = ""
         self._rng = random.Random()
         # Faults injected by kind since the injector was made, across plans: one counter per kind.

@@ -198,7 +198,7 @@ class RuntimeForkServer:
 
     def _launch_locked(self) -> None:
         # Unix socket paths are limited to about 100 characters: a short folder of its own in /tmp.
-        self._folder = tempfile.mkdtemp(prefix="orderbatch-fs-")
+        self._folder = tempfile.mkdtemp(prefix="sam-local-cloud-fs-")
         path = os.path.join(self._folder, "forkserver.sock")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         environment = {

@@ -247,7 +247,7 @@ class RuntimeCache:
     def _build(self, key: str, interpreter: Interpreter, requirements: str, needed_by: list[str]) -> None:
         described = "its requirements.txt" if requirements.strip() else "no requirements.txt"
         print(
-            f"orderbatch: building the Python {interpreter.version} runtime environment for "
+            f"sam-local-cloud: building the Python {interpreter.version} runtime environment for "
             f"{', '.join(needed_by) or key} ({described}) in {self.root / key}; once, then cached",
             file=sys.stderr,
             flush=True,
@@ -281,7 +281,7 @@ class RuntimeCache:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         print(
-            f"orderbatch: built runtime environment {key} in {time.monotonic() - started:.1f} s",
+            f"sam-local-cloud: built runtime environment {key} in {time.monotonic() - started:.1f} s",
             file=sys.stderr,
             flush=True,
         )
@@ -361,8 +361,9 @@ class RuntimeResolver:
         if status is RuntimeStatus.DEPRECATED:
             self._note(
                 runtime,
-                f"orderbatch: {runtime} is deprecated on AWS since {DEPRECATED_SINCE.get(runtime, '?')} (no "
-                f"more patches; CreateFunction will refuse it later); {', '.join(names)} run on it as on AWS",
+                f"sam-local-cloud: {runtime} is deprecated on AWS since {DEPRECATED_SINCE.get(runtime, '?')} "
+                "(no more patches; CreateFunction will refuse it later); "
+                f"{', '.join(names)} run on it as on AWS",
             )
         return interpreter
 
@@ -398,7 +399,7 @@ class RuntimeResolver:
             raise RuntimeUnavailableError(f"{self.fallback_python} does not run; {runtime} {reason}")
         self._note(
             runtime,
-            f"orderbatch: {runtime} {reason}; {', '.join(names)} run on Python {substitute.version} "
+            f"sam-local-cloud: {runtime} {reason}; {', '.join(names)} run on Python {substitute.version} "
             f"({substitute.executable}) instead (--runtime-fallback)",
         )
         return substitute

@@ -10,9 +10,9 @@ included). As in Step Functions Local, invocations are counted per state over th
 retry and every Map iteration being one; an invocation the file has no response for fails the execution
 with ``States.Runtime``, which no retrier or catcher handles (AWS's rule for ``States.Runtime``).
 
-The file comes from ``orderbatch local up --mock-config FILE`` or, as Step Functions Local reads it, the
-``SFN_MOCK_CONFIG`` environment variable. It is validated when the local cloud starts and read again when it
-changes, so test cases can be edited between executions.
+The file comes from ``sam-local-cloud up --mock-config FILE`` (or ``orderbatch local up``) or, as Step
+Functions Local reads it, the ``SFN_MOCK_CONFIG`` environment variable. It is validated when the local cloud
+starts and read again when it changes, so test cases can be edited between executions.
 
 moto's interpreter (ported from LocalStack) carries the mocked mode (``Environment.is_mocked_mode``,
 ``eval_mocked_response`` in the Task states) but no loader, and it picks a response by the state's retry

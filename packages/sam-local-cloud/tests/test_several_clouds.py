@@ -19,7 +19,8 @@ from sam_local_cloud import LocalCloud, LocalCloudConfig
 
 pytestmark = pytest.mark.e2e
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "examples" / "stock-trader" / "template.yaml"
+REPOSITORY = Path(__file__).resolve().parents[3]
+TEMPLATE = REPOSITORY / "examples" / "stock-trader" / "template.yaml"
 MACHINE = "StockTradingStateMachine"
 FUNCTIONS = ("StockCheckerFunction", "StockBuyerFunction", "StockSellerFunction")
 

@@ -20,7 +20,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+from sam_local_cloud import LocalCloud, LocalCloudConfig
 
 pytestmark = pytest.mark.e2e
 

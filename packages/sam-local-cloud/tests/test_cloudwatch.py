@@ -11,8 +11,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from sam_local_cloud import DUMMY_CREDENTIALS
 from sam_local_cloud.cloudwatch import aggregated_members
-from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 from sam_local_cloud.moto_seam.installers import install_cloudwatch
 from sam_local_cloud.moto_seam.testing import mock_aws
 

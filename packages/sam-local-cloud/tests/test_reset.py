@@ -19,7 +19,8 @@ from sam_local_cloud import LocalCloud, LocalCloudConfig
 
 pytestmark = pytest.mark.e2e
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "examples" / "stock-trader" / "template.yaml"
+REPOSITORY = Path(__file__).resolve().parents[3]
+TEMPLATE = REPOSITORY / "examples" / "stock-trader" / "template.yaml"
 SEEDED = {"Id": {"S": "seeded"}}
 QUOTA = 6
 
@@ -136,7 +137,7 @@ def test_a_running_execution_is_stopped_by_a_reset(cloud: LocalCloud) -> None:
 
 def test_a_queue_of_the_template_is_emptied_and_still_delivers_after_a_reset() -> None:
     # moto's queues hold a Condition, which no deep copy copies: each reset gives the queue a fresh one.
-    template = Path(__file__).resolve().parents[1] / "compat" / "fixtures" / "messaging" / "template.yaml"
+    template = REPOSITORY / "tests" / "compat" / "fixtures" / "messaging" / "template.yaml"
     with LocalCloud(LocalCloudConfig(template=template)) as messaging:
         sqs = messaging.client("sqs")
         queue = messaging.stack.outputs["WorkQueueUrl"]

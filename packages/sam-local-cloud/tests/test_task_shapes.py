@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
-from sam_local_cloud.executions import wait_for_execution
+from sam_local_cloud import LocalCloud, LocalCloudConfig, wait_for_execution
 
 pytestmark = pytest.mark.e2e
 
