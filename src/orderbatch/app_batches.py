@@ -19,7 +19,7 @@ from orderbatch.project import inventory_fixture
 
 if TYPE_CHECKING:
     from sam_local_cloud import LocalCloud, LocalCloudConfig
-    from sam_local_cloud.lambda_service import EventKeys
+    from sam_local_cloud.faults import EventKeys
 
 # A SKU with less stock could run out during a generated batch and turn SUCCEEDED orders into FAILED ones.
 MIN_GENERATED_SKU_STOCK = 1000
@@ -75,7 +75,7 @@ def batch_id_of(event: Any) -> str | None:
 def order_event_keys() -> EventKeys:
     """What this app's fault plans key on: attempts count per order, item_ids are order IDs."""
     # Imported here: the commands that never start a local cloud should not pay for loading it.
-    from sam_local_cloud.lambda_service import EventKeys
+    from sam_local_cloud.faults import EventKeys
 
     return EventKeys(item=order_id_of, batch=batch_id_of)
 

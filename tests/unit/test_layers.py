@@ -20,7 +20,7 @@ def test_the_graph_sees_imports_inside_functions_and_type_checking_blocks() -> N
     graph = import_graph()
     # Given modules known to import lazily (inside a method) and for typing only
     # Then those imports are edges like any other
-    assert "sam_local_cloud.lambda_service" in graph["orderbatch.app_batches"]
+    assert "sam_local_cloud.faults" in graph["orderbatch.app_batches"]
     assert "sam_local_cloud.lambda_service.faults" in graph["sam_local_cloud.lambda_service.api"]
 
 
@@ -57,6 +57,53 @@ def test_the_local_clouds_own_tests_import_nothing_of_the_app() -> None:
         if imported.split(".")[0] in APP_PACKAGES
     )
     assert offenders == []
+
+
+# The package's public modules (its README, "The Python API"): what the app may import.
+LOCAL_CLOUD_PUBLIC = {
+    "sam_local_cloud",
+    "sam_local_cloud.aws_limits",
+    "sam_local_cloud.cli",
+    "sam_local_cloud.executions",
+    "sam_local_cloud.faults",
+    "sam_local_cloud.stack",
+    "sam_local_cloud.state_names",
+    "sam_local_cloud.docker_api",
+}
+# The app's tools that measure or check the engine itself, and what of its inside each reads.
+LOCAL_CLOUD_INSIDE_READ_BY = {
+    # moto's parser checks each recorded definition as the cloud's CreateStateMachine would.
+    ("orderbatch.conformance.runner", "sam_local_cloud.moto_seam.installers"),
+    ("orderbatch.conformance.runner", "sam_local_cloud.moto_seam.stepfunctions"),
+    ("orderbatch.conformance.runner", "sam_local_cloud.deployment"),
+    # The data plane's DynamoDB app measured in-process, without a cloud around it.
+    ("orderbatch.bench.dynamodb_requests", "sam_local_cloud.dynamodb_service"),
+    ("orderbatch.bench.dynamodb_requests", "sam_local_cloud.moto_seam.installers"),
+    ("orderbatch.bench.dynamodb_requests", "sam_local_cloud.moto_seam.services"),
+    # moto's interpreter without the cloud's patches: the engine probe's yardstick.
+    ("orderbatch.bench.engine", "sam_local_cloud.stepfunctions"),
+    # The Lambda service's own counters and answers, read by the benchmark and the crash matrix.
+    ("orderbatch.bench.runner", "sam_local_cloud.lambda_service"),
+    ("orderbatch.faults.crash_matrix", "sam_local_cloud.lambda_service.service"),
+    # What the compat suite and the fuzzer compare the cloud's answers with.
+    ("orderbatch.compat.runner", "sam_local_cloud.lambda_service.runtimes"),
+    ("orderbatch.compat.runner", "sam_local_cloud.http_api"),
+    ("orderbatch.faults.fuzz_verdicts", "sam_local_cloud.error_statuses"),
+    ("orderbatch.commands.docker", "sam_local_cloud.docker_api.sam_env"),
+}
+
+
+def test_the_app_imports_the_local_clouds_public_modules_and_the_listed_insides_only() -> None:
+    inside = sorted(
+        (module, imported)
+        for module, imports in import_graph().items()
+        if module.split(".")[0] == "orderbatch"
+        for imported in imports
+        if imported.split(".")[0] == "sam_local_cloud" and imported not in LOCAL_CLOUD_PUBLIC
+    )
+    assert [reach for reach in inside if reach not in LOCAL_CLOUD_INSIDE_READ_BY] == []
+    # A reach that is gone comes off the list, so the list only shrinks.
+    assert sorted(LOCAL_CLOUD_INSIDE_READ_BY - set(inside)) == []
 
 
 def test_only_the_cli_imports_commands() -> None:

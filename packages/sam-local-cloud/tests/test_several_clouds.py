@@ -155,3 +155,8 @@ def test_a_start_that_fails_gives_its_account_back(tmp_path: Path) -> None:
         failing.start()
 
     assert LocalCloud(LocalCloudConfig(template=TEMPLATE)).account_id == expected
+
+
+def test_an_account_id_that_is_not_twelve_digits_is_refused() -> None:
+    with pytest.raises(ValueError, match="an AWS account ID is 12 digits"):
+        LocalCloud(LocalCloudConfig(template=TEMPLATE, account_id="12345")).start()

@@ -35,7 +35,7 @@ from orderbatch.bench.scenarios import SOAK
 from orderbatch.bench.soak_audit import IncrementalAuditor
 from orderbatch.faults.crash_cases import STATE_MACHINE
 from sam_local_cloud import DUMMY_CREDENTIALS, FaultPlan
-from sam_local_cloud.lambda_service.faults import (
+from sam_local_cloud.faults import (
     Crash,
     DuplicateExecution,
     ErrorAfterBody,

@@ -14,9 +14,14 @@ from order_processing.contract import (
     SUMMARIZE_BATCH_FUNCTION,
     Outcome,
 )
-from sam_local_cloud.lambda_service.crash_points import CrashPoint, RecordedCall
-from sam_local_cloud.lambda_service.faults import Crash, DuplicateExecution, ErrorBeforeBody
-from sam_local_cloud.runtime_shim import CHECKPOINT_OPERATION
+from sam_local_cloud.faults import (
+    CHECKPOINT_OPERATION,
+    Crash,
+    CrashPoint,
+    DuplicateExecution,
+    ErrorBeforeBody,
+    RecordedCall,
+)
 
 CONFIRMATION_FAILURE = "InjectedConfirmationFailure"
 

@@ -70,20 +70,7 @@ from orderbatch.faults.crash_results import CaseResult, ConfigurationResult, Mat
 from orderbatch.faults.duplicate_children import run_duplicate_children_row
 from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud import ExecutionStillRunningError, LocalCloud, wait_for_execution
-from sam_local_cloud.lambda_service.crash_points import (
-    CheckpointOperation,
-    CrashPoint,
-    CrashRecord,
-    RecordedCall,
-    ResourceNames,
-    crash_records,
-    enumerate_crash_points,
-    recorded_calls,
-    recorded_invocations,
-)
-from sam_local_cloud.lambda_service.faults import RecordCalls
-from sam_local_cloud.lambda_service.service import LambdaService
-from sam_local_cloud.runtime_shim import (
+from sam_local_cloud.faults import (
     AFTER_CALL,
     AFTER_CHECKPOINT,
     BEFORE_BODY,
@@ -91,8 +78,19 @@ from sam_local_cloud.runtime_shim import (
     BEFORE_CHECKPOINT,
     BEFORE_RESPONSE,
     RESPONSE_LOST,
+    CheckpointOperation,
+    CrashPoint,
+    CrashRecord,
+    RecordCalls,
+    RecordedCall,
+    ResourceNames,
+    crash_records,
+    enumerate_crash_points,
     parse_crash_point,
+    recorded_calls,
+    recorded_invocations,
 )
+from sam_local_cloud.lambda_service.service import LambdaService
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 PARAMETERS = {

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from sam_local_cloud.lambda_service.faults import FAULT_KINDS
+from sam_local_cloud.faults import FAULT_KINDS
 
 FAULT_FLAG_FORMAT = "FUNCTION:KIND[:key=value,...]"
 

@@ -41,13 +41,14 @@ from orderbatch.faults.crash_matrix import (
     start_cloud,
 )
 from orderbatch.faults.crash_results import CaseResult, table
-from sam_local_cloud.lambda_service.crash_points import (
+from sam_local_cloud.faults import (
+    AFTER_CALL,
+    BEFORE_CALL,
     RECORD_IN_PROGRESS,
     CrashPoint,
     RecordedCall,
     idempotency_save,
 )
-from sam_local_cloud.runtime_shim import AFTER_CALL, BEFORE_CALL
 
 # How long the invocation with no time left keeps going after its INPROGRESS write: longer than a
 # racing duplicate takes to reach the record, shorter than the function's timeout (8 s in the matrix).

@@ -9,7 +9,8 @@ included), DynamoDB, S3, SQS, EventBridge, IAM and the HTTP API. Nothing needs D
     with LocalCloud(LocalCloudConfig(template=Path("template.yaml"), account_concurrency=10)) as cloud:
         stepfunctions = cloud.client("stepfunctions")
 
-The names below are the public API; everything else in the package may change between releases.
+The names below are the public API, with the modules ``faults``, ``stack``, ``aws_limits``, ``executions``,
+``state_names``, ``cli`` and ``docker_api``; everything else in the package may change between releases.
 Importing the package is cheap: the cloud's own modules (moto among them) load when first named.
 """
 

@@ -70,6 +70,8 @@ class _AccountTable:
             return self._first_free()
 
     def claim(self, account_id: str | None, preferred: str | None) -> str:
+        if account_id is not None and not (len(account_id) == 12 and account_id.isdigit()):
+            raise ValueError(f"account_id {account_id!r}: an AWS account ID is 12 digits")
         with self._lock:
             if account_id is None:
                 account_id = preferred if preferred and preferred not in self._claimed else self._first_free()
