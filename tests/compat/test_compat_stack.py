@@ -17,7 +17,7 @@ from sam_local_cloud import LocalCloud, LocalCloudConfig, wait_for_execution
 from sam_local_cloud.stack import load_stack
 
 TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "messaging" / "template.yaml"
-QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orderbatch-WorkQueue"
+QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/sam-app-WorkQueue"
 
 
 def test_refs_and_attributes_are_what_cloudformation_returns() -> None:
@@ -25,12 +25,12 @@ def test_refs_and_attributes_are_what_cloudformation_returns() -> None:
 
     assert stack.outputs["WorkQueueUrl"] == QUEUE_URL
     queues = {queue.logical_id: queue for queue in stack.queues}
-    assert queues["OrderedWork"].name == "orderbatch-OrderedWork.fifo"
+    assert queues["OrderedWork"].name == "sam-app-OrderedWork.fifo"
     assert queues["OrderedWork"].attributes == {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
     assert queues["DeadLetters"].attributes == {"MessageRetentionPeriod": "1209600"}
     redrive = json.loads(queues["WorkQueue"].attributes["RedrivePolicy"])
     assert redrive == {
-        "deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:orderbatch-DeadLetters",
+        "deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:sam-app-DeadLetters",
         "maxReceiveCount": 3,
     }
     table = next(t for t in stack.tables if t.logical_id == "Orders")
@@ -42,11 +42,11 @@ def test_refs_and_attributes_are_what_cloudformation_returns() -> None:
     assert from_sam_event.targets == [
         {
             "Id": "RecordCancellationCancelled",
-            "Arn": "arn:aws:states:us-east-1:123456789012:stateMachine:orderbatch-RecordCancellation",
+            "Arn": "arn:aws:states:us-east-1:123456789012:stateMachine:sam-app-RecordCancellation",
             "InputPath": "$.detail",
         }
     ]
-    assert rule.targets == [{"Id": "queue", "Arn": "arn:aws:sqs:us-east-1:123456789012:orderbatch-WorkQueue"}]
+    assert rule.targets == [{"Id": "queue", "Arn": "arn:aws:sqs:us-east-1:123456789012:sam-app-WorkQueue"}]
     machine = stack.state_machine("Announce")
     assert json.loads(machine.definition)["States"]["Send"]["Parameters"]["QueueUrl"] == QUEUE_URL
 

@@ -17,7 +17,7 @@ import pytest
 from sam_local_cloud import LocalCloud, LocalCloudConfig, wait_for_execution
 
 TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "sqs_trigger" / "template.yaml"
-QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orderbatch-{}"
+QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/sam-app-{}"
 
 
 @pytest.mark.e2e

@@ -33,22 +33,22 @@ def test_each_child_is_a_stack_of_its_own_whose_outputs_the_parent_reads() -> No
 
     functions = {function.name: function.environment for function in stack.functions}
     assert functions == {
-        "orderbatch-Worker-Record": {"LEDGER_TABLE": "orderbatch-Ledger", "GREETING": "hello"},
-        "orderbatch-Reporter-Record": {
-            "LEDGER_TABLE": "orderbatch-Ledger",
-            "GREETING": "report from orderbatch",
+        "sam-app-Worker-Record": {"LEDGER_TABLE": "sam-app-Ledger", "GREETING": "hello"},
+        "sam-app-Reporter-Record": {
+            "LEDGER_TABLE": "sam-app-Ledger",
+            "GREETING": "report from sam-app",
         },
     }
     machines = {machine.logical_id: machine.name for machine in stack.state_machines}
     assert machines == {
-        "Worker/Flow": "orderbatch-Worker-Flow",
-        "Reporter/Flow": "orderbatch-Reporter-Flow",
-        "Orchestrate": "orderbatch-Orchestrate",
+        "Worker/Flow": "sam-app-Worker-Flow",
+        "Reporter/Flow": "sam-app-Reporter-Flow",
+        "Orchestrate": "sam-app-Orchestrate",
     }
-    assert stack.outputs["WorkerMachineArn"].endswith(":stateMachine:orderbatch-Worker-Flow")
+    assert stack.outputs["WorkerMachineArn"].endswith(":stateMachine:sam-app-Worker-Flow")
     call = json.loads(stack.state_machine("Orchestrate").definition)["States"]["Report"]
-    assert call["Parameters"]["FunctionName"] == FUNCTION_ARN.format("orderbatch-Reporter-Record")
-    assert stack.nested_stacks["Worker"].outputs["FunctionName"] == "orderbatch-Worker-Record"
+    assert call["Parameters"]["FunctionName"] == FUNCTION_ARN.format("sam-app-Reporter-Record")
+    assert stack.nested_stacks["Worker"].outputs["FunctionName"] == "sam-app-Worker-Record"
     assert stack.not_honoured == []
 
 
@@ -62,9 +62,9 @@ def test_the_childs_state_machine_runs_its_own_function(cloud: LocalCloud) -> No
 
     assert wait_for_execution(sfn, execution["executionArn"], timeout=30) == "SUCCEEDED"
     output = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["output"])
-    assert output == {"greeting": "hello", "order": "o-1", "by": "orderbatch-Worker-Record"}
+    assert output == {"greeting": "hello", "order": "o-1", "by": "sam-app-Worker-Record"}
     item = dynamodb.get_item(TableName=cloud.stack.outputs["LedgerName"], Key={"id": {"S": "o-1"}})
-    assert item["Item"]["by"] == {"S": "orderbatch-Worker-Record"}
+    assert item["Item"]["by"] == {"S": "sam-app-Worker-Record"}
 
 
 @pytest.mark.e2e
@@ -78,9 +78,9 @@ def test_the_parent_calls_a_childs_function_through_its_output(cloud: LocalCloud
     assert wait_for_execution(sfn, execution["executionArn"], timeout=30) == "SUCCEEDED"
     output = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["output"])
     assert output == {
-        "greeting": "report from orderbatch",
+        "greeting": "report from sam-app",
         "order": "o-2",
-        "by": "orderbatch-Reporter-Record",
+        "by": "sam-app-Reporter-Record",
     }
 
 

@@ -62,7 +62,7 @@ def test_intrinsics_inside_an_included_openapi_body_are_resolved(tmp_path: Path)
     stack = load_stack(_app(tmp_path))
 
     (route,) = stack.service_routes
-    assert route.integration["credentials"] == "arn:aws:iam::123456789012:role/orderbatch-ApiRole"
+    assert route.integration["credentials"] == "arn:aws:iam::123456789012:role/sam-app-ApiRole"
     assert route.integration["requestParameters"]["StateMachineArn"] == stack.state_machine("Machine").arn
 
 

@@ -490,8 +490,8 @@ def test_a_charge_function_without_the_payments_table_is_denied_exactly_that_wri
     ]
     copy = tmp_path / "template.yaml"
     copy.write_text(yaml_dump(template))
-    for folder in ("functions", "statemachine", "fixtures"):
-        (tmp_path / folder).symlink_to(PROJECT_ROOT / folder)
+    for name in ("functions", "statemachine", "fixtures", "samconfig.toml"):
+        (tmp_path / name).symlink_to(PROJECT_ROOT / name)
 
     cloud = started(copy, seed_files={"InventoryTable": inventory_fixture(TEMPLATE)})
     try:

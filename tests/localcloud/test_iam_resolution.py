@@ -119,7 +119,7 @@ def test_an_attribute_the_type_does_not_document_fails_with_cloudformation_s_mes
     )
 
     template.write_text(template.read_text().replace("Topic.Arn", "Topic.TopicName"))
-    assert load_stack(template).outputs == {"Wrong": "orderbatch-Topic", "Right": "30"}
+    assert load_stack(template).outputs == {"Wrong": "sam-app-Topic", "Right": "30"}
 
 
 def test_each_type_documents_the_attributes_cloudformation_s_schema_lists() -> None:

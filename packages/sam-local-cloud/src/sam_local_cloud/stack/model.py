@@ -14,7 +14,8 @@ from sam_local_cloud.lambda_service.layers import LayerSpec
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT_ID = "123456789012"
-DEFAULT_STACK_NAME = "orderbatch"
+# The stack name `sam deploy --guided` offers when the project's samconfig.toml names none.
+DEFAULT_STACK_NAME = "sam-app"
 
 # Resource properties that change nothing on one machine; anything else unhandled is reported by name.
 SILENTLY_LOCAL = {

@@ -9,6 +9,7 @@ BatchBucket` becomes a real bucket name and `!GetAtt Fn.Arn` the ARN our Lambda 
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,11 +38,28 @@ from sam_local_cloud.stack.return_values import physical_ids, unsupported_attrib
 from sam_local_cloud.stack.yaml_text import read_template
 
 
+def samconfig_stack_name(project_dir: Path) -> str | None:
+    """The stack name `sam deploy` would use: samconfig.toml's beside the template (its default
+    environment's deploy parameters, else its global ones)."""
+    config_file = project_dir / "samconfig.toml"
+    if not config_file.is_file():
+        return None
+    try:
+        environment = tomllib.loads(config_file.read_text()).get("default", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):
+        return None  # sam deploy refuses it too; the template still runs, under the default name
+    for command in ("deploy", "global"):
+        name = environment.get(command, {}).get("parameters", {}).get("stack_name")
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
 def load_stack(
     template_path: Path,
     *,
     parameter_overrides: Mapping[str, str] | None = None,
-    stack_name: str = DEFAULT_STACK_NAME,
+    stack_name: str | None = None,
     region: str = DEFAULT_REGION,
     account_id: str = DEFAULT_ACCOUNT_ID,
     nested: bool = False,
@@ -52,6 +70,7 @@ def load_stack(
     from samcli.lib.samlib.wrapper import SamTranslatorWrapper
 
     template_path = template_path.resolve()
+    stack_name = stack_name or samconfig_stack_name(template_path.parent) or DEFAULT_STACK_NAME
     raw = inline_includes(read_template(template_path), template_path.parent)
     # Before anything is resolved or created, as CloudFormation refuses such a template outright.
     check_dependencies(raw.get("Resources") or {})
