@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -212,3 +212,30 @@ def order_tables(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iter
         for variable, value in names.as_environment().items():
             monkeypatch.setenv(variable, value)
         yield OrderTables(client, names)
+
+
+class _ConfigSeenError(Exception):
+    """Stops a command once it has built its local cloud's configuration, before anything is served."""
+
+
+@pytest.fixture
+def config_a_command_builds(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[], object]], Any]:
+    """``config_a_command_builds(run)``: the LocalCloudConfig that ``run`` (a command's entry point
+    called with its flags) builds, the cloud it would start replaced by one that only records it."""
+    configs: list[Any] = []
+
+    class CloudThatOnlyRecords:
+        def __init__(self, config: Any) -> None:
+            configs.append(config)
+
+        def start(self) -> None:
+            raise _ConfigSeenError
+
+    monkeypatch.setattr("sam_local_cloud.cloud.LocalCloud", CloudThatOnlyRecords)
+
+    def built(run: Callable[[], object]) -> Any:
+        with pytest.raises(_ConfigSeenError):
+            run()
+        return configs[-1]
+
+    return built

@@ -94,30 +94,16 @@ def probe_function(run_log: Path) -> Callable[..., FunctionSpec]:
     return lambda name, **options: probe_spec(name, run_log, **options)
 
 
-class _ConfigSeenError(Exception):
-    """Stops `local up` once it has built its configuration, before anything is served."""
-
-
 @pytest.fixture
-def local_up_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., LocalCloudConfig]:
+def local_up_config(
+    config_a_command_builds: Callable[[Callable[[], object]], LocalCloudConfig], tmp_path: Path
+) -> Callable[..., LocalCloudConfig]:
     """The configuration `orderbatch local up <flags>` builds, without starting a cloud."""
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers())
-    configs: list[LocalCloudConfig] = []
-
-    class CloudThatOnlyRecords:
-        def __init__(self, config: LocalCloudConfig) -> None:
-            configs.append(config)
-
-        def start(self) -> None:
-            raise _ConfigSeenError
-
-    monkeypatch.setattr("sam_local_cloud.cloud.LocalCloud", CloudThatOnlyRecords)
 
     def built(*flags: str) -> LocalCloudConfig:
         args = parser.parse_args(["local", "up", "--state-dir", str(tmp_path / "state"), *flags])
-        with pytest.raises(_ConfigSeenError):
-            args.func(args)
-        return configs[-1]
+        return config_a_command_builds(lambda: args.func(args))
 
     return built

@@ -109,10 +109,6 @@ def test_a_usage_error_exits_2_naming_the_command_and_the_flag(
 # ------------------------------------------------------------------------------ up's configuration
 
 
-class _ConfigSeenError(Exception):
-    """Stops `up` once it has built its configuration, before anything is served."""
-
-
 @pytest.fixture
 def signal_handlers_restored() -> Iterator[None]:
     """`up` takes SIGINT and SIGTERM for itself; this test process gets its own handlers back."""
@@ -124,24 +120,14 @@ def signal_handlers_restored() -> Iterator[None]:
 
 @pytest.fixture
 def up_config(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, signal_handlers_restored: None
+    config_a_command_builds: Callable[[Callable[[], object]], LocalCloudConfig],
+    tmp_path: Path,
+    signal_handlers_restored: None,
 ) -> Callable[..., LocalCloudConfig]:
     """The configuration `sam-local-cloud up <flags>` builds, without starting a cloud."""
-    configs: list[LocalCloudConfig] = []
-
-    class CloudThatOnlyRecords:
-        def __init__(self, config: LocalCloudConfig) -> None:
-            configs.append(config)
-
-        def start(self) -> None:
-            raise _ConfigSeenError
-
-    monkeypatch.setattr("sam_local_cloud.cloud.LocalCloud", CloudThatOnlyRecords)
 
     def built(*flags: str) -> LocalCloudConfig:
-        with pytest.raises(_ConfigSeenError):
-            main(["up", "--state-dir", str(tmp_path / "state"), *flags])
-        return configs[-1]
+        return config_a_command_builds(lambda: main(["up", "--state-dir", str(tmp_path / "state"), *flags]))
 
     return built
 
