@@ -32,18 +32,18 @@ class AccountSnapshot:
 
     account_id: str
     services: dict[Any, Any] = field(default_factory=dict)  # BackendDict -> its AccountSpecificBackend
+    # The locks, conditions and events inside the copies: found once, as the copies never change.
+    synchronisers: list[Any] = field(default_factory=list)
 
 
 def snapshot_account(account_id: str) -> AccountSnapshot:
     with backend_lock:
-        return AccountSnapshot(
-            account_id,
-            {
-                service_backends: _copied(service_backends[account_id])
-                for service_backends in BackendDict._instances  # type: ignore[misc]
-                if account_id in service_backends
-            },
-        )
+        services = {
+            service_backends: _copied(service_backends[account_id])
+            for service_backends in BackendDict._instances  # type: ignore[misc]
+            if account_id in service_backends
+        }
+    return AccountSnapshot(account_id, services, list(_synchronisers(services)))
 
 
 def restore_account(snapshot: AccountSnapshot) -> None:
@@ -52,8 +52,10 @@ def restore_account(snapshot: AccountSnapshot) -> None:
     account_id = snapshot.account_id
     with backend_lock:
         forget_account(account_id)
+        fresh = {id(found): _fresh(found) for found in snapshot.synchronisers}
         for service_backends, saved in snapshot.services.items():
-            service_backends[account_id] = _copied(saved)
+            # A memo of its own for each copy: deepcopy keeps its working objects in the one it is given.
+            service_backends[account_id] = copy.deepcopy(saved, dict(fresh))
             if service_backends not in BackendDict._instances:  # type: ignore[misc]
                 BackendDict._instances.append(service_backends)  # type: ignore[misc]
         if account_id in s3_backends:
