@@ -4,10 +4,12 @@ It deploys a SAM template on one machine and runs it: Step Functions on moto's i
 function's real handler code in Lambda runtime processes under Lambda's concurrency quota (the 429s
 included), DynamoDB, S3, SQS, EventBridge, IAM and the HTTP API. Nothing needs Docker or an AWS account.
 
-    from sam_local_cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud import LocalCloud
 
-    with LocalCloud(LocalCloudConfig(template=Path("template.yaml"), account_concurrency=10)) as cloud:
+    with LocalCloud(port=0, account_concurrency=10) as cloud:
+        stack = cloud.deploy("template.yaml", parameters={"Stage": "test"})
         stepfunctions = cloud.client("stepfunctions")
+        started = stepfunctions.start_execution(stateMachineArn=stack.outputs["StateMachineArn"])
 
 The names below are the public API, with the modules ``faults``, ``stack``, ``aws_limits``, ``executions``,
 ``state_names``, ``cli`` and ``docker_api``; everything else in the package may change between releases.
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "DUMMY_CREDENTIALS",
+    "DeployedStack",
     "ExecutionResult",
     "ExecutionStillRunningError",
     "FaultPlan",
@@ -36,7 +39,8 @@ _HOMES = {
     "DUMMY_CREDENTIALS": "sam_local_cloud.credentials",
     "StaticCredentials": "sam_local_cloud.credentials",
     "LocalCloud": "sam_local_cloud.cloud",
-    "LocalCloudConfig": "sam_local_cloud.cloud",
+    "LocalCloudConfig": "sam_local_cloud.cloud_config",
+    "DeployedStack": "sam_local_cloud.deployed_stack",
     "FaultPlan": "sam_local_cloud.lambda_service.faults",
     "ExecutionResult": "sam_local_cloud.executions",
     "ExecutionStillRunningError": "sam_local_cloud.executions",
@@ -45,8 +49,10 @@ _HOMES = {
 }
 
 if TYPE_CHECKING:
-    from sam_local_cloud.cloud import LocalCloud, LocalCloudConfig
+    from sam_local_cloud.cloud import LocalCloud
+    from sam_local_cloud.cloud_config import LocalCloudConfig
     from sam_local_cloud.credentials import DUMMY_CREDENTIALS, StaticCredentials
+    from sam_local_cloud.deployed_stack import DeployedStack
     from sam_local_cloud.executions import (
         ExecutionResult,
         ExecutionStillRunningError,

@@ -352,7 +352,7 @@ def run_up(
     if warning is not None:
         print(warning, file=sys.stderr)
     config = config_from_args(args)
-    if not config.template.is_file():
+    if config.template is None or not config.template.is_file():
         raise SystemExit(f"{names.program}: no SAM template at {config.template}; pass --template FILE")
     return serve_until_stopped(config, names)
 

@@ -21,7 +21,7 @@ import threading
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -45,8 +45,10 @@ from sam_local_cloud.accounts import (
     unbind_cloud,
 )
 from sam_local_cloud.api_integrations import ActionOutcome
+from sam_local_cloud.cloud_config import LocalCloudConfig
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 from sam_local_cloud.data_plane import DataPlane
+from sam_local_cloud.deployed_stack import DeployedStack
 from sam_local_cloud.deployed_state import DeployedState
 from sam_local_cloud.deployment import StackDeployer, parse_ahead
 from sam_local_cloud.dynamodb import TableLocks, WriteCounter
@@ -57,7 +59,6 @@ from sam_local_cloud.http_api import HttpApiGateway, InvokeOutcome
 from sam_local_cloud.iam import IamEnforcer, StackRoles, build_roles
 from sam_local_cloud.iam.signatures import SignatureVerifier, secrets_of
 from sam_local_cloud.lambda_service import (
-    EventKeys,
     FaultPlan,
     LambdaService,
     MetricsPublisher,
@@ -74,7 +75,7 @@ from sam_local_cloud.readiness import (
 )
 from sam_local_cloud.runtime_shim import HANDLER_CPU_VARIABLE
 from sam_local_cloud.stack import LocalStack, load_stack
-from sam_local_cloud.stepfunctions import DEFAULT_MAX_EVENTS_IN_MEMORY, HistoryStore, create_moto_app
+from sam_local_cloud.stepfunctions import HistoryStore, create_moto_app
 from sam_local_cloud.stepfunctions.activities import task_token_resource
 from sam_local_cloud.stepfunctions.mock_config import MockConfig, MockConfigSource, mock_config_path
 
@@ -92,70 +93,20 @@ METRICS_INTERVAL_SECONDS = 60.0
 LOCAL_FUNCTION_ENVIRONMENT = {"POWERTOOLS_TRACE_DISABLED": "true"}
 
 
-@dataclass
-class LocalCloudConfig:
-    template: Path
-    port: int = 0
-    host: str = "127.0.0.1"
-    # The account the stack is deployed in. None: 123456789012, or, while another cloud in this process
-    # holds that one, the next free ID (moto keeps every account's state apart; accounts.py).
-    account_id: str | None = None
-    account_concurrency: int = 10
-    parameter_overrides: Mapping[str, str] = field(default_factory=dict)
-    latency: Mapping[str, float] = field(default_factory=dict)
-    lambda_endpoint: str | None = None
-    fault_plan: FaultPlan | None = None
-    # What a fault plan's attempts are counted by and its item_ids and batch_ids match: the app's keys.
-    event_keys: EventKeys = field(default_factory=EventKeys)
-    # Where the cloud keeps its logs, histories and runtimes' files. None: a temporary directory of its own,
-    # removed with the cloud object (when it is collected, or when the process exits), as tempfile's
-    # TemporaryDirectory does; a directory given here is the caller's and is kept.
-    state_dir: Path | None = None
-    # Table logical ID -> JSON file of items to put after the table is created.
-    seed_files: Mapping[str, Path] = field(default_factory=dict)
-    function_environment: Mapping[str, str] = field(default_factory=dict)
-    idle_timeout_seconds: float = 300.0
-    # Runtimes forked from one warm Python (shared pages, fast cold starts) or each started afresh (init
-    # as slow as a fresh interpreter's, as on AWS).
-    fork_runtimes: bool = True
-    # A function whose runtime's Python (python3.12 ...) is not installed runs on the local cloud's own
-    # Python instead of failing the start-up.
-    runtime_fallback: bool = False
-    # Live execution environments of all functions together, as a multiple of the account quota: at the
-    # bound, a cold start first stops the least recently used idle environment. AWS keeps every function's
-    # idle environments warm for minutes; here memory is the machine's. 0 = no bound.
-    environments_per_quota_slot: float = 2.0
-    # Finished executions' history events kept in memory, all executions together; older histories are
-    # written to <state_dir>/histories and read back from there.
-    history_events_in_memory: int = DEFAULT_MAX_EVENTS_IN_MEMORY
-    # The longest an Express execution runs before it ends TIMED_OUT; None: AWS's five minutes. Shorter
-    # only to see the limit at work in a test.
-    express_max_duration_seconds: float | None = None
-    # Rewrites a state machine's definition (logical ID, parsed ASL) before it is created: for experiments
-    # such as the benchmark's "docs retrier" scenario, never needed to run a template as written.
-    definition_transform: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
-    # DynamoDB served from a process of its own (sam_local_cloud.data_plane), so that it and the interpreter
-    # use two cores; False keeps it in this process (one process to debug, or for a single core).
-    dynamodb_process: bool = True
-    # Functions and state machines call as their template roles, checked on every call (docs/iam.md).
-    enforce_iam: bool = True
-    # "enforce", "report" (allowed, each would-be denial logged and listed: cloud.iam.would_be_denials())
-    # or "off"; None: "enforce", or "off" when enforce_iam is False.
-    iam_mode: str | None = None
-    # Step Functions Local's MockConfigFile: executions started as <arn>#<TestCase> run that test case
-    # (docs/stepfunctions-local.md). None: the SFN_MOCK_CONFIG environment variable's file, if set.
-    mock_config: Path | None = None
-    # With IAM on, every SigV4-signed request's signature is checked as AWS checks it: only the keys the
-    # cloud exports and issues, the right secret, the request's time within AWS's skew (docs/iam.md,
-    # "Signatures"). False (or IAM off) takes any signature.
-    verify_signatures: bool = True
-    # Each runtime writes down its handler's own CPU time in handler_cpu_dir (the benchmark's yardstick).
-    measure_handler_cpu: bool = False
+__all__ = ["HEALTH_PATH", "LocalCloud", "LocalCloudConfig"]
 
 
 class LocalCloud:
-    def __init__(self, config: LocalCloudConfig) -> None:
-        self.config = config
+    """``LocalCloud(LocalCloudConfig(...))`` or ``LocalCloud(port=0, account_concurrency=10)``, the
+    config's fields as keywords. With a template in the config, ``start()`` (or ``with``) deploys it;
+    without, the cloud starts with ``deploy(template)``. One stack per cloud: several clouds run side by
+    side in one process, each in its own account."""
+
+    def __init__(self, config: LocalCloudConfig | None = None, **settings: Any) -> None:
+        if config is not None and settings:
+            raise TypeError("LocalCloud takes a LocalCloudConfig or its fields as keywords, not both")
+        self.config = config if config is not None else LocalCloudConfig(**settings)
+        config = self.config
         # The account is the cloud's from its start to its stop; until then this is the one it expects.
         self.account_id = config.account_id or free_account()
         self._account_claimed = False
@@ -196,13 +147,17 @@ class LocalCloud:
 
     def _load_stack(self) -> None:
         """The template read for this cloud's account, and the roles and checks made of it."""
-        self.stack: LocalStack = load_stack(
+        self.iam: IamEnforcer | None = None
+        self._roles: StackRoles | None = None
+        self.signatures: SignatureVerifier | None = None
+        self._stack: LocalStack | None = None
+        if self.config.template is None:
+            return
+        self._stack = load_stack(
             self.config.template,
             parameter_overrides=self.config.parameter_overrides,
             account_id=self.account_id,
         )
-        self.iam: IamEnforcer | None = None
-        self._roles: StackRoles | None = None
         if self.iam_mode != "off":
             roles = self._roles = build_roles(self.stack)
             region, account_id = self.stack.region, self.stack.account_id
@@ -216,14 +171,47 @@ class LocalCloud:
             self.stack.not_honoured.extend(roles.notes)
         else:
             self.stack.not_honoured.append("IAM: policies are not enforced (every call is allowed)")
-        self.signatures: SignatureVerifier | None = None
         if self.iam is not None and self.config.verify_signatures:
             self.signatures = SignatureVerifier(
                 secrets_of(known_credentials(), self.iam.identity), unknown_key_hint=UNKNOWN_KEY_HINT
             )
 
+    @property
+    def stack(self) -> LocalStack:
+        """The template as this cloud deploys it (functions, tables, state machines, outputs)."""
+        if self._stack is None:
+            raise RuntimeError("no stack on this local cloud yet: call cloud.deploy(template) first")
+        return self._stack
+
+    def deployed_stack(self) -> DeployedStack:
+        """The stack's name, outputs and physical IDs, as the pytest plugin's ``sam_stack`` gives them."""
+        return DeployedStack.of(self.stack)
+
     # ------------------------------------------------------------------ lifecycle
+    def deploy(self, template: Path | str, *, parameters: Mapping[str, str] | None = None) -> DeployedStack:
+        """Deploys a SAM template on this cloud, started without one, as ``sam deploy`` would: the stack
+        named by the template's samconfig.toml (else sam-app), ``parameters`` as its overrides.
+
+        One stack per cloud: a second template, or a cloud whose config named one, is refused (another
+        ``LocalCloud`` runs beside this one in the same process, in an account of its own).
+        """
+        if self._stack is not None or self.config.template is not None:
+            raise RuntimeError(
+                f"this local cloud holds the stack {self.stack.stack_name} already; one stack per cloud: "
+                "start another LocalCloud for another template"
+            )
+        if self._stopped:
+            raise RuntimeError("the local cloud is stopped")
+        self.config = replace(
+            self.config, template=Path(template), parameter_overrides=dict(parameters or {})
+        )
+        self._load_stack()
+        self.start()
+        return self.deployed_stack()
+
     def start(self) -> LocalCloud:
+        if self.config.template is None:
+            return self  # nothing to run yet: deploy(template) starts the cloud with its stack
         # Start-up allocates millions of objects that all live as long as the cloud: a collection in the
         # middle of it walks them for nothing (a tenth of the start's CPU). They are frozen at its end.
         with _collector_paused():

@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from sam_local_cloud.deployed_stack import DeployedStack
 
 if TYPE_CHECKING:
     from sam_local_cloud.cloud import LocalCloud
@@ -49,22 +51,6 @@ TEMPLATE_MARKER = "sam_template"
 QUOTA_MARKER = "lambda_concurrency"
 FAULTS_MARKER = "lambda_faults"
 ONLY_LOCAL = "needs the local cloud (its quota and faults cannot be set on AWS from a test)"
-
-
-@dataclass(frozen=True)
-class DeployedStack:
-    """A stack as a test reads it, deployed locally or on AWS."""
-
-    name: str
-    outputs: Mapping[str, Any]
-    # Logical ID -> physical ID (a function's or table's name, a state machine's ARN, a queue's URL).
-    physical_ids: Mapping[str, str] = field(default_factory=dict)
-
-    def physical_id(self, logical_id: str) -> str:
-        try:
-            return self.physical_ids[logical_id]
-        except KeyError:
-            raise KeyError(f"the stack {self.name} has no resource {logical_id!r}") from None
 
 
 @dataclass
@@ -242,7 +228,7 @@ def sam_stack(request: pytest.FixtureRequest) -> DeployedStack:
     if _target(request.config) == AWS:
         return _deployed_on_aws(_aws_stack_name(request.config))
     cloud: LocalCloud = request.getfixturevalue("local_cloud")
-    return DeployedStack(cloud.stack.stack_name, dict(cloud.stack.outputs), dict(cloud.stack.physical_ids))
+    return DeployedStack.of(cloud.stack)
 
 
 @pytest.fixture

@@ -81,3 +81,28 @@ def _extract(archive: Path, root: Path, key: str) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def inline_code_root(source: str, runtime: str, cache_dir: Path | None = None) -> Path:
+    """The task root of a function whose code is written in the template (SAM's ``InlineCode``,
+    CloudFormation's ``Code.ZipFile``): CloudFormation writes it to ``index.py`` for Python and
+    ``index.js`` for Node.js (a CommonJS module), so the handler is ``index.<function>``."""
+    file_name = "index.js" if runtime.startswith("nodejs") else "index.py"
+    root = cache_dir or default_code_cache_dir()
+    digest = hashlib.sha256(f"{file_name}\0{source}".encode())
+    key = "inline-" + digest.hexdigest()[:32]
+    task = root / key / _TASK_FOLDER
+    if task.is_dir():
+        return task
+    root.mkdir(parents=True, exist_ok=True)
+    with locked(root / f"{key}.lock"):
+        if not task.is_dir():
+            staging = Path(tempfile.mkdtemp(prefix=f".inline-{key}-", dir=root))
+            try:
+                (staging / _TASK_FOLDER).mkdir()
+                (staging / _TASK_FOLDER / file_name).write_text(source, encoding="utf-8")
+                os.rename(staging, root / key)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+    return task

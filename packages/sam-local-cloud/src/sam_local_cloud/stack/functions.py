@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sam_local_cloud.lambda_service import FunctionSpec
-from sam_local_cloud.lambda_service.code_archives import CodeArchiveError, extracted_code
+from sam_local_cloud.lambda_service.code_archives import CodeArchiveError, extracted_code, inline_code_root
 from sam_local_cloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
 from sam_local_cloud.stack.function_checks import (
     check_code_location,
@@ -75,9 +75,17 @@ def function_spec(
         check_code_location(
             logical_id, "CodeUri", code_uri, Path(os.path.normpath(base_dir / code_uri)), base_dir
         )
-    code_dir = task_root(logical_id, "CodeUri", code_uri, base_dir)
-    # InlineCode is the handler module itself, written in the template: no folder to look in.
-    if runtime.startswith("python") and "Handler" in props and "InlineCode" not in props:
+    inline_code = props.get("InlineCode")
+    if inline_code is not None:
+        if not isinstance(inline_code, str):
+            raise TemplateError(
+                f"{logical_id}: InlineCode must be a string (got {type(inline_code).__name__})"
+            )
+        code_dir = inline_code_root(inline_code, runtime)
+    else:
+        code_dir = task_root(logical_id, "CodeUri", code_uri, base_dir)
+    # A wrong handler in InlineCode fails its invokes, as on AWS, rather than the deploy.
+    if runtime.startswith("python") and "Handler" in props and inline_code is None:
         check_python_handler(logical_id, str(props["Handler"]), runtime, code_dir, layers)
     environment = ((props.get("Environment") or {}).get("Variables")) or {}
     reserved = props.get("ReservedConcurrentExecutions")

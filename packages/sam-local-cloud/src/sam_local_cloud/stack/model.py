@@ -23,6 +23,7 @@ SILENTLY_LOCAL = {
         "Runtime",
         "Architectures",
         "CodeUri",
+        "InlineCode",
         "Handler",
         "MemorySize",
         "Timeout",
