@@ -27,7 +27,6 @@ from aws_durable_execution_sdk_python_testing.child_dispatcher import ChainedInv
 from aws_durable_execution_sdk_python_testing.exceptions import ResourceNotFoundException
 from durable_driving import TASK, Driven, driven_execution
 
-from orderbatch.faults.crash_matrix import durable_stall_view
 from sam_local_cloud.lambda_service import FunctionSpec, LambdaService, TooManyRequestsError
 from sam_local_cloud.lambda_service.durable import ServiceChildDispatcher
 from sam_local_cloud.lambda_service.durable_executor import ExecutionView, WaitedOnOperation
@@ -182,7 +181,7 @@ def test_the_matrix_view_of_a_stall_never_raises_and_names_the_throttled() -> No
         def durable_slot_waits(self) -> dict[str, tuple[int, float]]:
             return {"DurableOrderBatchFunction": (1, 57.6)}
 
-    view = durable_stall_view(cast(Any, Service()), "arn:missing")
+    view = LambdaService.durable_stall_view(cast(Any, Service()), "arn:missing")
 
     assert view == (
         "none (ResourceNotFoundException: Durable Execution does not exist); durable invocations throttled "

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, LocalCloudConfig
-from sam_local_cloud.cloud import HEALTH_PATH
+from sam_local_cloud.cli import HEALTH_PATH
 
 pytestmark = pytest.mark.e2e
 

@@ -82,14 +82,6 @@ LOCAL_CLOUD_INSIDE_READ_BY = {
     ("orderbatch.bench.dynamodb_requests", "sam_local_cloud.moto_seam.services"),
     # moto's interpreter without the cloud's patches: the engine probe's yardstick.
     ("orderbatch.bench.engine", "sam_local_cloud.stepfunctions"),
-    # The Lambda service's own counters and answers, read by the benchmark and the crash matrix.
-    ("orderbatch.bench.runner", "sam_local_cloud.lambda_service"),
-    ("orderbatch.faults.crash_matrix", "sam_local_cloud.lambda_service.service"),
-    # What the compat suite and the fuzzer compare the cloud's answers with.
-    ("orderbatch.compat.runner", "sam_local_cloud.lambda_service.runtimes"),
-    ("orderbatch.compat.runner", "sam_local_cloud.http_api"),
-    ("orderbatch.faults.fuzz_verdicts", "sam_local_cloud.error_statuses"),
-    ("orderbatch.commands.docker", "sam_local_cloud.docker_api.sam_env"),
 }
 
 

@@ -19,8 +19,7 @@ import boto3
 import pytest
 
 from sam_local_cloud import DUMMY_CREDENTIALS, FaultPlan, LocalCloudConfig
-from sam_local_cloud.cli import SAM_LOCAL_CLOUD, exposure_warning, main
-from sam_local_cloud.cloud import HEALTH_PATH
+from sam_local_cloud.cli import HEALTH_PATH, SAM_LOCAL_CLOUD, exposure_warning, main
 
 PACKAGE = Path(__file__).resolve().parents[2] / "packages" / "sam-local-cloud"
 # `main` as the console script calls it, in a process of its own: moto's state and the signal handlers

@@ -155,11 +155,12 @@ def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
 def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
     """Drive `quota` warm-up orders through every step at once, so each function has `quota` warm
     environments, as an account in steady state would; init time is reported, not mixed into the batch."""
-    from sam_local_cloud.lambda_service import LambdaApiError
+    from botocore.exceptions import ClientError
 
-    service = cloud.lambda_service
     started = time.monotonic()
     width = settings.quota
+    # Unretried: a 429 leaves that order's state as it was, which warms the next step just as well.
+    lambda_client = cloud.client("lambda", retries={"total_max_attempts": 1}, max_pool_connections=width)
     orders = generate_orders(width, fixture_skus(settings.template), prefix="warmup", seed=1)
     states: list[Any] = [
         {"batch_id": "warmup", "item_index": i, "source_format": "inline", "order": order}
@@ -168,11 +169,11 @@ def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
 
     def call(function: str, event: Any) -> Any:
         try:
-            result = service.invoke(function, json.dumps(event).encode())
-        except LambdaApiError:
+            result = lambda_client.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+        except ClientError:
             return event
-        answer = json.loads(result.payload or b"null")
-        return event if result.function_error or not isinstance(answer, dict) else answer
+        answer = json.loads(result["Payload"].read() or b"null")
+        return event if "FunctionError" in result or not isinstance(answer, dict) else answer
 
     with ThreadPoolExecutor(max_workers=width) as pool:
         for function in (*STEP_FUNCTIONS, COMPENSATION_FUNCTION):

@@ -87,7 +87,7 @@ def parse_tcp(value: str) -> tuple[str, int]:
 def write_env_vars(args: argparse.Namespace) -> None:
     from orderbatch.commands.local import parse_pairs
     from orderbatch.project import default_template
-    from sam_local_cloud.docker_api.sam_env import sam_env_vars
+    from sam_local_cloud.docker_api import sam_env_vars
 
     overrides = parse_pairs(args.parameter_overrides, "--parameter-overrides")
     document = sam_env_vars((args.template or default_template()).resolve(), overrides)

@@ -33,14 +33,13 @@ from botocore.credentials import Credentials
 from orderbatch.compat.manifest import CompatApp, Invocation, ResourceRef
 from orderbatch.compat.sources import SourceUnavailableError, export_app
 from sam_local_cloud import DUMMY_CREDENTIALS
-from sam_local_cloud.lambda_service.runtimes import NOT_INSTALLED
+from sam_local_cloud.cli import API_PATH_PREFIX, HEALTH_PATH, RUNTIME_NOT_INSTALLED
 
 # Apps are run on the quota an AWS account has by default (1,000 concurrent executions), not a new
 # account's 10: a README that reserves concurrency for its functions assumes the default.
 ACCOUNT_CONCURRENCY = 1000
 DEPLOY_TIMEOUT_SECONDS = 300.0  # first use of a runtime builds it (pip install of its requirements)
 RUN_TIMEOUT_SECONDS = 180.0
-HEALTH_PATH = "/_sam_local_cloud/health"
 REGION = "us-east-1"
 
 
@@ -114,7 +113,7 @@ def _failed(
     if refusal is not None and failure.stage == refusal.stage and re.search(refusal.cause, failure.cause):
         cause = f"refused as AWS refuses it: {refusal.why}"
         return AppResult(app.id, deployed, False, "aws-refused", cause, seconds, status)
-    if failure.stage == "deploy" and NOT_INSTALLED in failure.cause:
+    if failure.stage == "deploy" and RUNTIME_NOT_INSTALLED in failure.cause:
         return AppResult(app.id, False, False, "interpreter", failure.cause, seconds, status)
     return AppResult(app.id, deployed, False, failure.stage, failure.cause, seconds, status)
 
@@ -430,8 +429,6 @@ def _not_contained(expected: Any, actual: Any, path: str = "$") -> str | None:
 
 
 def _run_http(app: CompatApp, cloud: _LocalUp, timeout: float) -> str:
-    from sam_local_cloud.http_api import PATH_PREFIX
-
     assert app.http is not None
     stack = cloud.loaded_stack(app)
     api_ids = sorted(
@@ -442,7 +439,7 @@ def _run_http(app: CompatApp, cloud: _LocalUp, timeout: float) -> str:
         api_ids = [app.http.api.lower()]
     if not api_ids:
         raise _AppFailedError("run", "the stack has no API route the local cloud serves")
-    url = f"{cloud.endpoint}{PATH_PREFIX}{api_ids[0]}{app.http.path}"
+    url = f"{cloud.endpoint}{API_PATH_PREFIX}{api_ids[0]}{app.http.path}"
     body = None if app.http.body is None else json.dumps(app.http.body).encode()
     request = AWSRequest(
         method=app.http.method, url=url, data=body, headers={"Content-Type": "application/json"}

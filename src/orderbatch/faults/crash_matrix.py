@@ -20,7 +20,8 @@ For one configuration of the app (as shipped, or a control with a defence switch
    the exactly-once audit passes (no order lost, no effect doubled, nothing left reserved or charged for
    a failed order); every order ID has exactly one outcome that is not a duplicate's; the subject ends
    as it would without the crash. A durable batch still running after ``BATCH_TIMEOUT_SECONDS`` is judged
-   with what the executor held of it then (``durable_stall_view``): what it waits on, and since when.
+   with what the executor held of it then (the Lambda service's ``durable_stall_view``): what it waits
+   on, and since when.
 
 What is crashed (steps, configurations, each case's batch and rule) is ``crash_cases``; what was found,
 and the tables printed, ``crash_results``. This module runs and judges.
@@ -90,7 +91,6 @@ from sam_local_cloud.faults import (
     recorded_calls,
     recorded_invocations,
 )
-from sam_local_cloud.lambda_service.service import LambdaService
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 PARAMETERS = {
@@ -337,7 +337,7 @@ class ConfigurationRun:
                 lambda_client, arn, timeout=BATCH_TIMEOUT_SECONDS, poll_seconds=0.5
             )
         except DurableBatchStillRunningError:
-            self.still_running[batch_id] = durable_stall_view(self.lambda_service, arn)
+            self.still_running[batch_id] = self.lambda_service.durable_stall_view(arn)
             return STILL_RUNNING
         return str(execution["Status"])
 
@@ -446,24 +446,6 @@ class ConfigurationRun:
         if compensated != [Outcome.FAILED.value]:
             problems.append(f"order {case.compensated_order} ended {compensated}, expected its compensation")
         return problems
-
-
-def durable_stall_view(service: LambdaService, execution_arn: str) -> str:
-    """Why a durable execution is still running, as far as the local cloud knows: the executor's view of it
-    (its invocation gate, its invocation in flight and for how long, its failed attempts in a row,
-    ``needs_reinvoke``, the operations it waits on, a chained invoke's target in flight), and the durable
-    invocations throttled at that moment. Never raises: it explains a verdict, it must not replace it."""
-    try:
-        view = service.durable.execution_view(execution_arn).describe()
-    except Exception as error:
-        view = f"none ({type(error).__name__}: {error})"
-    waits = service.durable_slot_waits()
-    if waits:
-        throttled = ", ".join(
-            f"{name} {count} (longest {longest:.0f} s)" for name, (count, longest) in sorted(waits.items())
-        )
-        view += f"; durable invocations throttled now, retrying for a slot: {throttled}"
-    return view
 
 
 # The orchestrator's points that are not checkpoint boundaries; each fires in the first replay.

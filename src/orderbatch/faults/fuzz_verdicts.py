@@ -21,7 +21,7 @@ from orderbatch.faults.fuzz_requests import (
     UNKNOWN_OPERATION,
     FuzzCase,
 )
-from sam_local_cloud.error_statuses import S3_DOCUMENTED_STATUSES
+from sam_local_cloud.aws_limits import S3_DOCUMENTED_STATUSES
 
 # Failure kinds, as the summary counts them.
 DROPPED_CONNECTION = "dropped-connection"

@@ -4,6 +4,10 @@ exports that point the AWS CLI and boto3 at it.
 An app's own command line can be built on the same functions: ``add_up_arguments`` on its parser,
 ``cloud_config_from_args`` with a builder that adds what is its own (seed data, event keys), and
 ``run_up`` with the ``CommandNames`` its messages should carry.
+
+A script that drives ``up`` from outside reads ``HEALTH_PATH`` (200 once deployed), ``API_PATH_PREFIX``
+(``<endpoint>/execute-api/<api id>/...``) and ``RUNTIME_NOT_INSTALLED`` (in the message of a start that
+lacks a function's Python) from here.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+from sam_local_cloud.lambda_service.runtimes import RUNTIME_NOT_INSTALLED as RUNTIME_NOT_INSTALLED
+from sam_local_cloud.served_paths import API_PATH_PREFIX as API_PATH_PREFIX
+from sam_local_cloud.served_paths import HEALTH_PATH as HEALTH_PATH
 from sam_local_cloud.stack.model import DEFAULT_REGION
 from sam_local_cloud.stepfunctions.histories import DEFAULT_MAX_EVENTS_IN_MEMORY
 

@@ -74,12 +74,12 @@ from sam_local_cloud.readiness import (
     still_deploying_answer,
 )
 from sam_local_cloud.runtime_shim import HANDLER_CPU_VARIABLE
+from sam_local_cloud.served_paths import HEALTH_PATH
 from sam_local_cloud.stack import LocalStack, load_stack
 from sam_local_cloud.stepfunctions import HistoryStore, create_moto_app
 from sam_local_cloud.stepfunctions.activities import task_token_resource
 from sam_local_cloud.stepfunctions.mock_config import MockConfig, MockConfigSource, mock_config_path
 
-HEALTH_PATH = "/_sam_local_cloud/health"
 # Added to AWS's answer to a key the local cloud did not issue: the keys LocalCloud.environment() exports.
 UNKNOWN_KEY_HINT = (
     f"local cloud: sign with AWS_ACCESS_KEY_ID={DUMMY_CREDENTIALS['aws_access_key_id']} and "
@@ -93,7 +93,7 @@ METRICS_INTERVAL_SECONDS = 60.0
 LOCAL_FUNCTION_ENVIRONMENT = {"POWERTOOLS_TRACE_DISABLED": "true"}
 
 
-__all__ = ["HEALTH_PATH", "LocalCloud", "LocalCloudConfig"]
+__all__ = ["LocalCloud", "LocalCloudConfig"]
 
 
 class LocalCloud:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from sam_local_cloud.accounts import MOTO_ACCOUNT_ENVIRON_KEY
 from sam_local_cloud.dynamodb import RequestCpu, TableLocks, WriteCounter
+from sam_local_cloud.served_paths import HEALTH_PATH
 
 if TYPE_CHECKING:
     from sam_local_cloud.iam import StackRoles
@@ -50,7 +51,6 @@ _CHECKED_ENVIRON_KEY = "HTTP_" + CHECKED_HEADER.upper().replace("-", "_")
 WRITES_PATH = "/_sam_local_cloud/dynamodb-writes"
 # The tables as deployed and seeded are kept (POST) and put back (PUT) here: the local cloud's reset().
 DEPLOYED_STATE_PATH = "/_sam_local_cloud/dynamodb-deployed-state"
-HEALTH_PATH = "/_sam_local_cloud/health"
 TARGET_PREFIXES = ("DynamoDB_", "DynamoDBStreams_")
 _START_TIMEOUT_SECONDS = 60.0
 _BACKLOG = 128

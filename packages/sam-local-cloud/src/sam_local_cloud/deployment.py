@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from sam_local_cloud.stack import LocalStack, TemplateError
 
 # The role a state machine runs with when IAM is not enforced, in the first cloud's account.
-LOCAL_ROLE_ARN = "arn:aws:iam::123456789012:role/orderbatch-local"
+LOCAL_ROLE_ARN = "arn:aws:iam::123456789012:role/sam-local-cloud-state-machine"
 
 
 def local_role_arn(account_id: str) -> str:

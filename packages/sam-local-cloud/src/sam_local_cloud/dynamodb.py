@@ -286,8 +286,8 @@ def _put_back(backend: Any, before: list[tuple[Any, Any, Any, Any]]) -> None:
 
 # A table's scan order and the version of its key set it was taken at, kept on the table itself: it lives
 # and dies with the table, as the table's own derived state.
-_SCAN_ORDER = "_orderbatch_scan_order"
-_KEY_VERSION = "_orderbatch_key_version"
+_SCAN_ORDER = "_sam_local_cloud_scan_order"
+_KEY_VERSION = "_sam_local_cloud_key_version"
 
 
 def _keys_changed(table: Any) -> None:

@@ -23,9 +23,9 @@ from werkzeug.wrappers import Request, Response
 
 from sam_local_cloud import api_integrations
 from sam_local_cloud.api_integrations import ServiceRoute, StatesCaller
+from sam_local_cloud.served_paths import API_PATH_PREFIX
 from sam_local_cloud.stack import HttpRoute
 
-PATH_PREFIX = "/execute-api/"
 _SIGV4_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request")
 
 
@@ -99,7 +99,7 @@ class HttpApiGateway:
     def url(self, endpoint: str, api_id: str | None = None) -> str:
         # By default the API of the functions' routes (the app's own), else any.
         chosen = api_id or (sorted(self._routes) or self.api_ids)[0]
-        return f"{endpoint.rstrip('/')}{PATH_PREFIX}{chosen}"
+        return f"{endpoint.rstrip('/')}{API_PATH_PREFIX}{chosen}"
 
     def service_routes(self, endpoint: str) -> list[tuple[str, str, str]]:
         """(method, URL, Step Functions action) of every route that calls Step Functions itself."""
@@ -114,7 +114,7 @@ class HttpApiGateway:
 
     @staticmethod
     def handles(path: str) -> bool:
-        return path.startswith(PATH_PREFIX)
+        return path.startswith(API_PATH_PREFIX)
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
@@ -122,7 +122,7 @@ class HttpApiGateway:
         return response(environ, start_response)
 
     def _respond(self, request: Request) -> Response:
-        api_id, _, path = request.path[len(PATH_PREFIX) :].partition("/")
+        api_id, _, path = request.path[len(API_PATH_PREFIX) :].partition("/")
         path = "/" + path
         service_answer = self._answer_service_route(request, api_id, path)
         if service_answer is not None:

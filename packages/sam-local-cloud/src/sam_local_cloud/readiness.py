@@ -9,7 +9,7 @@ from typing import Any
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 
 # The deployment's own calls carry this key: they are the only ones served before the template is deployed.
-DEPLOYER_CREDENTIALS = {"aws_access_key_id": "orderbatch-deployer", "aws_secret_access_key": "deployer"}
+DEPLOYER_CREDENTIALS = {"aws_access_key_id": "sam-local-cloud-deployer", "aws_secret_access_key": "deployer"}
 
 
 def health_answer(deployed: bool, start_response: Any) -> list[bytes]:

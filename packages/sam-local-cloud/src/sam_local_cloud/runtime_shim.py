@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-FAULT_EVENT_KEY = "__orderbatch_fault__"
+FAULT_EVENT_KEY = "__sam_local_cloud_fault__"
 # Keys of the directive besides ``kind`` (the kind's name, as in ``DIRECTIVES``).
 RECORD_CALLS_FLAG = "record_calls"  # also log the AWS calls, whatever the kind
 ONCE_MARKER = "once_marker"
@@ -69,8 +69,8 @@ PLAIN_POINTS = frozenset({BEFORE_BODY, BEFORE_RESPONSE, RESPONSE_LOST, *CHECKPOI
 CHECKPOINT_OPERATION = "CheckpointDurableExecution"
 CHECKPOINT_UPDATES = "checkpoint"  # a recorded call's key: the "<Id>:<Action>" of each update it carries
 # Keys of the JSON lines written to the environment's log.
-CALL_LOG_KEY = "orderbatch_aws_call"
-CRASH_LOG_KEY = "orderbatch_crash"
+CALL_LOG_KEY = "sam_local_cloud_aws_call"
+CRASH_LOG_KEY = "sam_local_cloud_crash"
 # Powertools idempotency's DynamoDB record: its INPROGRESS status and in-progress expiry attribute.
 POWERTOOLS_IN_PROGRESS = "INPROGRESS"
 POWERTOOLS_IN_PROGRESS_EXPIRY = "in_progress_expiration"
@@ -254,7 +254,7 @@ def _observe_aws_calls() -> None:
     from botocore.client import BaseClient
 
     original = BaseClient._make_api_call  # type: ignore[attr-defined]
-    if getattr(original, "_orderbatch_observed", False):
+    if getattr(original, "_sam_local_cloud_observed", False):
         return
 
     def make_api_call(client: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
@@ -279,7 +279,7 @@ def _observe_aws_calls() -> None:
             time.sleep(invocation.overrun_seconds)
         return result
 
-    make_api_call._orderbatch_observed = True  # type: ignore[attr-defined]
+    make_api_call._sam_local_cloud_observed = True  # type: ignore[attr-defined]
     BaseClient._make_api_call = make_api_call  # type: ignore[attr-defined]
 
 

@@ -8,6 +8,7 @@ function: the Runtime Interface Emulator and the function's Python runtime, on t
 """
 
 from sam_local_cloud.docker_api.execution import ExecutionEnvironments
+from sam_local_cloud.docker_api.sam_env import sam_env_vars
 from sam_local_cloud.docker_api.server import Call, DockerApi, DockerApiServer
 
-__all__ = ["Call", "DockerApi", "DockerApiServer", "ExecutionEnvironments"]
+__all__ = ["Call", "DockerApi", "DockerApiServer", "ExecutionEnvironments", "sam_env_vars"]

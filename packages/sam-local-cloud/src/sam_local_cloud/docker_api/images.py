@@ -32,7 +32,7 @@ from typing import IO, Any
 
 from sam_local_cloud.docker_api.errors import ApiError, bad_request, conflict, not_found
 
-LAMBDA_RUNTIME_LABEL = "org.orderbatch.lambda-runtime"
+LAMBDA_RUNTIME_LABEL = "org.sam-local-cloud.lambda-runtime"
 ONLY_PYTHON = "the local execution environments run Python Lambda runtimes only, each on the Python it names"
 IMAGE_FUNCTIONS_REFUSED = (
     "PackageType Image functions cannot run here: a container runs as a local Python Lambda execution "
@@ -227,7 +227,7 @@ class ImageStore:
     def _add_base(self, tag: str, runtime: str) -> Image:
         repository, _ = split_reference(tag)
         image = Image(
-            id=_digest(f"orderbatch lambda base {tag}"),
+            id=_digest(f"sam-local-cloud lambda base {tag}"),
             tags=[tag],
             runtime=runtime,
             config=_emulator_config() if runtime == DURABLE_EMULATOR_RUNTIME else _base_config(runtime),
@@ -240,7 +240,7 @@ class ImageStore:
 
     @staticmethod
     def registry_digest(reference: str) -> str:
-        return _digest(f"orderbatch registry {normalise(reference)}")
+        return _digest(f"sam-local-cloud registry {normalise(reference)}")
 
     def distribution(self, reference: str) -> dict[str, Any]:
         """``GET /distribution/{name}/json``: what the registry would say, for the images present here."""
@@ -351,7 +351,7 @@ class ImageStore:
             if not instructions or instructions[0][0] != "FROM":
                 raise BuildRefusedError("the Dockerfile must start with FROM")
             parent = self._from(instructions[0][1])
-            image_id = _digest(f"orderbatch build {uuid.uuid4()}")
+            image_id = _digest(f"sam-local-cloud build {uuid.uuid4()}")
             rootfs = self.root / "images" / image_id[7:19]
             if parent.rootfs is not None:
                 shutil.copytree(parent.rootfs, rootfs, symlinks=True)

@@ -29,7 +29,7 @@ class Networks:
     def _add(self, name: str, driver: str) -> dict[str, Any]:
         network: dict[str, Any] = {
             "Name": name,
-            "Id": hashlib.sha256(f"orderbatch network {name}".encode()).hexdigest(),
+            "Id": hashlib.sha256(f"sam-local-cloud network {name}".encode()).hexdigest(),
             "Created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "Scope": "local",
             "Driver": driver,

@@ -431,12 +431,15 @@ def _unknown_message(runtime: str, names: list[str], *, python: bool) -> str:
     )
 
 
-# How a deploy says this machine lacks a runtime's interpreter (what `orderbatch compat` sets apart).
-NOT_INSTALLED = "is not installed (not on PATH, not in pyenv)"
+# How a deploy says this machine lacks a runtime's interpreter (what a tool driving `up` sets apart).
+RUNTIME_NOT_INSTALLED = "is not installed (not on PATH, not in pyenv)"
 
 
 def _missing_message(missing: Mapping[str, list[str]]) -> str:
-    lines = [f"{runtime} {NOT_INSTALLED}; needed by {', '.join(names)}" for runtime, names in missing.items()]
+    lines = [
+        f"{runtime} {RUNTIME_NOT_INSTALLED}; needed by {', '.join(names)}"
+        for runtime, names in missing.items()
+    ]
     return (
         "; ".join(lines)
         + ". Install it (for example `pyenv install "

@@ -488,6 +488,25 @@ class LambdaService:
                 waits[name] = (count + 1, max(longest, now - since))
         return waits
 
+    def durable_stall_view(self, execution_arn: str) -> str:
+        """Why a durable execution is still running, as far as this service knows: the executor's view of
+        it (its invocation gate, its invocation in flight and for how long, its failed attempts in a row,
+        ``needs_reinvoke``, the operations it waits on, a chained invoke's target in flight), and the
+        durable invocations throttled at that moment. Never raises: it explains a verdict, it must not
+        replace it."""
+        try:
+            view = self.durable.execution_view(execution_arn).describe()
+        except Exception as error:
+            view = f"none ({type(error).__name__}: {error})"
+        waits = self.durable_slot_waits()
+        if waits:
+            throttled = ", ".join(
+                f"{name} {count} (longest {longest:.0f} s)"
+                for name, (count, longest) in sorted(waits.items())
+            )
+            view += f"; durable invocations throttled now, retrying for a slot: {throttled}"
+        return view
+
     # -- asynchronous invocations --------------------------------------------------------------
 
     def _start_async(self, spec: FunctionSpec, payload: bytes, request_id: str) -> None:
