@@ -72,15 +72,7 @@ LOCAL_CLOUD_PUBLIC = {
 }
 # The app's tools that measure or check the engine itself, and what of its inside each reads.
 LOCAL_CLOUD_INSIDE_READ_BY = {
-    # moto's parser checks each recorded definition as the cloud's CreateStateMachine would.
-    ("orderbatch.conformance.runner", "sam_local_cloud.moto_seam.installers"),
-    ("orderbatch.conformance.runner", "sam_local_cloud.moto_seam.stepfunctions"),
-    ("orderbatch.conformance.runner", "sam_local_cloud.deployment"),
-    # The data plane's DynamoDB app measured in-process, without a cloud around it.
-    ("orderbatch.bench.dynamodb_requests", "sam_local_cloud.dynamodb_service"),
-    ("orderbatch.bench.dynamodb_requests", "sam_local_cloud.moto_seam.installers"),
-    ("orderbatch.bench.dynamodb_requests", "sam_local_cloud.moto_seam.services"),
-    # moto's interpreter without the cloud's patches: the engine probe's yardstick.
+    # moto's interpreter without the cloud's patches: the engine probe's yardstick, in a process of its own.
     ("orderbatch.bench.engine", "sam_local_cloud.stepfunctions"),
 }
 

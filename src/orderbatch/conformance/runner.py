@@ -283,26 +283,6 @@ def _shifted_to_run_time(text: str) -> str:
     return _ISO_TIMESTAMP.sub(shift, text)
 
 
-def moto_definition_check(definition: str) -> str | None:
-    """Why CreateStateMachine on the local cloud would reject ``definition``, or None if it accepts it.
-
-    One rejected definition must not stop the template from deploying the others, so each is put to
-    moto's own parser first, with the local cloud's interpreter patches applied as they are when it runs.
-    """
-    from sam_local_cloud.moto_seam.installers import install_step_functions
-    from sam_local_cloud.moto_seam.stepfunctions import StepFunctionsParserBackend
-
-    install_step_functions()
-    # The parser logs a warning per definition for fields it ignores; the local cloud silences moto too.
-    logging.getLogger("moto").setLevel(logging.CRITICAL)
-    try:
-        StepFunctionsParserBackend._validate_definition(definition)
-    except Exception as error:
-        message = str(getattr(error, "message", "") or error)
-        return f"CreateStateMachine rejected the definition: {message.splitlines()[0][:160]}"
-    return None
-
-
 # ------------------------------------------------------------------------------------------ running
 def run_cases(
     cases: list[Case],
@@ -312,10 +292,12 @@ def run_cases(
     on_result: Callable[[CaseResult], None] | None = None,
 ) -> RunReport:
     """Deploy ``cases`` on a fresh local cloud, run them, and compare each with its recording."""
+    from sam_local_cloud.stack import definition_refusal
+
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="orderbatch-conformance-") as scratch:
         work_dir = Path(scratch)
-        deployment = build_template(cases, work_dir, moto_definition_check)
+        deployment = build_template(cases, work_dir, definition_refusal)
         with _local_cloud(deployment.template, work_dir) as cloud:
             _put_objects(cloud, cases)
             stepfunctions = cloud.client(
@@ -452,7 +434,7 @@ def comparable(outcome: Outcome, case: Case | None = None) -> Outcome:
             value = apply_snapshot_transformers(value, field, regex, case.jsonpath_transformers)
         return canonical(value, field)
 
-    from sam_local_cloud.deployment import LOCAL_ROLE_ARN
+    from sam_local_cloud.stack import LOCAL_ROLE_ARN
 
     # The recordings' state machines ran as a role that LocalStack's fixtures always name "snf_role_arn"
     # (some tests add the transformer themselves, the others through their fixtures); locally they run as

@@ -15,17 +15,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from sam_local_cloud.stack import LocalStack, TemplateError
-
-# The role a state machine runs with when IAM is not enforced, in the first cloud's account.
-LOCAL_ROLE_ARN = "arn:aws:iam::123456789012:role/sam-local-cloud-state-machine"
-
-
-def local_role_arn(account_id: str) -> str:
-    """The role a state machine of ``account_id`` runs with when IAM is not enforced: in its own account,
-    as the interpreter finds a Task's cloud by its role's account."""
-    return LOCAL_ROLE_ARN.replace(":123456789012:", f":{account_id}:")
-
+from sam_local_cloud.stack import LOCAL_ROLE_ARN as LOCAL_ROLE_ARN
+from sam_local_cloud.stack import LocalStack, TemplateError, local_role_arn
 
 ClientFactory = Callable[[str], Any]
 DefinitionTransform = Callable[[str, Any], Any]

@@ -20,13 +20,20 @@ from sam_local_cloud.stack.model import (
     TemplateError,
 )
 from sam_local_cloud.stack.nested import stack_return_values
-from sam_local_cloud.stack.state_machines import logging_configuration, substitute_definition
+from sam_local_cloud.stack.state_machines import (
+    LOCAL_ROLE_ARN,
+    definition_refusal,
+    local_role_arn,
+    logging_configuration,
+    substitute_definition,
+)
 from sam_local_cloud.stack.template import apply_conditions, load_stack, physical_ids
 
 __all__ = [
     "DEFAULT_ACCOUNT_ID",
     "DEFAULT_REGION",
     "DEFAULT_STACK_NAME",
+    "LOCAL_ROLE_ARN",
     "EventRuleSpec",
     "HttpRoute",
     "LocalStack",
@@ -36,7 +43,9 @@ __all__ = [
     "TableSpec",
     "TemplateError",
     "apply_conditions",
+    "definition_refusal",
     "load_stack",
+    "local_role_arn",
     "logging_configuration",
     "physical_ids",
     "stack_return_values",

@@ -13,6 +13,38 @@ import yaml
 from sam_local_cloud.stack.model import LocalStack, StateMachineSpec, TemplateError
 from sam_local_cloud.stack.yaml_text import safe_load
 
+# The role a state machine runs with when IAM is not enforced, in the first cloud's account.
+LOCAL_ROLE_ARN = "arn:aws:iam::123456789012:role/sam-local-cloud-state-machine"
+
+
+def local_role_arn(account_id: str) -> str:
+    """The role a state machine of ``account_id`` runs with when IAM is not enforced: in its own account,
+    as the interpreter finds a Task's cloud by its role's account."""
+    return LOCAL_ROLE_ARN.replace(":123456789012:", f":{account_id}:")
+
+
+def definition_refusal(definition: str) -> str | None:
+    """Why the local cloud's CreateStateMachine would refuse ``definition`` (an ASL document as text), or
+    None if it takes it: moto's parser with the cloud's interpreter patches, as a deploy puts it to them.
+
+    For a tool that deploys many definitions at once (one refused would stop the whole deploy) or checks
+    them before a deploy; it loads moto's Step Functions in this process.
+    """
+    import logging
+
+    from sam_local_cloud.moto_seam.installers import install_step_functions
+    from sam_local_cloud.moto_seam.stepfunctions import StepFunctionsParserBackend
+
+    install_step_functions()
+    # The parser logs a warning per definition for fields it ignores; the local cloud silences moto too.
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
+    try:
+        StepFunctionsParserBackend._validate_definition(definition)
+    except Exception as error:
+        message = str(getattr(error, "message", "") or error)
+        return f"CreateStateMachine rejected the definition: {message.splitlines()[0][:160]}"
+    return None
+
 
 def as_serverless_machine(props: Mapping[str, Any]) -> dict[str, Any]:
     """An AWS::StepFunctions::StateMachine's properties under the names AWS::Serverless::StateMachine uses."""

@@ -5,7 +5,7 @@ a transaction reserving stock, the idempotency record's update, a consistent rea
 a WSGI call, first to moto's app, then to DynamoDBApp on fresh backends, and reports the CPU time per
 request of each and their ratio. Every answer must be a 200, so both apps did the same work.
 
-    python -m orderbatch.bench.dynamodb_requests --rounds 300
+    python -m sam_local_cloud.dynamodb_bench --rounds 300
 
 ``--read-sizes 1000 10000`` also measures what reads cost as the table grows: a Query of one partition
 (two items) and a page of a Scan (100 items), each on tables of those sizes. AWS's cost is in proportion
