@@ -13,7 +13,6 @@ import io
 import itertools
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -29,7 +28,10 @@ from sam_local_cloud.stepfunctions import distributed_map as data_plane
 
 pytestmark = pytest.mark.e2e
 
-TEMPLATE = Path(__file__).resolve().parent / "distributed_map_fixture" / "template.yaml"
+# The fixture is the local cloud's own (its definition support tests deploy it too).
+TEMPLATE = (
+    PROJECT_ROOT / "packages" / "sam-local-cloud" / "tests" / "distributed_map_fixture" / "template.yaml"
+)
 BUCKET = "map-items"
 ORDERS = [{"order_id": f"o-{n}", "quantity": n} for n in range(1, 6)]
 _names = itertools.count()

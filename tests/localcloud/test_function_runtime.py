@@ -26,6 +26,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
+from served_lambda import FIXTURE_FUNCTIONS
 
 from sam_local_cloud import DUMMY_CREDENTIALS
 from sam_local_cloud.lambda_service import FunctionSpec
@@ -46,7 +47,6 @@ pytestmark = pytest.mark.e2e
 
 Serve = Callable[..., Any]
 FUNCTIONS = Path(__file__).resolve().parent / "runtime_functions"
-PROBE_FUNCTIONS = Path(__file__).resolve().parent / "fixture_functions"
 LAYERS = Path(__file__).resolve().parent / "runtime_layers"
 PUBLISHED_LAYER = "arn:aws:lambda:us-east-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-x86_64:7"
 BOTO3_PIN = next(pin for pin in BASE_PACKAGES if pin.startswith("boto3==")).partition("==")[2]
@@ -552,7 +552,7 @@ def _sleeper_template(folder: Path, runs: Path) -> Path:
         "    Properties:\n"
         "      FunctionName: Sleeper\n"
         "      Runtime: python3.12\n"
-        f"      CodeUri: {PROBE_FUNCTIONS}\n"
+        f"      CodeUri: {FIXTURE_FUNCTIONS}\n"
         "      Handler: probe.handler\n"
         "      Timeout: 120\n"
         "      Environment:\n"

@@ -1,8 +1,9 @@
 """IAM in the local cloud: roles built from the template's policies, checked on every call they sign.
 
 The app's own template must run its whole flow with IAM on; a copy missing one permission must fail with
-exactly the AccessDeniedException AWS gives. A small template of its own (iam_fixture/) covers a function
-with no policy, one that may only read, and a state machine whose role may not invoke its function.
+exactly the AccessDeniedException AWS gives. A small template (the local cloud's own tests',
+packages/sam-local-cloud/tests/iam_fixture/) covers a function with no policy, one that may only read, and
+a state machine whose role may not invoke its function.
 Every cloud here runs alone (moto's state is per process), so each test starts its own.
 """
 
@@ -37,7 +38,8 @@ from sam_local_cloud.iam import (
 from sam_local_cloud.stack import load_stack
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
-PROBE_TEMPLATE = Path(__file__).resolve().parent / "iam_fixture" / "template.yaml"
+# The probe template is the local cloud's own (its IAM resolution tests use it too).
+PROBE_TEMPLATE = PROJECT_ROOT / "packages" / "sam-local-cloud" / "tests" / "iam_fixture" / "template.yaml"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 TABLE_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/orderbatch-{{}}"

@@ -21,6 +21,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from served_lambda import FIXTURE_FUNCTIONS
 
 from orderbatch.app_batches import audit_local_batch, local_cloud_config
 from orderbatch.bench.history import read_history
@@ -147,7 +148,7 @@ def test_a_forked_runtime_runs_the_handler_as_lambda_would_and_dies_with_its_env
 def test_forked_runtimes_read_the_sdk_data_their_server_parsed_and_fresh_ones_parse_their_own(
     serve_lambda: Serve, fork_runtimes: bool
 ) -> None:
-    sdk_probe = FunctionSpec("Sdk", "sdk_probe.handler", Path(__file__).parent / "fixture_functions")
+    sdk_probe = FunctionSpec("Sdk", "sdk_probe.handler", FIXTURE_FUNCTIONS)
     served = serve_lambda([sdk_probe], fork_runtimes=fork_runtimes)
 
     answer = json.loads(served.service.invoke("Sdk", b"{}").payload)

@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 from werkzeug.test import EnvironBuilder
 
 from orderbatch.commands.local import exposure_warning
+from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, LocalCloudConfig
 from sam_local_cloud.docker_api.server import DockerApiServer
 from sam_local_cloud.iam.signatures import (
@@ -37,7 +38,8 @@ from sam_local_cloud.iam.signatures import (
     SignatureVerifier,
 )
 
-PROBE_TEMPLATE = Path(__file__).resolve().parent / "iam_fixture" / "template.yaml"
+# The probe template is the local cloud's own (its IAM resolution tests use it too).
+PROBE_TEMPLATE = PROJECT_ROOT / "packages" / "sam-local-cloud" / "tests" / "iam_fixture" / "template.yaml"
 REGION = "us-east-1"
 HOST = "127.0.0.1:4566"
 KEYS = {"testing": "testing"}

@@ -1,9 +1,8 @@
 """What ``Ref`` and ``Fn::GetAtt`` return for each resource the local cloud deploys: one table per type.
 
 Each type lists the attributes CloudFormation documents for it (the resource reference's "Return values",
-the same list as the type's registry schema, which ``tests/localcloud/test_return_values.py`` compares it
-with) and computes the ones that follow from the local physical name. An attribute that is a property's
-value (``!GetAtt Queue.VisibilityTimeout``) is read from the property. A ``Fn::GetAtt`` of an attribute
+the same list as the read-only properties of the type's registry schema) and computes the ones that follow
+from the local physical name. An attribute that is a property's value (``!GetAtt Queue.VisibilityTimeout``) is read from the property. A ``Fn::GetAtt`` of an attribute
 the type does not document fails the template with CloudFormation's message instead of resolving to
 whatever SAM CLI's resolver falls back to (for ``Arn``, a Lambda function ARN).
 """

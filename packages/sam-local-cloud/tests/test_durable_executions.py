@@ -22,7 +22,7 @@ from sam_local_cloud.stack.template import load_stack
 
 DURABLE_FUNCTIONS = Path(__file__).resolve().parent / "durable_functions"
 DURABLE = {"ExecutionTimeout": 120}
-# The conftest fixture serve_lambda returns its ServedLambda (service, endpoint, client()).
+# The fixture serve_lambda (served_lambda.py) returns its ServedLambda (service, endpoint, client()).
 ServedLambda = Any
 
 
