@@ -2,9 +2,10 @@
 
 Each type lists the attributes CloudFormation documents for it (the resource reference's "Return values",
 the same list as the read-only properties of the type's registry schema) and computes the ones that follow
-from the local physical name. An attribute that is a property's value (``!GetAtt Queue.VisibilityTimeout``) is read from the property. A ``Fn::GetAtt`` of an attribute
-the type does not document fails the template with CloudFormation's message instead of resolving to
-whatever SAM CLI's resolver falls back to (for ``Arn``, a Lambda function ARN).
+from the local physical name. An attribute that is a property's value (``!GetAtt Queue.VisibilityTimeout``)
+is read from the property. A ``Fn::GetAtt`` of an attribute the type does not document fails the template
+with CloudFormation's message instead of resolving to whatever SAM CLI's resolver falls back to (for
+``Arn``, a Lambda function ARN).
 """
 
 from __future__ import annotations
