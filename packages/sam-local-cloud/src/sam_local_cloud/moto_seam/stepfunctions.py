@@ -211,7 +211,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_map.max_concurrenc
     MaxConcurrencyJSONata as MaxConcurrencyJSONata,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval import (
-    resource_eval_s3 as result_writer_resource_eval_s3,  # noqa: F401 - two modules of one name
+    resource_eval_s3 as _result_writer_resource_eval_s3,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.result_writer_decl import (
     ResultWriter as ResultWriter,
@@ -422,3 +422,7 @@ from moto.stepfunctions.parser.models import StepFunctionsParserBackend as StepF
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends as stepfunctions_parser_backends
 from moto.stepfunctions.responses import StepFunctionResponse as StepFunctionResponse
 from moto.utilities.collections import select_from_typed_dict as select_from_typed_dict
+
+# Two of moto's modules are named resource_eval_s3 (ItemReader's and ResultWriter's): this one under a name
+# of its own, bound here so that it is one of the seam's names.
+result_writer_resource_eval_s3 = _result_writer_resource_eval_s3

@@ -14,11 +14,11 @@ import pkgutil
 import threading
 from typing import Any
 
+from sam_local_cloud.aws_limits import INLINE_MAP_CONCURRENCY_LIMIT
 from sam_local_cloud.moto_seam import hooks
 from sam_local_cloud.stepfunctions.distributed_map import RESULTS_PER_FILE
 from sam_local_cloud.stepfunctions.express import EXPRESS_MAX_DURATION_SECONDS
 from sam_local_cloud.stepfunctions.histories import DEFAULT_MAX_EVENTS_IN_MEMORY, HistoryStore
-from sam_local_cloud.stepfunctions.map_state import INLINE_MAP_CONCURRENCY_LIMIT
 
 __all__ = [
     "DEFAULT_MAX_EVENTS_IN_MEMORY",

@@ -539,7 +539,7 @@ def write_results(
 ) -> str:
     """Writes the result files and the manifest AWS writes; returns the manifest's key."""
     bucket = parameters["Bucket"]
-    prefix = parameters.get("Prefix", "")
+    prefix = str(parameters.get("Prefix", ""))
     if prefix and not prefix.endswith("/"):
         prefix += "/"
     folder = prefix + map_run_arn.split(":")[-1] + "/"

@@ -248,7 +248,7 @@ def _worker_class() -> type:
 
         def _execution_logic(self) -> None:
             try:
-                super()._execution_logic()
+                super()._execution_logic()  # type: ignore[no-untyped-call]  # moto's, unannotated
             except Exception as error:  # the interpreter broke before the program could end
                 execution: Any = getattr(self._execution_communication, "execution", None)
                 if execution is not None:

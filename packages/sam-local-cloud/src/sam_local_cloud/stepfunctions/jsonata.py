@@ -57,7 +57,7 @@ _SIGNATURE_ERRORS = frozenset({"T0410", "T0411", "T0412"})
 _CAUSE_PREFIX = "An error occurred while executing the state "
 
 
-class StepFunctionsFunctionError(JException):
+class StepFunctionsFunctionError(JException):  # type: ignore[misc]  # jsonata ships no types
     """A Step Functions function refused its arguments.
 
     AWS documents no error codes for its own functions (JSONata's own errors carry one, as ``T0410``), so
@@ -159,7 +159,7 @@ def _array(items: list[Any]) -> Any:
     return array
 
 
-class _Native(Jsonata.JFunctionCallable):
+class _Native(Jsonata.JFunctionCallable):  # type: ignore[misc]  # jsonata ships no types
     """A Python function callable from JSONata, refusing a wrong number of arguments."""
 
     def __init__(self, name: str, implementation: Callable[..., Any]) -> None:
