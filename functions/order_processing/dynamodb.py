@@ -1,8 +1,9 @@
-"""What the stores share: a lazily created DynamoDB client and the reading of conditional failures."""
+"""What the stores share: a lazily created DynamoDB client, transactions and their conditional failures."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,21 @@ class DynamoDBStore:
 
     def unique_suffix(self, key: str) -> str:
         return key if self.keyed else f"{key}-{uuid.uuid4().hex[:12]}"
+
+    def transact_unless_conditions_fail(
+        self, actions: Sequence[TransactWriteItemTypeDef]
+    ) -> list[dict[str, Any]] | None:
+        """Write ``actions`` in one transaction: None when it landed, its cancellation reasons (one per
+        action) when the actions' own conditions stopped it; any other failure (a conflict, a throttle)
+        is raised."""
+        try:
+            self.client.transact_write_items(TransactItems=actions)
+        except ClientError as error:
+            reasons = cancellation_reasons(error)
+            if not only_condition_failures(reasons):
+                raise
+            return reasons
+        return None
 
 
 def order_open_check(orders_table_name: str, order_id: str) -> TransactWriteItemTypeDef:

@@ -7,16 +7,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
 from order_processing.dynamodb import (
     CONDITIONAL_CHECK_FAILED,
     ClosedOrder,
     DynamoDBStore,
-    cancellation_reasons,
     now_iso,
     number_value,
-    only_condition_failures,
     order_open_check,
     string_value,
 )
@@ -93,12 +89,8 @@ class InventoryStore(DynamoDBStore):
             actions.append(self._take_stock(line))
         if self.orders_table_name is not None:
             actions.append(order_open_check(self.orders_table_name, order_id))
-        try:
-            self.client.transact_write_items(TransactItems=actions)
-        except ClientError as error:
-            reasons = cancellation_reasons(error)
-            if not only_condition_failures(reasons):
-                raise
+        reasons = self.transact_unless_conditions_fail(actions)
+        if reasons is not None:
             return self._explain(order_id, reasons, lines)
         return ReserveResult(ReserveVerdict.RESERVED)
 
@@ -111,19 +103,14 @@ class InventoryStore(DynamoDBStore):
             ]
             if not reserved:
                 return released
-            try:
-                for start in range(0, len(reserved), LINES_PER_RELEASE):
-                    chunk = reserved[start : start + LINES_PER_RELEASE]
-                    self.client.transact_write_items(
-                        TransactItems=[action for row in chunk for action in self._release_actions(row)]
-                    )
-                    released += len(chunk)
-            except ClientError as error:
-                # Another compensation released some lines first: read again and release the rest.
-                if not only_condition_failures(cancellation_reasons(error)):
-                    raise
-                continue
-            return released
+            for start in range(0, len(reserved), LINES_PER_RELEASE):
+                chunk = reserved[start : start + LINES_PER_RELEASE]
+                actions = [action for row in chunk for action in self._release_actions(row)]
+                if self.transact_unless_conditions_fail(actions) is not None:
+                    break  # another compensation released some lines first: read again, release the rest
+                released += len(chunk)
+            else:
+                return released
         raise ReleaseRaceError(f"reservations of order {order_id} kept changing during release")
 
     def reservations(self, order_id: str) -> list[dict[str, Any]]:

@@ -7,15 +7,11 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
 from order_processing.dynamodb import (
     CONDITIONAL_CHECK_FAILED,
     ClosedOrder,
     DynamoDBStore,
-    cancellation_reasons,
     now_iso,
-    only_condition_failures,
     order_open_check,
     string_value,
 )
@@ -106,16 +102,12 @@ class PaymentLedger(DynamoDBStore):
             {"Put": put},  # type: ignore[typeddict-item]
             order_open_check(self.orders_table_name, order_id),
         ]
-        try:
-            self.client.transact_write_items(TransactItems=actions)
-        except ClientError as error:
-            reasons = cancellation_reasons(error)
-            if not only_condition_failures(reasons):
-                raise
-            if reasons[1].get("Code") == CONDITIONAL_CHECK_FAILED:
-                return ChargeResult(ChargeVerdict.ORDER_CLOSED, ClosedOrder.from_reason(order_id, reasons[1]))
-            return ChargeResult(ChargeVerdict.ALREADY_CHARGED)
-        return ChargeResult(ChargeVerdict.CHARGED)
+        reasons = self.transact_unless_conditions_fail(actions)
+        if reasons is None:
+            return ChargeResult(ChargeVerdict.CHARGED)
+        if reasons[1].get("Code") == CONDITIONAL_CHECK_FAILED:
+            return ChargeResult(ChargeVerdict.ORDER_CLOSED, ClosedOrder.from_reason(order_id, reasons[1]))
+        return ChargeResult(ChargeVerdict.ALREADY_CHARGED)
 
     def refund(self, order_id: str, batch_id: str) -> list[LedgerEntry]:
         """Refund every CHARGED charge of the order that has no refund yet; returns the refunds written."""
@@ -127,15 +119,9 @@ class PaymentLedger(DynamoDBStore):
             if charge.kind is not EntryKind.CHARGE or charge.status != EntryStatus.CHARGED:
                 continue
             refund_id = self.unique_suffix(REFUND_ENTRY)
-            try:
-                self.client.transact_write_items(
-                    TransactItems=self._refund_actions(charge, refund_id, batch_id)
-                )
-            except ClientError as error:
-                # A concurrent compensation refunded it first.
-                if not only_condition_failures(cancellation_reasons(error)):
-                    raise
-                continue
+            actions = self._refund_actions(charge, refund_id, batch_id)
+            if self.transact_unless_conditions_fail(actions) is not None:
+                continue  # a concurrent compensation refunded it first
             refunds.append(
                 LedgerEntry(order_id, refund_id, EntryKind.REFUND, charge.amount, charge.currency, None)
             )

@@ -24,6 +24,7 @@ from orderbatch.app_batches import fixture_skus, generate_orders, local_cloud_co
 from orderbatch.bench.runner import (
     Progress,
     _warm_up,
+    batch_outcome,
     failure_errors_of,
     scenario_deadline,
     scenario_shape,
@@ -33,7 +34,6 @@ from orderbatch.capacity.model import UnitPrices
 from orderbatch.capacity.retriers import with_docs_retrier, without_second_pass
 from orderbatch.capacity.scenario import BenchSettings, Scenario
 from orderbatch.plan.durable import DurableModel, durable_cost
-from sam_local_cloud.aws_limits import THROTTLE_ERROR
 
 DURABLE_FUNCTION = "DurableOrderBatchFunction"
 TASK_FUNCTIONS = (*ORDER_STEP_FUNCTIONS, COMPENSATION_FUNCTION)
@@ -125,11 +125,7 @@ def run_durable_scenario(
 def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
     """One batch of a repeated durable run: its end, and the orders throttling alone failed."""
     return {
-        "batch": number,
-        "status": measured["status"],
-        "wall_seconds": round(measured["wall_seconds"], 1),
-        "failed": sum(measured["failure_errors"].values()),
-        "failed_by_throttling": measured["failure_errors"].get(THROTTLE_ERROR, 0),
+        **batch_outcome(number, measured),
         "second_pass": (measured["result"] or {}).get("second_pass"),
         "longest_throttle_streak": None,
         "final_records": dict(measured["final_records"]),

@@ -11,24 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from orderbatch.reports import (
-    Bars,
-    BarsPanel,
-    Cell,
-    Chart,
-    Column,
-    Line,
-    Mark,
-    Notes,
-    Page,
-    Reference,
-    Section,
-    Span,
-    Table,
-    TimePanel,
-    comparison_chart,
-    timeline_chart,
-)
+from orderbatch import reports
 
 COLUMNS = (
     ("scenario", 24),
@@ -365,45 +348,45 @@ def write_json(document: dict[str, Any], path: Path) -> None:
 # ------------------------------------------------------------------------------------------- the page
 
 SUMMARY_COLUMNS = (
-    Column("scenario", numeric=False),
-    Column("makespan s", explanation="ExecutionStarted to the execution's end, from its history"),
-    Column("bound s", explanation="max(N.k.d / capacity available, k.d): no policy finishes sooner"),
-    Column("ratio", explanation="makespan / bound; below 1: orders failed before doing their work"),
-    Column("ok / fail / lost", explanation="orders succeeded / failed / with no outcome at all"),
-    Column("doubled", explanation="orders charged or decremented more than once"),
-    Column("calls / ord", explanation="Lambda invocation attempts per order, 429s included"),
-    Column("429 / ord", explanation="throttled invocations (HTTP 429) per order"),
-    Column("trans / ord", explanation="billed state transitions per order, retries included"),
-    Column("WRU / ord", explanation="DynamoDB write request units per order"),
-    Column("$/M std", explanation="modelled dollars per million orders, Standard workflow"),
-    Column("$/M expr", explanation="modelled dollars per million orders, Express children"),
-    Column("$/M durable", explanation="modelled dollars per million orders, durable function"),
-    Column("tasks / s", explanation="Lambda invocations / makespan"),
-    Column(
+    reports.Column("scenario", numeric=False),
+    reports.Column("makespan s", explanation="ExecutionStarted to the execution's end, from its history"),
+    reports.Column("bound s", explanation="max(N.k.d / capacity available, k.d): no policy finishes sooner"),
+    reports.Column("ratio", explanation="makespan / bound; below 1: orders failed before doing their work"),
+    reports.Column("ok / fail / lost", explanation="orders succeeded / failed / with no outcome at all"),
+    reports.Column("doubled", explanation="orders charged or decremented more than once"),
+    reports.Column("calls / ord", explanation="Lambda invocation attempts per order, 429s included"),
+    reports.Column("429 / ord", explanation="throttled invocations (HTTP 429) per order"),
+    reports.Column("trans / ord", explanation="billed state transitions per order, retries included"),
+    reports.Column("WRU / ord", explanation="DynamoDB write request units per order"),
+    reports.Column("$/M std", explanation="modelled dollars per million orders, Standard workflow"),
+    reports.Column("$/M expr", explanation="modelled dollars per million orders, Express children"),
+    reports.Column("$/M durable", explanation="modelled dollars per million orders, durable function"),
+    reports.Column("tasks / s", explanation="Lambda invocations / makespan"),
+    reports.Column(
         "CPU ms / task",
         explanation="CPU per Lambda invocation: local cloud + DynamoDB data plane + emulators and runtimes",
     ),
-    Column("peak PSS MiB", explanation="the whole process tree, shared pages counted once"),
-    Column("target", numeric=False, explanation="the scenario's targets (reported, never asserted)"),
+    reports.Column("peak PSS MiB", explanation="the whole process tree, shared pages counted once"),
+    reports.Column("target", numeric=False, explanation="the scenario's targets (reported, never asserted)"),
 )
 
 
-def target_mark(figures: dict[str, Any]) -> Mark:
+def target_mark(figures: dict[str, Any]) -> reports.Mark:
     targets = figures["targets"]
     compared = f"compared with {targets['compare_with']}" if targets["compare_with"] else ""
     if not targets["checks"]:
-        return Mark(None, compared)
-    return Mark(bool(targets["met"]), compared)
+        return reports.Mark(None, compared)
+    return reports.Mark(bool(targets["met"]), compared)
 
 
-def summary_table(document: dict[str, Any]) -> Table:
+def summary_table(document: dict[str, Any]) -> reports.Table:
     settings = document["settings"]
     rows = []
     for texts, figures in table_rows(document["scenarios"]):
-        cells: list[Cell] = [None if cell == "-" else cell for cell in texts]
-        cells[-1] = target_mark(figures) if figures is not None else Mark(None)
+        cells: list[reports.Cell] = [None if cell == "-" else cell for cell in texts]
+        cells[-1] = target_mark(figures) if figures is not None else reports.Mark(None)
         rows.append(cells)
-    return Table(
+    return reports.Table(
         SUMMARY_COLUMNS,
         rows,
         caption=f"Summary: {settings['orders']} orders per batch, quota {settings['quota']}, "
@@ -413,7 +396,7 @@ def summary_table(document: dict[str, Any]) -> Table:
     )
 
 
-def scenario_comparison_chart(document: dict[str, Any]) -> Chart:
+def scenario_comparison_chart(document: dict[str, Any]) -> reports.Chart:
     """Every scenario side by side, on each orchestrator run: makespan against its bound, 429s per order,
     cost per million orders."""
     scenarios = document["scenarios"]
@@ -444,12 +427,12 @@ def scenario_comparison_chart(document: dict[str, Any]) -> Chart:
             for f in sfn
         ]
 
-    makespans: list[Bars] = []
-    throttles: list[Bars] = []
-    costs: list[Bars] = []
+    makespans: list[reports.Bars] = []
+    throttles: list[reports.Bars] = []
+    costs: list[reports.Bars] = []
     if any(f is not None for f in sfn):
         makespans.append(
-            Bars(
+            reports.Bars(
                 "makespan, Step Functions",
                 figure(sfn, "makespan_seconds"),
                 "{:,.1f} s",
@@ -457,13 +440,15 @@ def scenario_comparison_chart(document: dict[str, Any]) -> Chart:
             )
         )
         throttles.append(
-            Bars("429s per order, Step Functions", figure(sfn, "lambda", "throttles_per_order"), "{:,.3f}")
+            reports.Bars(
+                "429s per order, Step Functions", figure(sfn, "lambda", "throttles_per_order"), "{:,.3f}"
+            )
         )
-        costs.append(Bars("cost, Standard", sfn_cost("total_standard"), "${:,.0f}"))
-        costs.append(Bars("cost, Express children", sfn_cost("total_express_children"), "${:,.0f}"))
+        costs.append(reports.Bars("cost, Standard", sfn_cost("total_standard"), "${:,.0f}"))
+        costs.append(reports.Bars("cost, Express children", sfn_cost("total_express_children"), "${:,.0f}"))
     if any(d is not None for d in durable):
         makespans.append(
-            Bars(
+            reports.Bars(
                 "makespan, durable",
                 figure(durable, "makespan_seconds"),
                 "{:,.1f} s",
@@ -471,19 +456,23 @@ def scenario_comparison_chart(document: dict[str, Any]) -> Chart:
             )
         )
         throttles.append(
-            Bars("429s per order, durable", figure(durable, "lambda", "throttles_per_order"), "{:,.3f}")
+            reports.Bars(
+                "429s per order, durable", figure(durable, "lambda", "throttles_per_order"), "{:,.3f}"
+            )
         )
         costs.append(
-            Bars("cost, durable", figure(durable, "cost_per_million_orders", "total_durable"), "${:,.0f}")
+            reports.Bars(
+                "cost, durable", figure(durable, "cost_per_million_orders", "total_durable"), "${:,.0f}"
+            )
         )
     bounds = [(f or d or {}).get("lower_bound_seconds") for f, d in zip(sfn, durable, strict=True)]
-    makespans.append(Bars("bound", bounds, "{:,.1f} s"))
-    return comparison_chart(
+    makespans.append(reports.Bars("bound", bounds, "{:,.1f} s"))
+    return reports.comparison_chart(
         names,
         [
-            BarsPanel("Makespan against the bound", makespans, axis_title="seconds"),
-            BarsPanel("429s per order", throttles, axis_title="throttled calls per order"),
-            BarsPanel("Cost per million orders", costs, axis_title="dollars (modelled)"),
+            reports.BarsPanel("Makespan against the bound", makespans, axis_title="seconds"),
+            reports.BarsPanel("429s per order", throttles, axis_title="throttled calls per order"),
+            reports.BarsPanel("Cost per million orders", costs, axis_title="dollars (modelled)"),
         ],
         title="Every scenario on each orchestrator: makespan against the bound, 429s per order, "
         "cost per million orders",
@@ -491,7 +480,7 @@ def scenario_comparison_chart(document: dict[str, Any]) -> Chart:
     )
 
 
-def scenario_timeline(figures: dict[str, Any], element_id: str) -> Chart:
+def scenario_timeline(figures: dict[str, Any], element_id: str) -> reports.Chart:
     """In the spirit of the Lambda console's Monitoring tab: concurrency, throttles, completions."""
     series = figures["series"]
     makespan = max(figures["makespan_seconds"], 1.0)
@@ -500,7 +489,7 @@ def scenario_timeline(figures: dict[str, Any], element_id: str) -> Chart:
     neighbour = figures.get("neighbour")
     spans = (
         [
-            Span(
+            reports.Span(
                 neighbour["start_seconds"],
                 neighbour["start_seconds"] + neighbour["duration_seconds"],
                 f"neighbour holds {neighbour['slots']}",
@@ -514,21 +503,21 @@ def scenario_timeline(figures: dict[str, Any], element_id: str) -> Chart:
     for moment in series["throttle_times"]:
         per_second[min(seconds - 1, max(0, int(moment)))] += 1
     completions = series["completion_times"]
-    return timeline_chart(
+    return reports.timeline_chart(
         [
-            TimePanel(
+            reports.TimePanel(
                 "concurrent executions",
                 [
-                    Line("account (all tenants)", times, [p[1] for p in points], step=True),
-                    Line("this batch", times, [p[2] for p in points], step=True),
+                    reports.Line("account (all tenants)", times, [p[1] for p in points], step=True),
+                    reports.Line("this batch", times, [p[2] for p in points], step=True),
                 ],
-                references=[Reference(figures["quota"], f"quota {figures['quota']}")],
+                references=[reports.Reference(figures["quota"], f"quota {figures['quota']}")],
                 spans=spans,
             ),
-            TimePanel(
+            reports.TimePanel(
                 "429s per second",
                 [
-                    Line(
+                    reports.Line(
                         "429s in that second",
                         [i + 0.5 for i in range(seconds)],
                         per_second,
@@ -537,12 +526,16 @@ def scenario_timeline(figures: dict[str, Any], element_id: str) -> Chart:
                     )
                 ],
             ),
-            TimePanel(
+            reports.TimePanel(
                 "orders completed",
-                [Line("orders completed", [0.0, *completions], list(range(len(completions) + 1)), step=True)],
+                [
+                    reports.Line(
+                        "orders completed", [0.0, *completions], list(range(len(completions) + 1)), step=True
+                    )
+                ],
                 references=[
-                    Reference(figures["orders"]["total"], "orders in the batch"),
-                    Reference(figures["lower_bound_seconds"], "lower bound", vertical=True),
+                    reports.Reference(figures["orders"]["total"], "orders in the batch"),
+                    reports.Reference(figures["lower_bound_seconds"], "lower bound", vertical=True),
                 ],
             ),
         ],
@@ -554,37 +547,42 @@ def scenario_timeline(figures: dict[str, Any], element_id: str) -> Chart:
 
 
 CHECK_COLUMNS = (
-    Column("figure", numeric=False),
-    Column("measured"),
-    Column("target", numeric=False),
-    Column("verdict", numeric=False),
+    reports.Column("figure", numeric=False),
+    reports.Column("measured"),
+    reports.Column("target", numeric=False),
+    reports.Column("verdict", numeric=False),
 )
 
 
-def scenario_section(figures: dict[str, Any], by_name: dict[str, dict[str, Any]], index: int) -> Section:
-    section = Section(figures["name"], element_id=f"scenario-{index}")
+def scenario_section(
+    figures: dict[str, Any], by_name: dict[str, dict[str, Any]], index: int
+) -> reports.Section:
+    section = reports.Section(figures["name"], element_id=f"scenario-{index}")
     changed = ", ".join(figures["changed"])
-    section.add(Notes([f"{figures['description']}. Changed: {changed}."], bullets=False))
+    section.add(reports.Notes([f"{figures['description']}. Changed: {changed}."], bullets=False))
     if not ran_on_step_functions(figures):
-        section.add(Notes(durable_notes(figures)))
+        section.add(reports.Notes(durable_notes(figures)))
         return section
     checks = figures["targets"]["checks"]
     if checks:
-        rows: list[list[Cell]] = [
-            [check["figure"], check["actual"], check["target"], Mark(bool(check["met"]))] for check in checks
+        rows: list[list[reports.Cell]] = [
+            [check["figure"], check["actual"], check["target"], reports.Mark(bool(check["met"]))]
+            for check in checks
         ]
-        section.add(Table(CHECK_COLUMNS, rows, caption="Targets"))
-    section.add(Notes([*scenario_notes(figures, by_name), *durable_notes(figures)]))
+        section.add(reports.Table(CHECK_COLUMNS, rows, caption="Targets"))
+    section.add(reports.Notes([*scenario_notes(figures, by_name), *durable_notes(figures)]))
     section.add(scenario_timeline(figures, f"timeline-{index}"))
     return section
 
 
-def report_page(document: dict[str, Any]) -> Page:
+def report_page(document: dict[str, Any]) -> reports.Page:
     """The benchmark's page: the summary table first, then every scenario compared, then each one."""
-    page = Page("orderbatch bench", subtitle=f"Generated {document['generated_at']} on the local cloud.")
+    page = reports.Page(
+        "orderbatch bench", subtitle=f"Generated {document['generated_at']} on the local cloud."
+    )
     page.add(summary_table(document))
     page.add(scenario_comparison_chart(document))
-    page.add(Section("How to read it").add(Notes(reading_notes(document))))
+    page.add(reports.Section("How to read it").add(reports.Notes(reading_notes(document))))
     by_name = {
         figures["name"]: figures for figures in document["scenarios"] if ran_on_step_functions(figures)
     }
@@ -592,7 +590,7 @@ def report_page(document: dict[str, Any]) -> Page:
         page.add(scenario_section(figures, by_name, index))
     engine = engine_notes(document)
     if engine:
-        page.add(Section("Engine").add(Notes(engine)))
+        page.add(reports.Section("Engine").add(reports.Notes(engine)))
     return page
 
 

@@ -130,16 +130,25 @@ def throttle_exhaustion(batches: list[dict[str, Any]], orders_per_batch: int) ->
     }
 
 
-def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
-    """One batch of a repeated run: how long, whether it audited clean, which orders failed and whether
-    throttling alone failed them, the longest run of 429s an order met, memory once it had finished."""
-    audit = measured["audit"]
+def batch_outcome(number: int, measured: dict[str, Any]) -> dict[str, Any]:
+    """The fields a batch's line starts with, the state machine's or the durable function's: its number,
+    how it ended, how long it took, the orders that failed and those throttling alone failed (what
+    ``throttle_exhaustion`` sums)."""
     return {
         "batch": number,
         "status": measured["status"],
         "wall_seconds": round(measured["wall_seconds"], 1),
         "failed": sum(measured["failure_errors"].values()),
         "failed_by_throttling": measured["failure_errors"].get(THROTTLE_ERROR, 0),
+    }
+
+
+def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
+    """One batch of a repeated run: how long, whether it audited clean, which orders failed and whether
+    throttling alone failed them, the longest run of 429s an order met, memory once it had finished."""
+    audit = measured["audit"]
+    return {
+        **batch_outcome(number, measured),
         # Orders whose retrier ran out in the batch and that the second pass ran again.
         "second_pass": measured["summary"].get("second_pass"),
         "throttles": measured["history"].throttle_failures,

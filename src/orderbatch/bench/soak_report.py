@@ -5,21 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-# Crash points every task function reaches: the first AWS call of each is the idempotency record's put.
-from orderbatch.reports import (
-    Cell,
-    Chart,
-    Column,
-    Line,
-    Mark,
-    Notes,
-    Page,
-    Reference,
-    Section,
-    Table,
-    TimePanel,
-    timeline_chart,
-)
+from orderbatch import reports
 
 
 def format_summary(document: dict[str, Any]) -> str:
@@ -70,42 +56,46 @@ def _cycles_line(check: dict[str, Any] | None, cycles: list[dict[str, Any]]) -> 
 
 
 GOAL_COLUMNS = (
-    Column("figure", numeric=False),
-    Column("measured"),
-    Column("target", numeric=False),
-    Column("verdict", numeric=False),
+    reports.Column("figure", numeric=False),
+    reports.Column("measured"),
+    reports.Column("target", numeric=False),
+    reports.Column("verdict", numeric=False),
 )
 INTERVAL_COLUMNS = (
-    Column("minute"),
-    Column("batches", explanation="batches finished and audited so far"),
-    Column("orders", explanation="orders audited so far"),
-    Column("lost"),
-    Column("doubled"),
-    Column("violations", explanation="exactly-once audit violations"),
-    Column("cloud RSS MiB", explanation="the local cloud's own process"),
-    Column("vs baseline", explanation="the local cloud's RSS against the baseline minute's"),
-    Column("tree RSS MiB", explanation="summed over the process tree, runtimes included"),
-    Column("tree PSS MiB", explanation="the process tree, shared pages counted once"),
-    Column("procs"),
-    Column("rows", explanation="items in the stack's tables, held in the data plane's process"),
-    Column("data plane MiB", explanation="RSS of the data plane's process, which holds the tables' items"),
-    Column("S3 MiB", explanation="objects in the stack's buckets, held in the local cloud's process"),
-    Column(
+    reports.Column("minute"),
+    reports.Column("batches", explanation="batches finished and audited so far"),
+    reports.Column("orders", explanation="orders audited so far"),
+    reports.Column("lost"),
+    reports.Column("doubled"),
+    reports.Column("violations", explanation="exactly-once audit violations"),
+    reports.Column("cloud RSS MiB", explanation="the local cloud's own process"),
+    reports.Column("vs baseline", explanation="the local cloud's RSS against the baseline minute's"),
+    reports.Column("tree RSS MiB", explanation="summed over the process tree, runtimes included"),
+    reports.Column("tree PSS MiB", explanation="the process tree, shared pages counted once"),
+    reports.Column("procs"),
+    reports.Column("rows", explanation="items in the stack's tables, held in the data plane's process"),
+    reports.Column(
+        "data plane MiB", explanation="RSS of the data plane's process, which holds the tables' items"
+    ),
+    reports.Column("S3 MiB", explanation="objects in the stack's buckets, held in the local cloud's process"),
+    reports.Column(
         "logs MiB", explanation="stored bytes of the stack's log groups, held in the local cloud's process"
     ),
-    Column("load 1/5/15", numeric=False),
+    reports.Column("load 1/5/15", numeric=False),
 )
 BATCH_COLUMNS = (
-    Column("batch", numeric=False, long_text=True),
-    Column("source", numeric=False),
-    Column("status", numeric=False),
-    Column("seconds"),
-    Column("orders"),
-    Column("succeeded"),
-    Column("lost"),
-    Column("doubled"),
-    Column("violations", explanation="exactly-once audit violations"),
-    Column("bodies run again", explanation="task bodies that ran more than once (absorbed by idempotency)"),
+    reports.Column("batch", numeric=False, long_text=True),
+    reports.Column("source", numeric=False),
+    reports.Column("status", numeric=False),
+    reports.Column("seconds"),
+    reports.Column("orders"),
+    reports.Column("succeeded"),
+    reports.Column("lost"),
+    reports.Column("doubled"),
+    reports.Column("violations", explanation="exactly-once audit violations"),
+    reports.Column(
+        "bodies run again", explanation="task bodies that ran more than once (absorbed by idempotency)"
+    ),
 )
 GOAL_FIGURES = {
     "lost": "lost orders",
@@ -116,17 +106,17 @@ GOAL_FIGURES = {
 }
 
 
-def goal_table(document: dict[str, Any]) -> Table:
+def goal_table(document: dict[str, Any]) -> reports.Table:
     checks = document["soak"]["verdict"]["checks"]
-    rows: list[list[Cell]] = []
+    rows: list[list[reports.Cell]] = []
     for key, check in checks.items():
         actual = check["actual"]
         if key == "local_cloud_rss_flat" and actual is not None:
             actual = f"{actual:+.1%}"
         target = check["target"] if isinstance(check["target"], str) else f"= {check['target']}"
-        rows.append([GOAL_FIGURES.get(key, key), actual, target, Mark(check["met"])])
+        rows.append([GOAL_FIGURES.get(key, key), actual, target, reports.Mark(check["met"])])
     met = document["soak"]["verdict"]["met"]
-    return Table(
+    return reports.Table(
         GOAL_COLUMNS,
         rows,
         caption=f"Goal: {'met' if met else 'NOT met'} (0 lost, 0 doubled, the local cloud's RSS flat)",
@@ -134,22 +124,26 @@ def goal_table(document: dict[str, Any]) -> Table:
     )
 
 
-def soak_timeline(document: dict[str, Any]) -> Chart:
+def soak_timeline(document: dict[str, Any]) -> reports.Chart:
     """Memory of the process tree and orders audited, minute by minute."""
     intervals = document["soak"]["intervals"]
     minutes = [i["minute"] for i in intervals]
     baseline_minute = document["settings"]["baseline_minute"]
     # Marked only once the run got there: a shorter run's axis stays its own length.
     reached = bool(minutes) and minutes[-1] >= baseline_minute
-    baseline = [Reference(baseline_minute, "baseline minute", vertical=True)] if reached else []
-    return timeline_chart(
+    baseline = [reports.Reference(baseline_minute, "baseline minute", vertical=True)] if reached else []
+    return reports.timeline_chart(
         [
-            TimePanel(
+            reports.TimePanel(
                 "MiB",
                 [
-                    Line("tree RSS", minutes, [i["tree_rss_mib"] for i in intervals], number_format=",.1f"),
-                    Line("tree PSS", minutes, [i["tree_pss_mib"] for i in intervals], number_format=",.1f"),
-                    Line(
+                    reports.Line(
+                        "tree RSS", minutes, [i["tree_rss_mib"] for i in intervals], number_format=",.1f"
+                    ),
+                    reports.Line(
+                        "tree PSS", minutes, [i["tree_pss_mib"] for i in intervals], number_format=",.1f"
+                    ),
+                    reports.Line(
                         "local cloud RSS",
                         minutes,
                         [i["process_rss_mib"] for i in intervals],
@@ -158,11 +152,13 @@ def soak_timeline(document: dict[str, Any]) -> Chart:
                 ],
                 references=baseline,
             ),
-            TimePanel(
+            reports.TimePanel(
                 "orders",
                 [
-                    Line("orders audited", minutes, [i["orders"] for i in intervals], step=True),
-                    Line("lost + doubled", minutes, [i["lost"] + i["doubled"] for i in intervals], step=True),
+                    reports.Line("orders audited", minutes, [i["orders"] for i in intervals], step=True),
+                    reports.Line(
+                        "lost + doubled", minutes, [i["lost"] + i["doubled"] for i in intervals], step=True
+                    ),
                 ],
             ),
         ],
@@ -173,7 +169,7 @@ def soak_timeline(document: dict[str, Any]) -> Chart:
     )
 
 
-def _interval_row(interval: dict[str, Any]) -> list[Cell]:
+def _interval_row(interval: dict[str, Any]) -> list[reports.Cell]:
     change = interval["rss_change_since_baseline"]
     return [
         f"{interval['minute']:.1f}",
@@ -196,7 +192,7 @@ def _interval_row(interval: dict[str, Any]) -> list[Cell]:
     ]
 
 
-def _batch_row(batch: dict[str, Any]) -> list[Cell]:
+def _batch_row(batch: dict[str, Any]) -> list[reports.Cell]:
     return [
         batch["batch_id"],
         batch["source"],
@@ -212,19 +208,21 @@ def _batch_row(batch: dict[str, Any]) -> list[Cell]:
 
 
 FAULT_COLUMNS = (
-    Column("fault kind", numeric=False),
-    Column("injected", explanation="invocations (children, for duplicate_execution) it was decided for"),
-    Column(
+    reports.Column("fault kind", numeric=False),
+    reports.Column(
+        "injected", explanation="invocations (children, for duplicate_execution) it was decided for"
+    ),
+    reports.Column(
         "complete cycles with it", explanation="cycles of the plan run whole while batches were submitted"
     ),
 )
 
 
-def fault_table(document: dict[str, Any]) -> Table:
+def fault_table(document: dict[str, Any]) -> reports.Table:
     soak = document["soak"]
     complete = [cycle for cycle in soak.get("cycle_injections", []) if cycle["complete"]]
     injected = soak["totals"].get("injected", {})
-    rows: list[list[Cell]] = [
+    rows: list[list[reports.Cell]] = [
         [
             kind,
             injected.get(kind, 0),
@@ -232,21 +230,27 @@ def fault_table(document: dict[str, Any]) -> Table:
         ]
         for kind in soak["planned_fault_kinds"]
     ]
-    return Table(FAULT_COLUMNS, rows)
+    return reports.Table(FAULT_COLUMNS, rows)
 
 
-def soak_page(document: dict[str, Any]) -> Page:
+def soak_page(document: dict[str, Any]) -> reports.Page:
     soak = document["soak"]
-    page = Page("orderbatch soak", subtitle=f"Generated {document['generated_at']} on the local cloud.")
+    page = reports.Page(
+        "orderbatch soak", subtitle=f"Generated {document['generated_at']} on the local cloud."
+    )
     page.add(goal_table(document))
-    page.add(Notes(format_summary(document).splitlines(), bullets=False))
-    page.add(Notes([f"{soak['description']}."], bullets=False))
+    page.add(reports.Notes(format_summary(document).splitlines(), bullets=False))
+    page.add(reports.Notes([f"{soak['description']}."], bullets=False))
     page.add(soak_timeline(document))
     intervals = [_interval_row(interval) for interval in soak["intervals"]]
-    page.add(Section("Minute by minute").add(Table(INTERVAL_COLUMNS, intervals)))
+    page.add(reports.Section("Minute by minute").add(reports.Table(INTERVAL_COLUMNS, intervals)))
     if soak.get("planned_fault_kinds"):  # documents of earlier soaks did not count them
-        page.add(Section("Faults injected").add(fault_table(document)))
-    page.add(Section("Batches").add(Table(BATCH_COLUMNS, [_batch_row(batch) for batch in soak["batches"]])))
+        page.add(reports.Section("Faults injected").add(fault_table(document)))
+    page.add(
+        reports.Section("Batches").add(
+            reports.Table(BATCH_COLUMNS, [_batch_row(batch) for batch in soak["batches"]])
+        )
+    )
     return page
 
 

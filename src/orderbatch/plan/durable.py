@@ -45,11 +45,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from orderbatch.capacity.model import DurablePrices, UnitPrices, lower_bound_seconds
+from orderbatch.capacity.model import DurablePrices, UnitPrices
 from orderbatch.plan import writes
 from orderbatch.plan.results import OrchestratorResult
 from orderbatch.plan.settings import PlanSettings
-from orderbatch.plan.simulator import _duration_stream
+from orderbatch.plan.simulator import _duration_stream, lower_bound_at_concurrency
 from orderbatch.plan.workflow import TaskStep, Workflow
 
 # Assumptions to replace with a measurement: one replay's fixed cost (start, GetDurableExecutionState's
@@ -284,16 +284,7 @@ def durable_max_concurrency(workflow: Workflow, settings: PlanSettings) -> int:
 
 def durable_lower_bound(workflow: Workflow, settings: PlanSettings) -> float:
     """The same physical bound as the state machine's: max(N.k.d / capacity, k.d) over all batches."""
-    forward = workflow.forward
-    mean_work = sum(settings.duration_of(step.function).mean_seconds for step in forward) / len(forward)
-    return lower_bound_seconds(
-        settings.orders * settings.batches,
-        len(forward),
-        mean_work,
-        settings.account_concurrency,
-        max_concurrency=settings.batches * durable_max_concurrency(workflow, settings),
-        neighbour=settings.neighbour,
-    )
+    return lower_bound_at_concurrency(workflow, settings, durable_max_concurrency(workflow, settings))
 
 
 class OperationsLimitError(ValueError):

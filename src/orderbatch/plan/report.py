@@ -7,25 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orderbatch import reports
 from orderbatch.plan.durable import DurableResult
 from orderbatch.plan.results import PlanResult
-from orderbatch.reports import (
-    Bars,
-    BarsPanel,
-    Cell,
-    Chart,
-    Column,
-    Line,
-    Mark,
-    Notes,
-    Page,
-    Reference,
-    Section,
-    Table,
-    TimePanel,
-    comparison_chart,
-    timeline_chart,
-)
 
 TABLE_COLUMNS = (
     ("setting", 26),
@@ -251,19 +235,21 @@ def write_json(doc: dict[str, Any], path: Path) -> None:
 
 
 SUMMARY_COLUMNS = (
-    Column("setting", numeric=False),
-    Column("makespan s", explanation="virtual seconds from the first order to the last"),
-    Column("bound s", explanation="max(N.k.d / C, k.d): no setting finishes sooner"),
-    Column("ratio", explanation="makespan / bound"),
-    Column("failed", explanation="orders whose tasks ran out of retries (then compensated)"),
-    Column("429 / ord", explanation="throttled calls per order"),
-    Column("retry / ord", explanation="retries per order (429s and timeouts)"),
-    Column("trans / ord", explanation="billed state transitions per order"),
-    Column("GB-s / ord", explanation="Lambda GB-seconds per order"),
-    Column("WRU / ord", explanation="DynamoDB write units per order"),
-    Column("$/M std", explanation="modelled dollars per million orders, Standard workflow"),
-    Column("$/M expr", explanation="modelled dollars per million orders, Express children"),
-    Column("every order succeeded", numeric=False, explanation="target: no order failed after its retries"),
+    reports.Column("setting", numeric=False),
+    reports.Column("makespan s", explanation="virtual seconds from the first order to the last"),
+    reports.Column("bound s", explanation="max(N.k.d / C, k.d): no setting finishes sooner"),
+    reports.Column("ratio", explanation="makespan / bound"),
+    reports.Column("failed", explanation="orders whose tasks ran out of retries (then compensated)"),
+    reports.Column("429 / ord", explanation="throttled calls per order"),
+    reports.Column("retry / ord", explanation="retries per order (429s and timeouts)"),
+    reports.Column("trans / ord", explanation="billed state transitions per order"),
+    reports.Column("GB-s / ord", explanation="Lambda GB-seconds per order"),
+    reports.Column("WRU / ord", explanation="DynamoDB write units per order"),
+    reports.Column("$/M std", explanation="modelled dollars per million orders, Standard workflow"),
+    reports.Column("$/M expr", explanation="modelled dollars per million orders, Express children"),
+    reports.Column(
+        "every order succeeded", numeric=False, explanation="target: no order failed after its retries"
+    ),
 )
 
 
@@ -271,16 +257,16 @@ def _title(result: PlanResult) -> str:
     return result.label or f"{result.workflow.state_machine} '{result.workflow.map_state}'"
 
 
-def summary_table(results: list[PlanResult], best: tuple[PlanResult, str] | None) -> Table:
-    rows: list[list[Cell]] = []
+def summary_table(results: list[PlanResult], best: tuple[PlanResult, str] | None) -> reports.Table:
+    rows: list[list[reports.Cell]] = []
     for result in results:
-        cells: list[Cell] = [None if cell == "-" else cell for cell in _cells(result)]
+        cells: list[reports.Cell] = [None if cell == "-" else cell for cell in _cells(result)]
         if best is not None and result is best[0]:
             cells[0] = f"{cells[0]} (best)"
         failed = result.failed_orders
-        rows.append([*cells, Mark(failed == 0, "" if failed == 0 else f"{failed:,} failed")])
+        rows.append([*cells, reports.Mark(failed == 0, "" if failed == 0 else f"{failed:,} failed")])
     first = results[0].settings
-    return Table(
+    return reports.Table(
         SUMMARY_COLUMNS,
         rows,
         caption=f"Summary: {first.batches} batch(es) x {first.orders:,} orders, account quota "
@@ -290,34 +276,34 @@ def summary_table(results: list[PlanResult], best: tuple[PlanResult, str] | None
     )
 
 
-def comparison(results: list[PlanResult]) -> Chart:
+def comparison(results: list[PlanResult]) -> reports.Chart:
     """Every setting side by side: makespan against the bound, 429s per order, cost per million orders."""
     ratios = ["" if r.bound_ratio is None else f"{r.bound_ratio:.2f} x the bound" for r in results]
-    return comparison_chart(
+    return reports.comparison_chart(
         [_title(result) for result in results],
         [
-            BarsPanel(
+            reports.BarsPanel(
                 "Makespan against the bound",
                 [
-                    Bars("makespan", [r.makespan_seconds for r in results], "{:,.1f} s", ratios),
-                    Bars("bound", [r.bound_seconds for r in results], "{:,.1f} s"),
+                    reports.Bars("makespan", [r.makespan_seconds for r in results], "{:,.1f} s", ratios),
+                    reports.Bars("bound", [r.bound_seconds for r in results], "{:,.1f} s"),
                 ],
                 axis_title="virtual seconds",
             ),
-            BarsPanel(
+            reports.BarsPanel(
                 "429s per order",
-                [Bars("429s per order", [r.throttles_per_order for r in results], "{:,.3f}")],
+                [reports.Bars("429s per order", [r.throttles_per_order for r in results], "{:,.3f}")],
                 axis_title="throttled calls per order",
             ),
-            BarsPanel(
+            reports.BarsPanel(
                 "Cost per million orders",
                 [
-                    Bars(
+                    reports.Bars(
                         "cost, Standard",
                         [r.cost_per_million_orders["total_standard"] for r in results],
                         "${:,.0f}",
                     ),
-                    Bars(
+                    reports.Bars(
                         "cost, Express children",
                         [r.cost_per_million_orders["total_express_children"] for r in results],
                         "${:,.0f}",
@@ -331,7 +317,7 @@ def comparison(results: list[PlanResult]) -> Chart:
     )
 
 
-def timeline(result: PlanResult, element_id: str) -> Chart:
+def timeline(result: PlanResult, element_id: str) -> reports.Chart:
     """Running calls (and the neighbour) against the quota, 429s per second, orders finished."""
     points = result.timeline
     times = [point.time_seconds for point in points]
@@ -340,28 +326,32 @@ def timeline(result: PlanResult, element_id: str) -> Chart:
         span = after.time_seconds - before.time_seconds
         rates.append((after.throttles - before.throttles) / span if span > 0 else 0.0)
     quota = result.settings.account_concurrency
-    return timeline_chart(
+    return reports.timeline_chart(
         [
-            TimePanel(
+            reports.TimePanel(
                 "concurrent executions",
                 [
-                    Line(
+                    reports.Line(
                         "account (with the neighbour)",
                         times,
                         [point.running_calls + point.neighbour_slots for point in points],
                         step=True,
                     ),
-                    Line("this plan's calls", times, [point.running_calls for point in points], step=True),
+                    reports.Line(
+                        "this plan's calls", times, [point.running_calls for point in points], step=True
+                    ),
                 ],
-                references=[Reference(quota, f"quota {quota:,}")],
+                references=[reports.Reference(quota, f"quota {quota:,}")],
             ),
-            TimePanel("429s per second", [Line("429s per second", times, rates, number_format=",.1f")]),
-            TimePanel(
+            reports.TimePanel(
+                "429s per second", [reports.Line("429s per second", times, rates, number_format=",.1f")]
+            ),
+            reports.TimePanel(
                 "orders finished",
-                [Line("orders finished", times, [point.orders_finished for point in points])],
+                [reports.Line("orders finished", times, [point.orders_finished for point in points])],
                 references=[
-                    Reference(result.orders, "orders in the plan"),
-                    Reference(result.bound_seconds, "lower bound", vertical=True),
+                    reports.Reference(result.orders, "orders in the plan"),
+                    reports.Reference(result.bound_seconds, "lower bound", vertical=True),
                 ],
             ),
         ],
@@ -372,22 +362,22 @@ def timeline(result: PlanResult, element_id: str) -> Chart:
     )
 
 
-def report_page(results: list[PlanResult], best: tuple[PlanResult, str] | None = None) -> Page:
+def report_page(results: list[PlanResult], best: tuple[PlanResult, str] | None = None) -> reports.Page:
     """The summary table first, every setting compared when there are several, then each run."""
-    page = Page(
+    page = reports.Page(
         "orderbatch plan",
         subtitle="A virtual-time simulation of the template on AWS's quotas "
         "(docs/plan.md says what is modelled).",
     )
     page.add(summary_table(results, best))
     if best is not None:
-        page.add(Notes([f"Best: {best[1]}"], bullets=False))
+        page.add(reports.Notes([f"Best: {best[1]}"], bullets=False))
     if len(results) > 1:
         page.add(comparison(results))
-    page.add(Notes([TABLE_LEGEND], bullets=False))
+    page.add(reports.Notes([TABLE_LEGEND], bullets=False))
     for index, result in enumerate(results):
-        section = Section(_title(result), element_id=f"run-{index}")
-        section.add(Notes(format_summary(result).splitlines()))
+        section = reports.Section(_title(result), element_id=f"run-{index}")
+        section.add(reports.Notes(format_summary(result).splitlines()))
         section.add(timeline(result, f"timeline-{index}"))
         page.add(section)
     return page

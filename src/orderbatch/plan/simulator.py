@@ -81,10 +81,18 @@ def simulate(workflow: Workflow, settings: PlanSettings) -> PlanResult:
 
 
 def plan_lower_bound(workflow: Workflow, settings: PlanSettings) -> float:
-    """The benchmark's physical limit max(N.k.d / capacity, k.d), for all batches together.
+    """The benchmark's physical limit for the state machine's Map (``lower_bound_at_concurrency``)."""
+    return lower_bound_at_concurrency(
+        workflow, settings, workflow.effective_concurrency(settings.max_concurrency)
+    )
 
-    d is the mean of the forward tasks' mean durations; the capacity is min(C, batches x the Map's
-    effective concurrency), less the neighbour's slots while it holds them.
+
+def lower_bound_at_concurrency(workflow: Workflow, settings: PlanSettings, per_batch: int) -> float:
+    """The physical limit max(N.k.d / capacity, k.d), for all batches together, each running at most
+    ``per_batch`` orders at once (a Map's effective concurrency, a durable map's max_concurrency).
+
+    d is the mean of the forward tasks' mean durations; the capacity is min(C, batches x ``per_batch``),
+    less the neighbour's slots while it holds them.
     """
     forward = workflow.forward
     mean_work = sum(settings.duration_of(step.function).mean_seconds for step in forward) / len(forward)
@@ -93,7 +101,7 @@ def plan_lower_bound(workflow: Workflow, settings: PlanSettings) -> float:
         len(forward),
         mean_work,
         settings.account_concurrency,
-        max_concurrency=settings.batches * workflow.effective_concurrency(settings.max_concurrency),
+        max_concurrency=settings.batches * per_batch,
         neighbour=settings.neighbour,
     )
 
@@ -234,9 +242,10 @@ class _Run:
 
         # --- counters kept as locals in the loop
         # The loop below runs once per event, millions of times for a million orders, so it
-        # reads and writes plain locals. That is why a slot's release, a retry's wait and a failed
-        # order's routing are written out for a throttle and again for a timeout: a helper would have to
-        # reach these counters as closure cells or attributes, which slows every access in the loop.
+        # reads and writes plain locals. That is why a retry's wait and a failed order's routing are
+        # written out for a throttle and again for a timeout: a helper would have to reach these counters
+        # as closure cells or attributes, which slows every access in the loop. What both cases share
+        # (a call's end freeing its slot, a move's draw on the transitions bucket) is one branch instead.
         transitions = 0
         throttle_retries = 0
         timeout_retries = 0
@@ -321,7 +330,7 @@ class _Run:
             advance = False
             next_step = -1
             pay = 0
-            if kind == _DONE:
+            if kind <= _TIMED_OUT:  # a call ended, returned or cut off: its slot is free again
                 current = step_of[order]
                 fn = fn_of[current]
                 busy[fn] -= 1
@@ -330,17 +339,41 @@ class _Run:
                     unreserved_busy -= 1
                     if neighbour_held < neighbour_want:
                         neighbour_held += 1  # the neighbour keeps calling and takes the freed slot
-                write_total += write_units[current]
-                if compensating[current] and order in failed_at:
-                    write_total += undo_before[failed_at.pop(order)]
-                next_step = ok_next[current]
-                pay = ok_pay[current]
-                if next_step < 0:
+                if kind == _DONE:
+                    write_total += write_units[current]
+                    if compensating[current] and order in failed_at:
+                        write_total += undo_before[failed_at.pop(order)]
+                    next_step = ok_next[current]
+                    pay = ok_pay[current]
+                    if next_step < 0:
+                        if compensating[current]:
+                            compensated += 1
+                        else:
+                            succeeded += 1
+                    advance = True
+                else:  # _TIMED_OUT
+                    timeouts += 1
+                    attempt = to_count[order] + 1
+                    if attempt <= to_max[current]:
+                        to_count[order] = attempt
+                        wait = to_interval[current] * to_rate[current] ** (attempt - 1)
+                        if wait > to_cap[current]:
+                            wait = to_cap[current]
+                        if to_jitter[current]:
+                            wait *= jitter_draw()
+                        timeout_retries += 1
+                        push(heap, (now + wait, order << 3 | _RETRY))
+                        continue
+                    route = steps[current].on_timeout_failure
                     if compensating[current]:
-                        compensated += 1
+                        compensation_failed += 1
                     else:
-                        succeeded += 1
-                advance = True
+                        failed_timed_out += 1
+                        failed_at[order] = current
+                    uncaught += not route.caught
+                    next_step = -1 if route.next_step is None else route.next_step
+                    pay = route.transitions
+                    advance = True
             elif kind == _RETRY:
                 transitions += 1
                 if bucket_on:
@@ -356,46 +389,16 @@ class _Run:
                         continue
             elif kind == _CALL:
                 pass
-            elif kind == _START:
+            else:  # _START
                 started_at[order] = now
                 next_step = 0
                 pay = entry_pay
-                advance = True
-            else:  # _TIMED_OUT
-                current = step_of[order]
-                fn = fn_of[current]
-                busy[fn] -= 1
-                total_busy -= 1
-                if limit[fn] < 0:
-                    unreserved_busy -= 1
-                    if neighbour_held < neighbour_want:
-                        neighbour_held += 1
-                timeouts += 1
-                attempt = to_count[order] + 1
-                if attempt <= to_max[current]:
-                    to_count[order] = attempt
-                    wait = to_interval[current] * to_rate[current] ** (attempt - 1)
-                    if wait > to_cap[current]:
-                        wait = to_cap[current]
-                    if to_jitter[current]:
-                        wait *= jitter_draw()
-                    timeout_retries += 1
-                    push(heap, (now + wait, order << 3 | _RETRY))
-                    continue
-                route = steps[current].on_timeout_failure
-                if compensating[current]:
-                    compensation_failed += 1
-                else:
-                    failed_timed_out += 1
-                    failed_at[order] = current
-                uncaught += not route.caught
-                next_step = -1 if route.next_step is None else route.next_step
-                pay = route.transitions
                 advance = True
 
             # Move the order on (when ``advance``), then call its Task, until it waits for an event.
             while True:
                 if advance:
+                    calls_now = True  # the order (or the batch's next one) calls its Task after this
                     if next_step >= 0:
                         step_of[order] = next_step
                         thr_count[order] = 0
@@ -444,23 +447,13 @@ class _Run:
                                 start_tokens -= 1
                                 if start_tokens < 0:
                                     delayed_start = -start_tokens / start_rate
-                        if following >= (batch + 1) * per_batch or delayed_start > 0:
-                            # Only the finished order's last states to draw now.
-                            transitions += pay
-                            if bucket_on:
-                                tr_tokens += (now - tr_last) * tr_rate
-                                if tr_tokens > tr_burst:
-                                    tr_tokens = tr_burst
-                                tr_last = now
-                                tr_tokens -= pay
-                            if delayed_start > 0:
-                                start_wait += delayed_start
-                                push(heap, (now + delayed_start, order << 3 | _START))
-                            break
-                        started_at[order] = now
-                        step_of[order] = 0
-                        # The finished order's last states and the new one's first, drawn together.
-                        pay += entry_pay
+                        if following < (batch + 1) * per_batch and delayed_start <= 0:
+                            started_at[order] = now
+                            step_of[order] = 0
+                            # The finished order's last states and the new one's first, drawn together.
+                            pay += entry_pay
+                        else:
+                            calls_now = False  # only the finished order's last states to draw now
                     transitions += pay
                     delay = overhead
                     if bucket_on:
@@ -469,10 +462,15 @@ class _Run:
                             tr_tokens = tr_burst
                         tr_last = now
                         tr_tokens -= pay
-                        if tr_tokens < 0:
+                        if tr_tokens < 0 and calls_now:
                             waited = -tr_tokens / tr_rate
                             transition_wait += waited
                             delay += waited
+                    if not calls_now:
+                        if delayed_start > 0:
+                            start_wait += delayed_start
+                            push(heap, (now + delayed_start, order << 3 | _START))
+                        break
                     if delay > 0:
                         push(heap, (now + delay, order << 3 | _CALL))
                         break

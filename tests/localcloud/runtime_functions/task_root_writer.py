@@ -23,5 +23,6 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     outcome: dict[str, Any] = {"task_root": _write(task_root), "tmp": _write(tempfile.gettempdir())}
     if event.get("layer_folder"):
         outcome["layer_folder"] = _write(event["layer_folder"])
-    outcome["local_cloud_variables"] = sorted(name for name in os.environ if name.startswith("ORDERBATCH_"))
+    own = sorted(name for name in os.environ if name.startswith("SAM_LOCAL_CLOUD_"))
+    outcome["local_cloud_variables"] = own
     return outcome

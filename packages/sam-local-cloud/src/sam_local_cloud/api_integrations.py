@@ -187,10 +187,21 @@ def answer(
     account_id: str,
 ) -> Response:
     """The API's answer to ``request`` on ``route``."""
-    context = _context(route, request, api_id, account_id)
-    if route.http_api:
-        return _answer_http_api(route, request, path_parameters, call, context)
-    return _answer_rest_api(route, request, path_parameters, call, context)
+    routed = _RoutedRequest(
+        route, request, path_parameters, call, _context(route, request, api_id, account_id)
+    )
+    return _answer_http_api(routed) if route.http_api else _answer_rest_api(routed)
+
+
+@dataclass(frozen=True)
+class _RoutedRequest:
+    """A request on a route that calls Step Functions, with what answering it takes."""
+
+    route: ServiceRoute
+    request: Request
+    path_parameters: Mapping[str, str]
+    call: StatesCaller
+    context: dict[str, Any]  # the request's ``$context``
 
 
 def _context(route: ServiceRoute, request: Request, api_id: str, account_id: str) -> dict[str, Any]:
@@ -211,14 +222,8 @@ def _context(route: ServiceRoute, request: Request, api_id: str, account_id: str
     }
 
 
-def _answer_rest_api(
-    route: ServiceRoute,
-    request: Request,
-    path_parameters: Mapping[str, str],
-    call: StatesCaller,
-    context: dict[str, Any],
-) -> Response:
-    integration = route.integration
+def _answer_rest_api(routed: _RoutedRequest) -> Response:
+    request, integration = routed.request, routed.route.integration
     body = request.get_data(as_text=True)
     content_type = (request.mimetype or "application/json").lower()
     templates: Mapping[str, str] = integration.get("requestTemplates") or {}
@@ -231,12 +236,12 @@ def _answer_rest_api(
     else:
         input_variable = vtl.InputVariable(
             body=body,
-            path_parameters=path_parameters,
+            path_parameters=routed.path_parameters,
             query_parameters=dict(request.args),
             headers=dict(request.headers),
         )
         try:
-            parameters_text = vtl.render(template, _template_variables(input_variable, context))
+            parameters_text = vtl.render(template, _template_variables(input_variable, routed.context))
         except (vtl.TemplateSyntaxError, ValueError, TypeError):
             return _json(500, _INTERNAL_ERROR)
     try:
@@ -249,23 +254,26 @@ def _answer_rest_api(
             400, json.dumps({"__type": "SerializationException"}).encode()
         )
     else:
-        outcome = _call_within(route, call, parameters, REST_API_TIMEOUT_MILLISECONDS)
+        outcome = _call_within(routed, parameters, REST_API_TIMEOUT_MILLISECONDS)
     if outcome is None:
         return _json(504, {"message": "Endpoint request timed out"})
-    return _integration_response(integration, outcome, context)
+    return _integration_response(integration, outcome, routed.context)
 
 
 def _call_within(
-    route: ServiceRoute, call: StatesCaller, parameters: dict[str, Any], default_milliseconds: int
+    routed: _RoutedRequest, parameters: dict[str, Any], default_milliseconds: int
 ) -> ActionOutcome | None:
     """The action's answer, or None if it did not come within the integration's timeout.
 
     As on AWS the action goes on (a synchronous execution runs to its end); only the caller stops waiting.
     """
+    route = routed.route
     milliseconds = int(route.integration.get("timeoutInMillis") or default_milliseconds)
     answers: list[ActionOutcome] = []
     caller = threading.Thread(
-        target=lambda: answers.append(call(route.action, parameters, route.integration.get("credentials"))),
+        target=lambda: answers.append(
+            routed.call(route.action, parameters, route.integration.get("credentials"))
+        ),
         name="api-integration",
         daemon=True,
     )
@@ -315,35 +323,23 @@ def _template_variables(input_variable: vtl.InputVariable, context: dict[str, An
     }
 
 
-def _answer_http_api(
-    route: ServiceRoute,
-    request: Request,
-    path_parameters: Mapping[str, str],
-    call: StatesCaller,
-    context: dict[str, Any],
-) -> Response:
-    body = request.get_data(as_text=True)
+def _answer_http_api(routed: _RoutedRequest) -> Response:
+    body = routed.request.get_data(as_text=True)
     parameters: dict[str, Any] = {}
-    for name, source in (route.integration.get("requestParameters") or {}).items():
+    for name, source in (routed.route.integration.get("requestParameters") or {}).items():
         member = _HTTP_API_PARAMETERS.get(str(name))
         if member is None:
             continue
-        value = _http_api_value(str(source), request, body, path_parameters, context)
+        value = _http_api_value(str(source), routed, body)
         if value is not None:
             parameters[member] = value
-    outcome = _call_within(route, call, parameters, HTTP_API_TIMEOUT_MILLISECONDS)
+    outcome = _call_within(routed, parameters, HTTP_API_TIMEOUT_MILLISECONDS)
     if outcome is None:
         return _json(503, {"message": "Service Unavailable"})
     return Response(outcome.body, status=outcome.status, content_type="application/json")
 
 
-def _http_api_value(
-    source: str,
-    request: Request,
-    body: str,
-    path_parameters: Mapping[str, str],
-    context: Mapping[str, Any],
-) -> str | None:
+def _http_api_value(source: str, routed: _RoutedRequest, body: str) -> str | None:
     if source == "$request.body":
         return body
     if source.startswith("$request.body."):
@@ -355,15 +351,15 @@ def _http_api_value(
             return None
         return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
     for prefix, values in (
-        ("$request.header.", request.headers),
-        ("$request.querystring.", request.args),
-        ("$request.path.", path_parameters),
+        ("$request.header.", routed.request.headers),
+        ("$request.querystring.", routed.request.args),
+        ("$request.path.", routed.path_parameters),
     ):
         if source.startswith(prefix):
             found = values.get(source[len(prefix) :])
             return None if found is None else str(found)
     if source.startswith("$context."):
-        found = context.get(source[len("$context.") :])
+        found = routed.context.get(source[len("$context.") :])
         return None if found is None else str(found)
     return source
 

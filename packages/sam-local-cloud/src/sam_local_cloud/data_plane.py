@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from sam_local_cloud.iam import StackRoles
 
 # Requests the main process forwards carry this header with the worker's secret: IAM was checked there.
-CHECKED_HEADER = "X-Orderbatch-Checked"
+CHECKED_HEADER = "X-Sam-Local-Cloud-Checked"
 _CHECKED_ENVIRON_KEY = "HTTP_" + CHECKED_HEADER.upper().replace("-", "_")
 WRITES_PATH = "/_sam_local_cloud/dynamodb-writes"
 # The tables as deployed and seeded are kept (POST) and put back (PUT) here: the local cloud's reset().
@@ -117,7 +117,7 @@ class DataPlane:
                 [sys.executable, "-m", "sam_local_cloud.data_plane"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env={**os.environ, "ORDERBATCH_DATA_PLANE": json.dumps(arguments)},
+                env={**os.environ, "SAM_LOCAL_CLOUD_DATA_PLANE": json.dumps(arguments)},
                 pass_fds=(listener.fileno(),),
             )
         finally:
@@ -399,7 +399,7 @@ def _serve(arguments: Mapping[str, Any]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description="the local cloud's DynamoDB data plane (started by it)")
     parser.parse_args()
-    arguments = json.loads(os.environ.pop("ORDERBATCH_DATA_PLANE"))
+    arguments = json.loads(os.environ.pop("SAM_LOCAL_CLOUD_DATA_PLANE"))
     try:
         _serve(arguments)
     except Exception as error:  # reported on the line the local cloud reads, instead of a port

@@ -63,6 +63,16 @@ def _compile(path: str) -> re.Pattern[str]:
     return re.compile(f"^{regex}$")
 
 
+@dataclass(frozen=True)
+class _RouteMatch:
+    """A request matched to a function's route."""
+
+    compiled: _CompiledRoute
+    path: str  # the request's path below the API's
+    route_path: str  # that path as the route sees it: a REST API's without its stage
+    path_parameters: dict[str, str]
+
+
 class HttpApiGateway:
     def __init__(
         self,
@@ -132,7 +142,7 @@ class HttpApiGateway:
             return _json(404, {"message": "Not Found"})
         match = next(
             (
-                (compiled, found, route_path)
+                _RouteMatch(compiled, path, route_path, found.groupdict())
                 for compiled in routes
                 if compiled.route.method in (request.method, "ANY")
                 and (route_path := _within_stage(path, compiled.route.stage)) is not None
@@ -144,17 +154,17 @@ class HttpApiGateway:
             # A REST API answers an unknown route with its missing-authentication message.
             rest = any(compiled.route.payload_version == "1.0" for compiled in routes)
             return _json(403 if rest else 404, {"message": _MISSING_TOKEN if rest else "Not Found"})
-        compiled, found, route_path = match
-        if compiled.route.iam_auth:
+        route = match.compiled.route
+        if route.iam_auth:
             refusal = _check_sigv4(request.headers.get("Authorization"))
             if refusal is not None:
                 return _json(403, {"message": refusal})
-        if compiled.route.payload_version == "1.0":
-            event = self._rest_event(request, api_id, route_path, compiled, found.groupdict())
+        if route.payload_version == "1.0":
+            event = self._rest_event(request, api_id, match)
         else:
-            event = self._event(request, api_id, path, compiled, found.groupdict())
-        outcome = self._invoke(compiled.route.function_name, json.dumps(event).encode())
-        if compiled.route.payload_version == "1.0":
+            event = self._event(request, api_id, match)
+        outcome = self._invoke(route.function_name, json.dumps(event).encode())
+        if route.payload_version == "1.0":
             if outcome.throttled or outcome.function_error:
                 return _json(502, {"message": "Internal server error"})
             return _rest_response_from_payload(outcome.payload)
@@ -183,23 +193,17 @@ class HttpApiGateway:
             )
         return None
 
-    def _rest_event(
-        self,
-        request: Request,
-        api_id: str,
-        path: str,
-        compiled: _CompiledRoute,
-        path_parameters: dict[str, str],
-    ) -> dict[str, Any]:
+    def _rest_event(self, request: Request, api_id: str, match: _RouteMatch) -> dict[str, Any]:
         """The Lambda proxy event of a REST API (payload format 1.0)."""
         text_body, is_base64 = _event_body(request)
         now = time.time()
-        stage = compiled.route.stage or ""
+        route, path = match.compiled.route, match.route_path
+        stage = route.stage or ""
         multi_headers: dict[str, list[str]] = {}
         for key, value in request.headers.items():
             multi_headers.setdefault(key, []).append(value)
         return {
-            "resource": compiled.route.path,
+            "resource": route.path,
             "path": path,
             "httpMethod": request.method,
             "headers": dict(request.headers.items()) or None,
@@ -207,11 +211,11 @@ class HttpApiGateway:
             "queryStringParameters": dict(request.args) or None,
             "multiValueQueryStringParameters": {key: request.args.getlist(key) for key in request.args}
             or None,
-            "pathParameters": path_parameters or None,
+            "pathParameters": match.path_parameters or None,
             "stageVariables": None,
             "requestContext": {
                 "resourceId": uuid.uuid4().hex[:6],
-                "resourcePath": compiled.route.path,
+                "resourcePath": route.path,
                 "httpMethod": request.method,
                 "extendedRequestId": str(uuid.uuid4()),
                 "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
@@ -233,24 +237,19 @@ class HttpApiGateway:
             "isBase64Encoded": is_base64,
         }
 
-    def _event(
-        self,
-        request: Request,
-        api_id: str,
-        path: str,
-        compiled: _CompiledRoute,
-        path_parameters: dict[str, str],
-    ) -> dict[str, Any]:
+    def _event(self, request: Request, api_id: str, match: _RouteMatch) -> dict[str, Any]:
+        """The Lambda proxy event of an HTTP API (payload format 2.0)."""
         text_body, is_base64 = _event_body(request)
         now = time.time()
+        path = match.path
         return {
             "version": "2.0",
-            "routeKey": compiled.route_key,
+            "routeKey": match.compiled.route_key,
             "rawPath": path,
             "rawQueryString": request.query_string.decode(),
             "headers": {key.lower(): value for key, value in request.headers.items()},
             "queryStringParameters": dict(request.args) or None,
-            "pathParameters": path_parameters or None,
+            "pathParameters": match.path_parameters or None,
             "requestContext": {
                 "accountId": self._account_id,
                 "apiId": api_id,
@@ -264,7 +263,7 @@ class HttpApiGateway:
                     "userAgent": request.headers.get("User-Agent", ""),
                 },
                 "requestId": str(uuid.uuid4()),
-                "routeKey": compiled.route_key,
+                "routeKey": match.compiled.route_key,
                 "stage": "$default",
                 "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
                 "timeEpoch": int(now * 1000),

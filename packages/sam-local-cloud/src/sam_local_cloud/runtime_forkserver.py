@@ -22,7 +22,7 @@ the stub (a timeout, a reset, the environment reaped), the server kills the runt
 exits, the server sends the stub ``exit:N`` and the stub exits with it. Runtimes die with the server.
 
 Every runtime sees its task root as Lambda's /var/task is, read-only: the folders named in the
-environment's ``ORDERBATCH_READ_ONLY_PATHS`` (taken out of the function's environment) are bound
+environment's ``SAM_LOCAL_CLOUD_READ_ONLY_PATHS`` (taken out of the function's environment) are bound
 read-only onto themselves in a mount namespace of the runtime's own, before its init; a write there
 fails with EROFS, while /tmp and everything else stays as it was. That takes root, or unprivileged user
 namespaces (a user namespace mapping only the caller's own IDs); where neither is allowed the folders
@@ -30,16 +30,18 @@ stay writable (``--probe-read-only`` tells). Compiled bytecode goes under ``--py
 into ``__pycache__`` beside the function's code.
 
 Run by path and standard library only, so nothing of the local cloud's own code is imported into the
-runtimes. The socket is bound only once the preloaded modules are imported: its appearance means ready.
+runtimes: the read-only mounts are made by the package's ``mount_namespace.py``, also standard library
+only, loaded by its path (it is not in ``sys.modules``). The socket is bound only once the preloaded
+modules are imported: its appearance means ready.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import gc
 import importlib
+import importlib.util
 import json
 import os
 import runpy
@@ -51,7 +53,16 @@ import sys
 import tempfile
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING or __package__:  # imported as part of sam_local_cloud
+    from sam_local_cloud import mount_namespace
+else:  # run by path with -I, outside the package: its mount_namespace.py, beside this one, is loaded by path
+    _spec = importlib.util.spec_from_file_location(
+        "mount_namespace", os.path.join(os.path.dirname(os.path.abspath(__file__)), "mount_namespace.py")
+    )
+    mount_namespace = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(mount_namespace)
 
 # Length-prefixed JSON request; file descriptors ride along as SCM_RIGHTS.
 HEADER = struct.Struct("!I")
@@ -63,30 +74,8 @@ PREPARED_FLAG = "--prepared"  # runtime_shim.PREPARED_FLAG; the shim is not impo
 _PR_SET_PDEATHSIG = 1
 _PARENT_CHECK_SECONDS = 1.0
 # The folders a runtime must see read-only (os.pathsep-separated); for this server, not the function.
-READ_ONLY_VARIABLE = "ORDERBATCH_READ_ONLY_PATHS"
+READ_ONLY_VARIABLE = "SAM_LOCAL_CLOUD_READ_ONLY_PATHS"
 PRIVATE_VARIABLES = (READ_ONLY_VARIABLE,)
-# <linux/sched.h> and <sys/mount.h>
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWUSER = 0x10000000
-_MS_RDONLY = 1
-_MS_REMOUNT = 32
-_MS_BIND = 4096
-_MS_REC = 16384
-_MS_PRIVATE = 1 << 18
-# statvfs's f_flag bits -> the mount flags a read-only remount must keep (a user namespace may not
-# drop them: EPERM). Linux names; elsewhere there are no mount namespaces anyway.
-_KEPT_MOUNT_FLAGS = (
-    (getattr(os, "ST_NOSUID", 0), 2),  # MS_NOSUID
-    (getattr(os, "ST_NODEV", 0), 4),  # MS_NODEV
-    (getattr(os, "ST_NOEXEC", 0), 8),  # MS_NOEXEC
-    (getattr(os, "ST_NOATIME", 0), 1024),  # MS_NOATIME
-    (getattr(os, "ST_NODIRATIME", 0), 2048),  # MS_NODIRATIME
-    (getattr(os, "ST_RELATIME", 0), 1 << 21),  # MS_RELATIME
-)
-
-
-class IsolationError(OSError):
-    """The read-only view of the task root could not be set up."""
 
 
 def split_private(environment: dict[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -96,75 +85,27 @@ def split_private(environment: dict[str, str]) -> tuple[dict[str, str], list[str
     return own, folders
 
 
-def _libc() -> object:
-    import ctypes
-
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        import ctypes
-
-        code = ctypes.get_errno()
-        raise IsolationError(code, f"{what}: {os.strerror(code)}")
-
-
-def _enter_mount_namespace(libc: object) -> None:
-    """A mount namespace of this process's own: as root directly, else inside a user namespace."""
-    unshare = libc.unshare  # type: ignore[attr-defined]
-    if unshare(_CLONE_NEWNS) == 0:
-        return
-    uid, gid = os.getuid(), os.getgid()
-    _check(unshare(_CLONE_NEWUSER | _CLONE_NEWNS), "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
-    # The same IDs inside as outside: files keep their owners and the function its user.
-    for name, content in (
-        ("setgroups", "deny"),
-        ("uid_map", f"{uid} {uid} 1"),
-        ("gid_map", f"{gid} {gid} 1"),
-    ):
-        with open(f"/proc/self/{name}", "w") as control:
-            control.write(content)
-
-
 def isolate_read_only(folders: list[str]) -> None:
     """Bind ``folders`` read-only onto themselves, seen by this process (and its children) only.
 
-    Call it in a single-threaded process (a freshly forked runtime). Raises ``IsolationError``.
+    Call it in a single-threaded process (a freshly forked runtime). Raises ``mount_namespace.MountError``.
     """
-    import ctypes
-
-    libc = _libc()
-    mount = libc.mount  # type: ignore[attr-defined]
-    mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
-    _enter_mount_namespace(libc)
-    # Private first, or the bind mounts below would propagate to the host's namespace.
-    _check(mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "making / private")
+    libc = mount_namespace.libc()
+    mount_namespace.enter_private_namespace(libc)
     for folder in folders:
-        if not os.path.isdir(folder):
-            continue
-        path = os.fsencode(folder)
-        _check(mount(path, path, None, _MS_BIND | _MS_REC, None), f"binding {folder}")
-        kept = os.statvfs(folder).f_flag
-        flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY
-        flags |= sum(mount_flag for stat_flag, mount_flag in _KEPT_MOUNT_FLAGS if kept & stat_flag)
-        _check(mount(None, path, None, flags, None), f"remounting {folder} read-only")
+        if os.path.isdir(folder):
+            mount_namespace.bind_read_only(libc, folder)
 
 
 def probe_read_only() -> int:
     """Exit status 0 when a write under a read-only folder fails with EROFS in a forked child."""
     with tempfile.TemporaryDirectory(prefix="sam-local-cloud-ro-probe-") as folder:
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                isolate_read_only([folder])
-                open(os.path.join(folder, "written"), "w").close()
-            except OSError as error:
-                code = 0 if error.errno == errno.EROFS else 1
-            os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        return 0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 1
+
+        def write_under_read_only() -> None:
+            isolate_read_only([folder])
+            open(os.path.join(folder, "written"), "w").close()
+
+        return mount_namespace.write_refused_in_child(write_under_read_only)
 
 
 def _preload(modules: list[str]) -> list[str]:
@@ -265,6 +206,17 @@ class Runtime:
     channel: socket.socket | None = None
 
 
+@dataclass(frozen=True)
+class RuntimeStart:
+    """What a runtime is forked with."""
+
+    request: dict[str, Any]  # the prepare or run request: the function's environment ("env") and "cwd"
+    streams: list[int]  # its standard input, output and error
+    arguments: list[str]  # the shim's
+    keep: list[socket.socket]  # the sockets it inherits
+    close: list[socket.socket]  # the server's sockets it must not hold, besides those the server tracks
+
+
 class ForkServer:
     def __init__(
         self, socket_path: str, shim: str, *, spawn: bool, pycache_prefix: str | None = None
@@ -332,7 +284,8 @@ class ForkServer:
         channel, child_channel = socket.socketpair()
         arguments = [PREPARED_FLAG, str(child_channel.fileno()), str(connection.fileno()), request["handler"]]
         streams = [os.open(os.devnull, os.O_RDONLY), fds[0], fds[0]]
-        pid = self._start(request, streams, arguments, keep=[child_channel, connection], close=[channel])
+        start = RuntimeStart(request, streams, arguments, keep=[child_channel, connection], close=[channel])
+        pid = self._start(start)
         os.close(streams[0])
         child_channel.close()
         runtime = Runtime(pid, token=request["token"], prepare_connection=connection, channel=channel)
@@ -352,7 +305,8 @@ class ForkServer:
             runtime.channel.close()
             runtime.channel = None
         else:
-            pid = self._start(request, fds[:MAX_FDS], [request["argv"][-1]], keep=[], close=[connection])
+            start = RuntimeStart(request, fds[:MAX_FDS], [request["argv"][-1]], keep=[], close=[connection])
+            pid = self._start(start)
             runtime = self.runtimes[pid] = Runtime(pid)
         runtime.stub_connection = connection
         self._track(runtime, connection)
@@ -372,49 +326,35 @@ class ForkServer:
 
     # -- processes ----------------------------------------------------------------------------------
 
-    def _start(
-        self,
-        request: dict[str, Any],
-        streams: list[int],
-        arguments: list[str],
-        *,
-        keep: list[socket.socket],
-        close: list[socket.socket],
-    ) -> int:
-        """Fork a runtime; ``keep`` are the sockets it inherits, ``close`` the server's it must not hold."""
+    def _start(self, start: RuntimeStart) -> int:
+        """Fork a runtime (``_become_runtime`` in the child); its pid."""
         pid = os.fork()
         if pid == 0:
-            self._become_runtime(request, streams, arguments, keep, close)
+            self._become_runtime(start)
         return pid
 
-    def _become_runtime(
-        self,
-        request: dict[str, Any],
-        streams: list[int],
-        arguments: list[str],
-        keep: list[socket.socket],
-        close: list[socket.socket],
-    ) -> None:
+    def _become_runtime(self, start: RuntimeStart) -> None:
         """In the forked child: the function's streams, environment and directory, then the shim."""
         exit_code = 1
         try:
             _die_with_parent()
-            self._close_in_child(keep, close)
-            for number, fd in enumerate(streams):
+            self._close_in_child(start.keep, start.close)
+            for number, fd in enumerate(start.streams):
                 os.dup2(fd, number)
-            environment, read_only = split_private(request["env"])
+            environment, read_only = split_private(start.request["env"])
             if read_only:
                 try:
                     isolate_read_only(read_only)
                 except OSError as error:  # the host said at start-up whether this works here
                     note = f"sam-local-cloud: the task root stays writable: {error}"
                     print(note, file=sys.stderr, flush=True)
-            os.chdir(request["cwd"])
-            for kept in keep:
+            os.chdir(start.request["cwd"])
+            for kept in start.keep:
                 os.set_inheritable(kept.fileno(), True)
+            argv = [self.shim, *start.arguments]
             if self.spawn:
                 options = ["-X", f"pycache_prefix={self.pycache_prefix}"] if self.pycache_prefix else []
-                os.execve(sys.executable, [sys.executable, *options, self.shim, *arguments], environment)
+                os.execve(sys.executable, [sys.executable, *options, *argv], environment)
             if self.pycache_prefix:
                 sys.pycache_prefix = self.pycache_prefix
             os.environ.clear()
@@ -423,7 +363,7 @@ class ForkServer:
             python_path = [entry for entry in environment.get("PYTHONPATH", "").split(os.pathsep) if entry]
             sys.path[:] = list(dict.fromkeys([*python_path, *self.base_path]))
             importlib.invalidate_caches()
-            sys.argv = [self.shim, *arguments]
+            sys.argv = argv
             runpy.run_path(self.shim, run_name="__main__")
             exit_code = 0
         except SystemExit as stop:

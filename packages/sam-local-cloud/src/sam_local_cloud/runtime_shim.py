@@ -357,7 +357,7 @@ DIRECTIVES: dict[str, Directive] = {
 
 # Set by the local cloud when asked to measure (the benchmark): a folder where each runtime keeps the CPU
 # time its handler's thread spent, boto3's client side included, and its invocations.
-HANDLER_CPU_VARIABLE = "ORDERBATCH_HANDLER_CPU_DIR"
+HANDLER_CPU_VARIABLE = "SAM_LOCAL_CLOUD_HANDLER_CPU_DIR"
 
 
 def measuring_cpu(real_handler: Handler) -> Handler:

@@ -1,7 +1,7 @@
 """What the Runtime Interface Emulator starts as a function's runtime.
 
-It asks the runtime server (``runtime_forkserver.py``, at ``ORDERBATCH_FORKSERVER_SOCKET``) for the
-runtime prepared for this environment (``ORDERBATCH_PREPARED_RUNTIME``, whose init already ran) or, if
+It asks the runtime server (``runtime_forkserver.py``, at ``SAM_LOCAL_CLOUD_FORKSERVER_SOCKET``) for the
+runtime prepared for this environment (``SAM_LOCAL_CLOUD_PREPARED_RUNTIME``, whose init already ran) or, if
 there is none, a new one, and hands it this process's arguments, environment, working directory and
 standard streams. Then it waits: it exits when that runtime exits, with its status, and when the emulator
 kills it, the server kills the runtime. Run by path with ``python -I -S``: standard library only, a few
@@ -16,8 +16,8 @@ import socket
 import struct
 import sys
 
-SOCKET_VARIABLE = "ORDERBATCH_FORKSERVER_SOCKET"
-TOKEN_VARIABLE = "ORDERBATCH_PREPARED_RUNTIME"
+SOCKET_VARIABLE = "SAM_LOCAL_CLOUD_FORKSERVER_SOCKET"
+TOKEN_VARIABLE = "SAM_LOCAL_CLOUD_PREPARED_RUNTIME"
 HEADER = struct.Struct("!I")
 EXIT_PREFIX = b"exit:"
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sam_local_cloud import runtime_shim
+from sam_local_cloud import mount_namespace, runtime_shim
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 from sam_local_cloud.docker_api import container_mounts
 from sam_local_cloud.docker_api.config import RIE_ENTRYPOINTS, TASK_ROOT, BindMount, ContainerConfig
@@ -63,7 +63,7 @@ LAYERS_ROOT = "/opt"
 CONTAINER_MOUNTS_SCRIPT = Path(container_mounts.__file__)
 SHIM_SCRIPT = Path(runtime_shim.__file__)
 # Variables the local cloud gives its own runtime server; a container's runtime is its emulator's child.
-_LOCAL_CLOUD_PREFIX = "ORDERBATCH_"
+_LOCAL_CLOUD_PREFIX = "SAM_LOCAL_CLOUD_"
 # The shim run as its own program, but without its folder (the local cloud's modules) on sys.path.
 _RUN_SHIM = (
     "import runpy, sys; sys.path.remove('') if '' in sys.path else None; sys.argv = sys.argv[1:]; "
@@ -156,16 +156,9 @@ class ContainerMounts:
 @functools.cache
 def container_mounts_supported() -> bool:
     """Whether containers here can have their own mounts (root, or unprivileged user namespaces)."""
-    try:
-        probe = subprocess.run(
-            [sys.executable, "-I", "-S", str(CONTAINER_MOUNTS_SCRIPT), "--probe"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0
+    return mount_namespace.probe_succeeds(
+        [sys.executable, "-I", "-S", str(CONTAINER_MOUNTS_SCRIPT), "--probe"]
+    )
 
 
 def _mountable(folder: Path) -> bool:

@@ -28,17 +28,23 @@ if TYPE_CHECKING:
     from sam_local_cloud.lambda_service.faults import FaultPlan
 
 
-class InvokeAnswer(Protocol):
-    """What Invoke returns, as the HTTP API sends it."""
+class AnsweredInvoke(Protocol):
+    """What the Lambda service returns for one invocation (its ``InvokeResult``), as far as a caller in
+    this process reads it (durable executions' replays)."""
 
-    @property
-    def status_code(self) -> int: ...
     @property
     def request_id(self) -> str: ...
     @property
     def payload(self) -> bytes: ...
     @property
     def function_error(self) -> str | None: ...
+
+
+class InvokeAnswer(AnsweredInvoke, Protocol):
+    """What Invoke returns, as the HTTP API sends it."""
+
+    @property
+    def status_code(self) -> int: ...
     @property
     def executed_version(self) -> str | None: ...
     @property

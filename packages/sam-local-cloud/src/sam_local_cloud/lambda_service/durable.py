@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qs
 
 from aws_durable_execution_sdk_python.execution import InvocationStatus
@@ -62,6 +62,7 @@ from aws_durable_execution_sdk_python_testing.web import routes as durable_route
 from aws_durable_execution_sdk_python_testing.web.models import HTTPRequest, HTTPResponse
 from aws_durable_execution_sdk_python_testing.worker.registry import ExecutionRegistry
 
+from sam_local_cloud.lambda_service.api import AnsweredInvoke
 from sam_local_cloud.lambda_service.durable_executor import ExecutionView, LocalCloudExecutor
 from sam_local_cloud.lambda_service.errors import LambdaApiError, ResourceNotFoundError, ServiceError
 from sam_local_cloud.lambda_service.functions import (
@@ -82,17 +83,6 @@ _CALLBACK_ROUTES = (
     durable_routes.CallbackFailureRoute,
     durable_routes.CallbackHeartbeatRoute,
 )
-
-
-class AnsweredInvoke(Protocol):
-    """What the Lambda service returns for one invocation (its ``InvokeResult``)."""
-
-    @property
-    def request_id(self) -> str: ...
-    @property
-    def payload(self) -> bytes: ...
-    @property
-    def function_error(self) -> str | None: ...
 
 
 # (function name or name:qualifier, payload) -> the invocation's answer; throttles already retried.

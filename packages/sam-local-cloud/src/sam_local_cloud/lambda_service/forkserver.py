@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from sam_local_cloud import runtime_forkserver, runtime_shim, runtime_stub
+from sam_local_cloud import mount_namespace, runtime_forkserver, runtime_shim, runtime_stub
 from sam_local_cloud.lambda_service.runtimes import RuntimeBuild
 from sam_local_cloud.process_groups import start_session
 
@@ -63,16 +63,7 @@ def read_only_supported() -> bool:
 
     Asked once per process, of a forked child of a fresh interpreter, as the runtimes will do it.
     """
-    try:
-        probe = subprocess.run(
-            [sys.executable, "-I", str(FORKSERVER_SCRIPT), "--probe-read-only"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0
+    return mount_namespace.probe_succeeds([sys.executable, "-I", str(FORKSERVER_SCRIPT), "--probe-read-only"])
 
 
 def read_only_variables(folders: Iterable[Path]) -> dict[str, str]:

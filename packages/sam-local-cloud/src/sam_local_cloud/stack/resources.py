@@ -19,6 +19,7 @@ from sam_local_cloud.stack.state_machines import (
 )
 
 
+# add_layer's parameters, kept apart: template.py adds every layer (functions name them) before the rest.
 def add_resource(
     stack: LocalStack,
     logical_id: str,

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, RootModel, StrictStr, ValidationErro
 from sam_local_cloud.accounts import parts_for_arn
 from sam_local_cloud.moto_seam import hooks
 from sam_local_cloud.moto_seam.records import EngineRecords
+from sam_local_cloud.stepfunctions.service_errors import runtime_failure, task_failure
 
 MOCK_CONFIG_ENV_VAR = "SFN_MOCK_CONFIG"
 TEST_CASE_SEPARATOR = "#"
@@ -270,7 +271,7 @@ class TestCaseRun:
         if invocation < len(mocked.answers):
             return mocked.answers[invocation]
         self.exhausted = True
-        raise _no_response(
+        raise runtime_failure(
             env,
             f"Test case '{self.test_case_name}' has no mocked response for invocation {invocation} of state "
             f"'{state_name}': MockedResponses.{mocked.name} answers invocations 0-{len(mocked.answers) - 1}",
@@ -279,30 +280,6 @@ class TestCaseRun:
     def invocations(self, state_name: str) -> int:
         with self._lock:
             return self._invocations[state_name]
-
-
-def _no_response(env: Any, cause: str) -> Exception:
-    from sam_local_cloud.moto_seam.stepfunctions import (
-        EventDetails,
-        FailureEvent,
-        FailureEventException,
-        HistoryEventType,
-        StatesErrorName,
-        StatesErrorNameType,
-        TaskFailedEventDetails,
-    )
-
-    runtime = StatesErrorNameType.StatesRuntime
-    return FailureEventException(
-        failure_event=FailureEvent(
-            env=env,
-            error_name=StatesErrorName(typ=runtime),
-            event_type=HistoryEventType.TaskFailed,
-            event_details=EventDetails(  # type: ignore[typeddict-item]  # total TypedDict
-                taskFailedEventDetails=TaskFailedEventDetails(error=runtime.to_name(), cause=cause)
-            ),
-        )
-    )
 
 
 # ---------------------------------------------------------------------------------------------- the source
@@ -404,35 +381,7 @@ def test_case_of(execution: Any) -> TestCaseRun | None:
 
 def raise_mocked_error(env: Any, error: str, cause: str) -> None:
     """A mocked Task failure (TaskFailed) with ``error``, a ``States.`` name included (moto refuses those)."""
-    from sam_local_cloud.moto_seam.stepfunctions import (
-        CustomErrorName,
-        ErrorName,
-        EventDetails,
-        FailureEvent,
-        FailureEventException,
-        HistoryEventType,
-        StatesErrorName,
-        TaskFailedEventDetails,
-    )
-
-    error_name: Any
-    if not error.startswith("States."):
-        error_name = CustomErrorName(error)
-    else:
-        try:
-            error_name = StatesErrorName.from_name(error)
-        except ValueError:
-            error_name = ErrorName(error)  # a States. name Step Functions does not define: matched by name
-    raise FailureEventException(
-        failure_event=FailureEvent(
-            env=env,
-            error_name=error_name,
-            event_type=HistoryEventType.TaskFailed,
-            event_details=EventDetails(  # type: ignore[typeddict-item]  # total TypedDict
-                taskFailedEventDetails=TaskFailedEventDetails(error=error, cause=cause)
-            ),
-        )
-    )
+    raise task_failure(env, error, cause)
 
 
 def _throw_states_errors_by_name() -> None:

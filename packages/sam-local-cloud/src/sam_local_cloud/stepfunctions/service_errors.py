@@ -115,15 +115,25 @@ def register_hooks() -> None:
     _tolerate_errors_without_request_id()
 
 
+def error_name_of(error: str) -> Any:
+    """The interpreter's name of ``error``: Step Functions' own for a ``States.`` name it defines, the
+    task's own (custom) otherwise. A ``States.`` name Step Functions does not define is matched by name."""
+    from sam_local_cloud.moto_seam.stepfunctions import CustomErrorName, ErrorName, StatesErrorName
+
+    if not error.startswith("States."):
+        return CustomErrorName(error)
+    try:
+        return StatesErrorName.from_name(error)
+    except ValueError:
+        return ErrorName(error)
+
+
 def task_failed_event(env: Any, error: str, cause: str, *, task: Any = None) -> Any:
     """The interpreter's TaskFailed failure event with this error and cause (of ``task``'s resource)."""
     from sam_local_cloud.moto_seam.stepfunctions import (
-        CustomErrorName,
         EventDetails,
         FailureEvent,
         HistoryEventType,
-        StatesErrorName,
-        StatesErrorNameType,
         TaskFailedEventDetails,
     )
 
@@ -131,21 +141,24 @@ def task_failed_event(env: Any, error: str, cause: str, *, task: Any = None) -> 
     if task is not None:
         details["resource"] = task._get_sfn_resource()
         details["resourceType"] = task._get_sfn_resource_type()
-    runtime = StatesErrorNameType.StatesRuntime
-    name = StatesErrorName(typ=runtime) if error == runtime.to_name() else CustomErrorName(error)
     return FailureEvent(
         env=env,
-        error_name=name,
+        error_name=error_name_of(error),
         event_type=HistoryEventType.TaskFailed,
         event_details=cast(EventDetails, {"taskFailedEventDetails": details}),
     )
 
 
-def runtime_failure(env: Any, cause: str) -> Exception:
-    """A States.Runtime failure of the state, raised where the interpreter expects a failure event."""
+def task_failure(env: Any, error: str, cause: str, *, task: Any = None) -> Exception:
+    """A TaskFailed failure of the state, raised where the interpreter expects a failure event."""
     from sam_local_cloud.moto_seam.stepfunctions import FailureEventException
 
-    return FailureEventException(failure_event=task_failed_event(env, "States.Runtime", cause))
+    return FailureEventException(failure_event=task_failed_event(env, error, cause, task=task))
+
+
+def runtime_failure(env: Any, cause: str) -> Exception:
+    """A States.Runtime failure of the state, raised where the interpreter expects a failure event."""
+    return task_failure(env, "States.Runtime", cause)
 
 
 def _name_patterns_not_run_locally() -> None:

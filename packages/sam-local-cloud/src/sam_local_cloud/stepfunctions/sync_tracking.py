@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from sam_local_cloud.accounts import parts_for_arn
 from sam_local_cloud.stepfunctions import express
+from sam_local_cloud.stepfunctions.service_errors import task_failure
 
 
 def register_hooks() -> None:
@@ -79,14 +80,7 @@ def _express_child_resolver(task: Any, env: Any, child_arn: str, *, sync2: bool)
 def _described_child(task: Any, env: Any, child: Any, *, sync2: bool) -> Any:
     from sam_local_cloud.moto_seam.stepfunctions import (
         DescribeExecutionOutput,
-        EventDetails,
         ExecutionStatus,
-        FailureEvent,
-        FailureEventException,
-        HistoryEventType,
-        StatesErrorName,
-        StatesErrorNameType,
-        TaskFailedEventDetails,
         select_from_typed_dict,
         to_json_str,
     )
@@ -97,22 +91,4 @@ def _described_child(task: Any, env: Any, child: Any, *, sync2: bool) -> Any:
     task._normalise_response(response=description, service_action_name="describe_execution")
     if child.status == ExecutionStatus.SUCCEEDED:
         return description
-    failed = StatesErrorNameType.StatesTaskFailed
-    raise FailureEventException(
-        FailureEvent(
-            env=env,
-            error_name=StatesErrorName(typ=failed),
-            event_type=HistoryEventType.TaskFailed,
-            event_details=cast(
-                EventDetails,
-                {
-                    "taskFailedEventDetails": TaskFailedEventDetails(
-                        resource=task._get_sfn_resource(),
-                        resourceType=task._get_sfn_resource_type(),
-                        error=failed.to_name(),
-                        cause=to_json_str(description),
-                    )
-                },
-            ),
-        )
-    )
+    raise task_failure(env, "States.TaskFailed", to_json_str(description), task=task)

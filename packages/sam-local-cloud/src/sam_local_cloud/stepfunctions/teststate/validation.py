@@ -7,6 +7,7 @@ from typing import Any
 import botocore.session
 from botocore.exceptions import UnknownServiceError
 
+# The state classes the interpreter also imports: a list of names from the seam, not logic written twice.
 from sam_local_cloud.moto_seam.stepfunctions import (
     StateFail,
     StateMap,
