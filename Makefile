@@ -69,6 +69,7 @@ lint: setup
 	$(BIN)/ruff format --check src functions tests packages
 	$(BIN)/mypy
 	$(BIN)/mypy --strict $(LOCAL_CLOUD)/src/sam_local_cloud/moto_seam $(LOCAL_CLOUD)/src/sam_local_cloud/stepfunctions
+	$(BIN)/pylint --jobs 2 src/orderbatch functions/order_processing functions/handlers $(LOCAL_CLOUD)/src/sam_local_cloud
 	$(BIN)/python -m orderbatch.workflow_source --check
 
 # Four workers, a test file each at a time, the longest first (tests/conftest.py): the suite waits on

@@ -33,6 +33,7 @@ from order_processing.contract import (
     OrderStatus,
     Outcome,
 )
+from order_processing.durable_batches import durable_execution
 from order_processing.validation import check_order
 
 FINAL_STATUSES = {str(status) for status in FINAL_ORDER_STATUSES}
@@ -246,26 +247,12 @@ def find_batch_run(
         )
     if lambda_client is None or locations.durable_function_arn is None:
         return None
-    durable = durable_execution_of(lambda_client, locations.durable_function_arn, batch_id)
+    durable = durable_execution(batch_id, locations.durable_function_arn, lambda_client)
     if durable is None:
         return None
     return BatchRun(
         DURABLE, str(durable["Status"]), json.loads(durable["InputPayload"]), durable.get("Result")
     )
-
-
-def durable_execution_of(lambda_client: Any, function_arn: str, batch_id: str) -> dict[str, Any] | None:
-    """GetDurableExecution of the function's execution named ``batch_id``, or None when there is none."""
-    listed = lambda_client.list_durable_executions_by_function(
-        FunctionName=function_arn, DurableExecutionName=batch_id
-    ).get("DurableExecutions", [])
-    named = [e for e in listed if e.get("DurableExecutionName") == batch_id]
-    if not named:
-        return None
-    answer: dict[str, Any] = lambda_client.get_durable_execution(
-        DurableExecutionArn=named[0]["DurableExecutionArn"]
-    )
-    return answer
 
 
 def _outcomes_from_records(

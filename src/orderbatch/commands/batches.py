@@ -247,7 +247,7 @@ def _submit_durable(args: argparse.Namespace, batch: dict[str, Any]) -> int:
 
 
 def _durable_status(args: argparse.Namespace, batch_id: str) -> int:
-    from orderbatch.audit import durable_execution_of
+    from order_processing.durable_batches import durable_execution
     from orderbatch.durable_batches import batch_document
 
     try:
@@ -255,7 +255,7 @@ def _durable_status(args: argparse.Namespace, batch_id: str) -> int:
     except ValueError as error:
         print(f"orderbatch: {error}", file=sys.stderr)
         return 2
-    execution = durable_execution_of(_lambda_client(args), function_arn, batch_id)
+    execution = durable_execution(batch_id, function_arn, _lambda_client(args))
     if execution is None:
         body = {"batch_id": batch_id, "orchestrator": DURABLE, "message": f"batch {batch_id} not found"}
         return _report(args, HTTPStatus.NOT_FOUND, body)
