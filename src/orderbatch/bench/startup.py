@@ -2,14 +2,20 @@
 
 One process, alone on the machine: the first start (imports and moto's models included), later starts in
 the warm process, then resets, each after a batch of the app's orders has run through its HTTP API, so
-that each reset has a batch's executions, items and histories to undo.
+that each reset has a batch's executions, items and histories to undo. Then what a user of the command
+waits: ``orderbatch local up`` started as a process, until its first StartExecution is answered.
 """
 
 from __future__ import annotations
 
 import os
 import resource
+import signal
+import socket
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +35,8 @@ class StartupFigures:
     warm_start_seconds: list[float] = field(default_factory=list)
     reset_seconds: list[float] = field(default_factory=list)
     batch_seconds: list[float] = field(default_factory=list)
+    # `orderbatch local up` as a process: from its launch to its first answered StartExecution.
+    command_start_seconds: list[float] = field(default_factory=list)
     peak_rss_mib: float = 0.0
 
     def lines(self) -> list[str]:
@@ -45,12 +53,19 @@ class StartupFigures:
             f"reset after a batch of {self.orders_per_batch} orders: "
             f"{spread(self.reset_seconds, unit=1000, suffix='ms')}",
             f"the batch itself: {spread(self.batch_seconds)}",
+            *(
+                [f"`orderbatch local up` to its first answered StartExecution: {spread(command)}"]
+                if (command := self.command_start_seconds)
+                else []
+            ),
             f"peak RSS of this process: {self.peak_rss_mib:.0f} MiB",
             f"load average after: {' '.join(f'{x:.2f}' for x in self.load_after)}",
         ]
 
 
-def measure_startup(template: Path, *, starts: int, resets: int, orders: int) -> StartupFigures:
+def measure_startup(
+    template: Path, *, starts: int, resets: int, orders: int, command_starts: int = 0
+) -> StartupFigures:
     from sam_local_cloud import LocalCloud
 
     figures = StartupFigures(template, orders, os.getloadavg())
@@ -69,8 +84,55 @@ def measure_startup(template: Path, *, starts: int, resets: int, orders: int) ->
                     figures.batch_seconds.append(time.perf_counter() - began)
                     figures.reset_seconds.append(_timed(cloud.reset))
     figures.peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    figures.command_start_seconds = [_command_start(template) for _ in range(command_starts)]
     figures.load_after = os.getloadavg()
     return figures
+
+
+def _command_start(template: Path, timeout: float = 120.0) -> float:
+    """Seconds from launching `orderbatch local up` to its first StartExecution answered, as a script
+    that starts the command and polls it would see (ListStateMachines every 20 ms until one is listed)."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from sam_local_cloud import DUMMY_CREDENTIALS
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with tempfile.TemporaryDirectory(prefix="orderbatch-bench-start-") as state_dir:
+        command = [sys.executable, "-m", "orderbatch.cli", "local", "up", "--template", str(template)]
+        command += ["--port", str(port), "--state-dir", state_dir]
+        began = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            stepfunctions = boto3.client(
+                "stepfunctions",
+                endpoint_url=f"http://127.0.0.1:{port}",
+                region_name="us-east-1",
+                config=Config(retries={"total_max_attempts": 1}, connect_timeout=1, read_timeout=30),
+                **DUMMY_CREDENTIALS,
+            )
+            while time.perf_counter() - began < timeout:
+                if process.poll() is not None:
+                    raise RuntimeError(f"`orderbatch local up` exited with {process.returncode}")
+                try:
+                    machines = stepfunctions.list_state_machines()["stateMachines"]
+                except (BotoCoreError, ClientError):
+                    machines = []
+                if machines:
+                    stepfunctions.start_execution(stateMachineArn=machines[0]["stateMachineArn"], input="{}")
+                    return time.perf_counter() - began
+                time.sleep(0.02)
+            raise TimeoutError(f"`orderbatch local up` answered no StartExecution within {timeout:.0f} s")
+        finally:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def _timed(action: Callable[[], Any]) -> float:

@@ -20,20 +20,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--resets", type=int, default=10, help="batches, each followed by a reset (default 10)"
     )
     bench.add_argument("--orders", type=int, default=20, help="orders per batch (default 20)")
+    bench.add_argument(
+        "--command-starts",
+        type=int,
+        default=3,
+        help="times `orderbatch local up` is launched as a process and timed to its first answered "
+        "StartExecution (default 3; 0 skips it)",
+    )
     bench.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from orderbatch.bench.startup import measure_startup
 
-    if args.starts < 1 or args.resets < 1 or args.orders < 1:
-        print("--starts, --resets and --orders must be positive", file=sys.stderr)
+    if args.starts < 1 or args.resets < 1 or args.orders < 1 or args.command_starts < 0:
+        print(
+            "--starts, --resets and --orders must be positive, --command-starts not negative", file=sys.stderr
+        )
         return 2
     figures = measure_startup(
         (args.template or default_template()).resolve(),
         starts=args.starts,
         resets=args.resets,
         orders=args.orders,
+        command_starts=args.command_starts,
     )
     print("\n".join(figures.lines()))
     return 0
