@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sam_local_cloud.moto_seam import fingerprints
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_every_hooked_or_imported_moto_target_matches_the_pinned_release() -> None:
