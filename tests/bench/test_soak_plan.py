@@ -6,7 +6,7 @@ from pathlib import Path
 
 from orderbatch.bench.memory_trace import MemoryTracer
 from orderbatch.bench.soak import SoakSettings, SoakTotals, planned_kinds, verdict
-from sam_local_cloud.lambda_service.faults import FAULT_KINDS
+from sam_local_cloud.faults import FAULT_KINDS
 
 
 def settings(tmp_path: Path, **changes: object) -> SoakSettings:

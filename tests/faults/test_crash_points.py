@@ -33,14 +33,15 @@ from orderbatch.faults.crash_cases import (
 from orderbatch.faults.crash_matrix import ConfigurationRun, run_matrix, start_cloud
 from orderbatch.faults.crash_results import MatrixResult, render
 from sam_local_cloud import FaultPlan, LocalCloud
-from sam_local_cloud.lambda_service.crash_points import (
+from sam_local_cloud.faults import (
+    FaultDecision,
+    FaultInjector,
+    FaultRule,
     RecordedCall,
     ResourceNames,
     enumerate_crash_points,
     idempotency_save,
 )
-from sam_local_cloud.lambda_service.fault_injector import FaultInjector
-from sam_local_cloud.lambda_service.faults import FaultDecision, FaultRule
 from sam_local_cloud.runtime_shim import (
     CHECKPOINT_UPDATES,
     call_matches,

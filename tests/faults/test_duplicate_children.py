@@ -25,8 +25,7 @@ from orderbatch.faults.duplicate_children import run_duplicate_children_row
 from orderbatch.faults.flags import parse_fault_flag
 from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud import DUMMY_CREDENTIALS, FaultPlan, LocalCloud, wait_for_execution
-from sam_local_cloud.lambda_service.fault_injector import FaultInjector
-from sam_local_cloud.lambda_service.faults import DuplicateExecution, FaultRule
+from sam_local_cloud.faults import DuplicateExecution, FaultInjector, FaultRule
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 STATE_MACHINE = "OrderBatchStateMachine"

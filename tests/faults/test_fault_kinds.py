@@ -13,8 +13,7 @@ from orderbatch.cli import build_parser
 from orderbatch.faults.flags import fault_plan_from_args
 from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud import FaultPlan, runtime_shim
-from sam_local_cloud.lambda_service.fault_injector import FaultInjector
-from sam_local_cloud.lambda_service.faults import FAULT_KINDS, Crash, FaultRule, Timeout
+from sam_local_cloud.faults import FAULT_KINDS, Crash, FaultInjector, FaultRule, Timeout
 
 FAULTS_DOC = PROJECT_ROOT / "docs" / "faults.md"
 # The options a kind cannot do without; a new kind with required fields adds its own here.

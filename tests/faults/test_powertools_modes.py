@@ -23,8 +23,7 @@ from orderbatch.faults.powertools_modes import (
     run_failure_modes,
 )
 from sam_local_cloud import runtime_shim
-from sam_local_cloud.lambda_service.crash_points import RecordedCall
-from sam_local_cloud.lambda_service.faults import FaultRule
+from sam_local_cloud.faults import FaultRule, RecordedCall
 
 CHARGE_CALLS = [
     RecordedCall(1, "dynamodb", "PutItem", ("idem",), "INPROGRESS"),

@@ -14,6 +14,7 @@ import pytest
 
 from orderbatch.app_batches import order_event_keys
 from sam_local_cloud import FaultPlan, runtime_shim
+from sam_local_cloud.faults import ErrorBeforeBody, FaultInjector
 from sam_local_cloud.lambda_service.accounting import Accounting
 from sam_local_cloud.lambda_service.backends import is_function_error_payload
 from sam_local_cloud.lambda_service.errors import InvalidParameterValueError, TooManyRequestsError
@@ -22,8 +23,6 @@ from sam_local_cloud.lambda_service.exit_status import (
     runtime_exit_text,
     with_lambda_exit_wording,
 )
-from sam_local_cloud.lambda_service.fault_injector import FaultInjector
-from sam_local_cloud.lambda_service.faults import ErrorBeforeBody
 from sam_local_cloud.lambda_service.functions import FunctionRegistry, FunctionSpec
 from sam_local_cloud.lambda_service.layers import LayerCache, LayerError, LayerSpec, python_layer_dirs
 from sam_local_cloud.lambda_service.runtimes import RuntimeStatus, runtime_status

@@ -1,8 +1,10 @@
 """Fault injection, the public part: the plan a cloud runs with (``LocalCloud.inject``, ``--faults``), the
 kinds of fault in it, and the crash points an invocation can be stopped at, recorded and enumerated.
 
-What each kind does, with its fields: docs/faults.md. These names are public; the modules they come from
-are not.
+What each kind does, with its fields: docs/faults.md. A plan's rules (``FaultRule``) are decided per
+invocation by a ``FaultInjector``, as the Lambda service does (``FaultDecision``: what to do to this one),
+so that a tool can say what a plan would do without running it. These names are public; the modules
+they come from are not.
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from sam_local_cloud.lambda_service.crash_points import (
     recorded_invocations,
 )
 from sam_local_cloud.lambda_service.event_keys import EventKeys
+from sam_local_cloud.lambda_service.fault_injector import FaultInjector
 from sam_local_cloud.lambda_service.faults import (
     FAULT_KINDS,
     Crash,
     DuplicateExecution,
     ErrorAfterBody,
     ErrorBeforeBody,
+    FaultDecision,
     FaultPlan,
+    FaultRule,
     RecordCalls,
     ResponseDelay,
     Throttle,
@@ -64,7 +69,10 @@ __all__ = [
     "ErrorAfterBody",
     "ErrorBeforeBody",
     "EventKeys",
+    "FaultDecision",
+    "FaultInjector",
     "FaultPlan",
+    "FaultRule",
     "RecordCalls",
     "RecordedCall",
     "ResourceNames",
