@@ -33,16 +33,15 @@ _POLL_SECONDS = 1.0
 
 def measure(interpreter: str, items: int, max_concurrency: int, timeout_seconds: float) -> dict[str, Any]:
     """Run in a fresh process only: the interpreter choice cannot be undone once moto is patched."""
-    from sam_local_cloud import LocalCloud, LocalCloudConfig, stepfunctions
+    from sam_local_cloud import LocalCloud, LocalCloudConfig
 
     if interpreter not in INTERPRETERS:
         raise ValueError(f"interpreter must be one of {INTERPRETERS}")
-    if interpreter == "moto":
-        stepfunctions.apply_interpreter_patches = lambda: None
     config = LocalCloudConfig(
         template=ENGINE_TEMPLATE,
         account_concurrency=max_concurrency,
         parameter_overrides={"MapMaxConcurrency": str(max_concurrency)},
+        moto_interpreter_as_released=interpreter == "moto",
     )
     with LocalCloud(config) as cloud:
         if interpreter == "moto":

@@ -76,7 +76,7 @@ from sam_local_cloud.readiness import (
 from sam_local_cloud.runtime_shim import HANDLER_CPU_VARIABLE
 from sam_local_cloud.served_paths import HEALTH_PATH
 from sam_local_cloud.stack import LocalStack, load_stack
-from sam_local_cloud.stepfunctions import HistoryStore, create_moto_app
+from sam_local_cloud.stepfunctions import HistoryStore, create_moto_app, leave_interpreter_as_released
 from sam_local_cloud.stepfunctions.activities import task_token_resource
 from sam_local_cloud.stepfunctions.mock_config import MockConfig, MockConfigSource, mock_config_path
 
@@ -253,6 +253,8 @@ class LocalCloud:
             )
         # moto logs every unsupported field and every missing JSONPath it tries (IsPresent included).
         logging.getLogger("moto").setLevel(logging.CRITICAL)
+        if self.config.moto_interpreter_as_released:
+            leave_interpreter_as_released()
         moto_app = create_moto_app()
         # Step Functions' concerns, DynamoDB's transactions and request caches (moto lists a response
         # class's methods with inspect on every request of every service), untracked models, rule targets.

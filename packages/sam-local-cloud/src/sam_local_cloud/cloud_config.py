@@ -71,3 +71,7 @@ class LocalCloudConfig:
     verify_signatures: bool = True
     # Each runtime writes down its handler's own CPU time in handler_cpu_dir (the benchmark's yardstick).
     measure_handler_cpu: bool = False
+    # moto's Step Functions interpreter as released, none of the local cloud's changes to it: only to
+    # measure what those cost (the benchmark's engine probe), in a process where no other cloud ran. Its
+    # Tasks reach Lambda through moto's own client, at the port in the MOTO_PORT variable.
+    moto_interpreter_as_released: bool = False

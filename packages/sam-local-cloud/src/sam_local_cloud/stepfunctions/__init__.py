@@ -28,10 +28,14 @@ __all__ = [
     "HistoryStore",
     "apply_interpreter_patches",
     "create_moto_app",
+    "leave_interpreter_as_released",
 ]
 
 _patch_lock = threading.Lock()
 _patched = False
+# Set by a measurement of moto's interpreter as released (LocalCloudConfig.moto_interpreter_as_released):
+# the patches are process-wide and cannot be taken back, so the choice holds for the process.
+_left_as_released = False
 
 
 def create_moto_app() -> Any:
@@ -51,12 +55,25 @@ def apply_interpreter_patches() -> None:
     """Registers every concern's hooks into moto's Step Functions and installs them, once per process."""
     global _patched
     with _patch_lock:
-        if _patched:
+        if _patched or _left_as_released:
             return
         for concern in _concern_modules():
             concern.register_hooks()
         hooks.install()
         _patched = True
+
+
+def leave_interpreter_as_released() -> None:
+    """moto's Step Functions interpreter as released, for this whole process: the yardstick a benchmark
+    measures the local cloud's interpreter against. Refused once the patches are in."""
+    global _left_as_released
+    with _patch_lock:
+        if _patched:
+            raise RuntimeError(
+                "moto's interpreter is already patched in this process (a local cloud ran here): measure "
+                "moto as released in a process of its own"
+            )
+        _left_as_released = True
 
 
 def _concern_modules() -> list[Any]:
