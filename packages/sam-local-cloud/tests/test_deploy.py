@@ -57,7 +57,7 @@ def greeter_template(tmp_path: Path) -> Path:
 
 
 def test_deploy_after_start_gives_the_stack_with_its_parameters(greeter_template: Path) -> None:
-    with LocalCloud(port=0, account_concurrency=3, runtime_fallback=True) as cloud:
+    with LocalCloud(port=0, lambda_concurrency=3, runtime_fallback=True) as cloud:
         stack = cloud.deploy(greeter_template, parameters={"Greeting": "bonjour"})
 
         assert isinstance(stack, DeployedStack)
@@ -65,7 +65,9 @@ def test_deploy_after_start_gives_the_stack_with_its_parameters(greeter_template
         assert stack.outputs["Greeting"] == "bonjour from sam-app"
         function_name = stack.physical_id("Greeter")
         assert stack.outputs["GreeterName"] == function_name
-        answer = cloud.client("lambda").invoke(FunctionName=function_name, Payload=b'{"name": "Ada"}')
+        answer = cloud.client("lambda", retries=False).invoke(
+            FunctionName=function_name, Payload=b'{"name": "Ada"}'
+        )
         assert json.loads(answer["Payload"].read()) == {"said": "bonjour, Ada"}
         assert cloud.client("lambda").get_account_settings()["AccountLimit"]["ConcurrentExecutions"] == 3
         assert cloud.deployed_stack() == stack
@@ -101,3 +103,14 @@ def test_before_its_deploy_a_cloud_says_what_is_missing() -> None:
 def test_a_config_and_keywords_together_are_refused() -> None:
     with pytest.raises(TypeError, match="not both"):
         LocalCloud(LocalCloudConfig(), port=0)
+    with pytest.raises(TypeError, match="name one quota"):
+        LocalCloud(lambda_concurrency=2, account_concurrency=3)
+
+
+def test_a_client_without_retries_makes_one_attempt_and_with_them_the_standard_mode() -> None:
+    with LocalCloud(port=0) as cloud:
+        cloud.deploy(STOCK_TRADER)
+        assert cloud.client("sts", retries=False).meta.config.retries["total_max_attempts"] == 1
+        assert cloud.client("sts", retries=True).meta.config.retries["mode"] == "standard"
+        retried = cloud.client("sts", retries={"total_max_attempts": 7})
+        assert retried.meta.config.retries["total_max_attempts"] == 7

@@ -105,6 +105,10 @@ class LocalCloud:
     def __init__(self, config: LocalCloudConfig | None = None, **settings: Any) -> None:
         if config is not None and settings:
             raise TypeError("LocalCloud takes a LocalCloudConfig or its fields as keywords, not both")
+        if "lambda_concurrency" in settings:  # the name set_quota and the pytest plugin use
+            if "account_concurrency" in settings:
+                raise TypeError("lambda_concurrency and account_concurrency name one quota: give one")
+            settings["account_concurrency"] = settings.pop("lambda_concurrency")
         self.config = config if config is not None else LocalCloudConfig(**settings)
         config = self.config
         # The account is the cloud's from its start to its stop; until then this is the one it expects.
@@ -449,6 +453,10 @@ class LocalCloud:
         return self.http_api.url(self.endpoint)
 
     def client(self, service: str, **config: Any) -> Any:
+        """A boto3 client of this cloud; ``config`` is botocore's ``Config``, where ``retries=False`` makes
+        one attempt per call (a test sees each 429) and ``retries=True`` is the SDK's standard mode."""
+        if isinstance(config.get("retries"), bool):
+            config["retries"] = {"mode": "standard"} if config["retries"] else {"total_max_attempts": 1}
         return boto3.client(
             service,  # type: ignore[call-overload]
             endpoint_url=self.endpoint,
