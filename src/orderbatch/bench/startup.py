@@ -97,6 +97,7 @@ def _command_start(template: Path, timeout: float = 120.0) -> float:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from sam_local_cloud import DUMMY_CREDENTIALS
+    from sam_local_cloud.stack import DEFAULT_REGION
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -110,7 +111,7 @@ def _command_start(template: Path, timeout: float = 120.0) -> float:
             stepfunctions = boto3.client(
                 "stepfunctions",
                 endpoint_url=f"http://127.0.0.1:{port}",
-                region_name="us-east-1",
+                region_name=DEFAULT_REGION,  # the local cloud's, where the template names none
                 config=Config(retries={"total_max_attempts": 1}, connect_timeout=1, read_timeout=30),
                 **DUMMY_CREDENTIALS,
             )
