@@ -66,6 +66,7 @@ LOCAL_CLOUD_PUBLIC = {
     "sam_local_cloud.cli",
     "sam_local_cloud.executions",
     "sam_local_cloud.faults",
+    "sam_local_cloud.json_types",
     "sam_local_cloud.stack",
     "sam_local_cloud.state_names",
     "sam_local_cloud.docker_api",

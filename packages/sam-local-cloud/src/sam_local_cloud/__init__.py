@@ -12,7 +12,8 @@ included), DynamoDB, S3, SQS, EventBridge, IAM and the HTTP API. Nothing needs D
         started = stepfunctions.start_execution(stateMachineArn=stack.outputs["StateMachineArn"])
 
 The names below are the public API, with the modules ``faults``, ``stack``, ``aws_limits``, ``executions``,
-``state_names``, ``cli`` and ``docker_api``; everything else in the package may change between releases.
+``state_names``, ``json_types``, ``cli`` and ``docker_api``; everything else in the package may change
+between releases.
 Importing the package is cheap: the cloud's own modules (moto among them) load when first named.
 """
 
