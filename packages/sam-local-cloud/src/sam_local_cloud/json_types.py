@@ -9,10 +9,10 @@ that only reads one.
 
 from __future__ import annotations
 
-from typing import TypeAlias, Union
+from typing import TypeAlias
 
 __all__ = ["JsonObject", "JsonScalar", "JsonValue"]
 
-JsonScalar: TypeAlias = Union[str, int, float, bool, None]
-JsonValue: TypeAlias = Union[JsonScalar, list["JsonValue"], dict[str, "JsonValue"]]
+JsonScalar: TypeAlias = str | int | float | bool | None
+JsonValue: TypeAlias = JsonScalar | list["JsonValue"] | dict[str, "JsonValue"]
 JsonObject: TypeAlias = dict[str, JsonValue]
