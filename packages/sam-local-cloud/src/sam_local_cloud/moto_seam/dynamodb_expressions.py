@@ -1,0 +1,240 @@
+"""moto's DynamoDB expressions at a fraction of their CPU, answering exactly as moto does.
+
+A task's conditional PutItem parses its condition twice (the request's check of the names it uses, then
+the write), and each UpdateItem runs ten tree walks, each asking ``ABCMeta`` about every node. Together
+they were half of a data plane request's CPU. Two hooks, registered by ``dynamodb_service``:
+
+- **Condition parses by shape.** A condition, filter or key-condition expression is parsed once per
+  shape: its text, its attribute names, and the names and types of its attribute values. Later parses of
+  that shape get a copy of the first one's tree with their own values bound in, and the same lists of
+  names and values found. moto's parse reads a value's type (``BETWEEN`` refuses a ``NULL``), never its
+  content, so a tree of that shape is what moto would have built. A parse that raises is never kept.
+- **Tree walks by class.** ``DepthFirstTraverser`` visits the same nodes in the same order and processes
+  the same ones, and ``Node.find_clauses`` finds the same clauses; what a node's class is (a ``Node``,
+  one the walk processes, one whose clauses are searched) is asked once per class.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+from moto.dynamodb.comparisons import AttributeValue, ConditionExpressionParser, Func, Op
+from moto.dynamodb.parsing.ast_nodes import (  # type: ignore[attr-defined]  # moto's module is unannotated
+    DepthFirstTraverser,
+    Expression,
+    Node,
+    UpdateExpressionFunction,
+)
+
+from sam_local_cloud.moto_seam import hooks
+
+__all__ = ["register_hooks"]
+
+CONCERN = "dynamodb"
+# Distinct shapes kept; an app has a few dozen. The least recently used goes first.
+_SHAPES_KEPT = 512
+# The expression attribute value an operand of a kept tree stands for.
+_PLACEHOLDER = "_sam_local_cloud_placeholder"
+
+ShapeKey = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, tuple[str, ...]], ...]]
+
+
+def register_hooks() -> None:
+    _register_condition_parses_by_shape()
+    _register_tree_walks_by_class()
+    _register_clause_searches_by_class()
+
+
+# ---------------------------------------------------------------------------- condition parses
+
+
+class _ParsedShapes:
+    """Parsed trees by shape, with the names and values each parse found; bounded, thread-safe."""
+
+    def __init__(self, kept: int) -> None:
+        self._kept = kept
+        self._trees: OrderedDict[ShapeKey, tuple[Any, tuple[str, ...], tuple[str, ...]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: ShapeKey) -> tuple[Any, tuple[str, ...], tuple[str, ...]] | None:
+        with self._lock:
+            parsed = self._trees.get(key)
+            if parsed is not None:
+                self._trees.move_to_end(key)
+            return parsed
+
+    def keep(self, key: ShapeKey, parsed: tuple[Any, tuple[str, ...], tuple[str, ...]]) -> None:
+        with self._lock:
+            self._trees[key] = parsed
+            while len(self._trees) > self._kept:
+                self._trees.popitem(last=False)
+
+
+def shape_of(expression: object, names: object, values: object) -> ShapeKey | None:
+    """The parse's shape, or None for a request moto should see as it is (malformed, or unusual)."""
+    if not isinstance(expression, str) or not expression:
+        return None
+    names = names or {}
+    values = values or {}
+    if not isinstance(names, Mapping) or not isinstance(values, Mapping):
+        return None
+    named: list[tuple[str, str]] = []
+    for placeholder, name in names.items():
+        if not isinstance(placeholder, str) or not isinstance(name, str):
+            return None
+        named.append((placeholder, name))
+    typed: list[tuple[str, tuple[str, ...]]] = []
+    for placeholder, value in values.items():
+        if not isinstance(placeholder, str) or not isinstance(value, Mapping):
+            return None
+        types = tuple(value)
+        if not all(isinstance(type_name, str) for type_name in types):
+            return None
+        typed.append((placeholder, types))
+    return expression, tuple(sorted(named)), tuple(sorted(typed))
+
+
+def _placeholders_tagged(tree: object) -> bool:
+    """Whether every value operand in ``tree`` says which expression attribute value it holds."""
+    if type(tree) is AttributeValue:
+        return isinstance(getattr(tree, _PLACEHOLDER, None), str)
+    if isinstance(tree, (Op, Func)):
+        return all(_placeholders_tagged(member) for member in _operands(vars(tree).values()))
+    return True
+
+
+def _operands(members: Any) -> list[object]:
+    found: list[object] = []
+    for member in members:
+        if isinstance(member, (list, tuple)):
+            found.extend(_operands(member))
+        else:
+            found.append(member)
+    return found
+
+
+def with_values(tree: Any, values: Mapping[str, Any]) -> Any:
+    """A copy of ``tree`` whose value operands hold ``values``' entries; paths are shared (read only)."""
+    if type(tree) is AttributeValue:
+        placeholder = getattr(tree, _PLACEHOLDER)
+        bound = AttributeValue(values[placeholder])
+        setattr(bound, _PLACEHOLDER, placeholder)
+        return bound
+    if isinstance(tree, (Op, Func)):
+        copied = object.__new__(type(tree))
+        for name, member in vars(tree).items():
+            setattr(copied, name, _member_with_values(member, values))
+        return copied
+    return tree
+
+
+def _member_with_values(member: Any, values: Mapping[str, Any]) -> Any:
+    if isinstance(member, tuple):
+        return tuple(_member_with_values(each, values) for each in member)
+    if isinstance(member, list):
+        return [_member_with_values(each, values) for each in member]
+    return with_values(member, values)
+
+
+def _register_condition_parses_by_shape() -> None:
+    shapes = _ParsedShapes(_SHAPES_KEPT)
+    value_kind = ConditionExpressionParser.Kind.EXPRESSION_ATTRIBUTE_VALUE
+
+    @hooks.around(ConditionExpressionParser, "_make_operand", concern=CONCERN)
+    def tagged_operand(proceed: Callable[[Any, Any], Any], self: Any, node: Any) -> Any:
+        operand = proceed(self, node)
+        if node.kind == value_kind and type(operand) is AttributeValue:
+            setattr(operand, _PLACEHOLDER, node.text)
+        return operand
+
+    @hooks.around(ConditionExpressionParser, "parse", concern=CONCERN)
+    def parse_by_shape(proceed: Callable[[Any], Any], self: Any) -> Any:
+        key = None
+        if type(self) is ConditionExpressionParser:
+            key = shape_of(
+                self.condition_expression, self.expression_attribute_names, self.expression_attribute_values
+            )
+        if key is None:
+            return proceed(self)
+        parsed = shapes.get(key)
+        if parsed is None:
+            tree = proceed(self)
+            if not _placeholders_tagged(tree):
+                return tree
+            parsed = (tree, tuple(self.expr_attr_names_found), tuple(self.expr_attr_values_found))
+            shapes.keep(key, parsed)
+            # The caller gets a copy too: the kept tree is never handed out, whatever is done with it.
+        else:
+            tree, names_found, values_found = parsed
+            self.expr_attr_names_found.extend(names_found)
+            self.expr_attr_values_found.extend(values_found)
+        return with_values(parsed[0], self.expression_attribute_values or {})
+
+
+# ---------------------------------------------------------------------------- tree walks
+
+
+class _ClassAnswers:
+    """What ``issubclass`` says of a node's class, asked once per class (moto's classes are ABCs)."""
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[type, Hashable], bool] = {}
+
+    def subclass(self, kind: type, of: type | tuple[type, ...]) -> bool:
+        key = (kind, of)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = issubclass(kind, of)
+        return answer
+
+
+def _register_tree_walks_by_class() -> None:
+    answers = _ClassAnswers()
+
+    def walk(traverser: Any, node: Any, child_id: int, kinds: tuple[type, ...], announces: bool) -> Any:
+        # moto's traverse_node_recursively, step for step.
+        if not answers.subclass(type(node), Node):
+            return node
+        parent_node = node.parent
+        if node.children is not None:
+            for index, child in enumerate(node.children):
+                if announces:
+                    traverser.pre_processing_of_child(node, index)
+                walk(traverser, child, index, kinds, announces)
+        if answers.subclass(type(node), kinds):
+            node = traverser.process(node)
+            node.parent = parent_node
+            if parent_node:
+                parent_node.children[child_id] = node
+        return node
+
+    @hooks.around(DepthFirstTraverser, "traverse_node_recursively", concern=CONCERN)
+    def walk_by_class(proceed: Callable[..., Any], self: Any, node: Any, child_id: int = -1) -> Any:
+        kinds = self.nodes_to_be_processed()
+        if not isinstance(kinds, tuple) or not all(isinstance(kind, type) for kind in kinds):
+            return proceed(self, node, child_id)
+        # The base class's hook does nothing: most walks need not call it on every child.
+        announces = type(self).pre_processing_of_child is not DepthFirstTraverser.pre_processing_of_child
+        return walk(self, node, child_id, kinds, announces)
+
+
+def _register_clause_searches_by_class() -> None:
+    answers = _ClassAnswers()
+    searched = (Expression, UpdateExpressionFunction)
+
+    def find(node: Any, clause_types: Any) -> list[Any]:
+        # moto's find_clauses, step for step.
+        clauses = []
+        for child in node.children or []:
+            if type(child) in clause_types:
+                clauses.append(child)
+            elif answers.subclass(type(child), searched):
+                clauses.extend(find(child, clause_types))
+        return clauses
+
+    @hooks.around(Node, "find_clauses", concern=CONCERN)
+    def clauses_by_class(proceed: Callable[..., Any], self: Any, clause_types: Any) -> Any:
+        return find(self, clause_types)
