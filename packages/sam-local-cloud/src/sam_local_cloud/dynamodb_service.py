@@ -238,11 +238,11 @@ def _signed_access_key(authorization: str) -> bool:
 # ---------------------------------------------------------------------- caches hooked into moto
 def register_hooks() -> None:
     """The caches and shortcuts below, registered on moto's classes and modules (install_request_caches)."""
-    from sam_local_cloud.moto_seam import dynamodb_expressions
+    from sam_local_cloud.moto_seam import dynamodb_shortcuts
 
     _register_method_names_cache()
     _register_update_expression_cache()
-    dynamodb_expressions.register_hooks()
+    dynamodb_shortcuts.register_hooks()
     _register_update_tree_copies()
     _register_condition_lexing_cache()
     _register_json_errors_without_xml()

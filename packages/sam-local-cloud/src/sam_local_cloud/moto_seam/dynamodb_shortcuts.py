@@ -1,8 +1,8 @@
-"""moto's DynamoDB expressions at a fraction of their CPU, answering exactly as moto does.
+"""moto's DynamoDB requests at a fraction of their CPU, answering exactly as moto does.
 
 A task's conditional PutItem parses its condition twice (the request's check of the names it uses, then
 the write), and each UpdateItem runs ten tree walks, each asking ``ABCMeta`` about every node. Together
-they were half of a data plane request's CPU. Two hooks, registered by ``dynamodb_service``:
+they were half of a data plane request's CPU. The hooks here, registered by ``dynamodb_service``:
 
 - **Condition parses by shape.** A condition, filter or key-condition expression is parsed once per
   shape: its text, its attribute names, and the names and types of its attribute values. Later parses of
@@ -12,6 +12,8 @@ they were half of a data plane request's CPU. Two hooks, registered by ``dynamod
 - **Tree walks by class.** ``DepthFirstTraverser`` visits the same nodes in the same order and processes
   the same ones, and ``Node.find_clauses`` finds the same clauses; what a node's class is (a ``Node``,
   one the walk processes, one whose clauses are searched) is asked once per class.
+- **A table's key names once per PutItem.** moto's check for empty sets in an item lists the table's
+  key attributes (those of every index too) again for each attribute of the item.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
+import moto.dynamodb.responses as dynamodb_responses
 from moto.dynamodb.comparisons import AttributeValue, ConditionExpressionParser, Func, Op
 from moto.dynamodb.parsing.ast_nodes import (  # type: ignore[attr-defined]  # moto's module is unannotated
     DepthFirstTraverser,
@@ -46,6 +49,7 @@ def register_hooks() -> None:
     _register_condition_parses_by_shape()
     _register_tree_walks_by_class()
     _register_clause_searches_by_class()
+    _register_key_names_once_per_put()
 
 
 # ---------------------------------------------------------------------------- condition parses
@@ -238,3 +242,19 @@ def _register_clause_searches_by_class() -> None:
     @hooks.around(Node, "find_clauses", concern=CONCERN)
     def clauses_by_class(proceed: Callable[..., Any], self: Any, clause_types: Any) -> Any:
         return find(self, clause_types)
+
+
+# ---------------------------------------------------------------------------- item checks
+
+
+class _KeyNames:
+    """What moto's empty-set check reads of a table: its key attribute names, listed once."""
+
+    def __init__(self, table: Any) -> None:
+        self.attribute_keys = frozenset(table.attribute_keys)
+
+
+def _register_key_names_once_per_put() -> None:
+    @hooks.around(dynamodb_responses, "validate_put_has_empty_attrs", concern=CONCERN)
+    def key_names_once(proceed: Callable[[Any, Any], None], field_updates: Any, table: Any) -> None:
+        return proceed(field_updates, _KeyNames(table) if table else table)

@@ -1,4 +1,5 @@
-"""Condition parses kept by shape and update walks by class answer exactly as moto's own code does.
+"""moto's DynamoDB with the local cloud's shortcuts (condition parses kept by shape, update walks by
+class, a table's key names once per put) answers exactly as moto's own code does.
 
 Differential: one sequence of conditional writes and updates of every kind runs against moto's app in a
 process where nothing was hooked into moto, then against DynamoDBApp here (hooks installed); every
@@ -30,6 +31,33 @@ def answer_of(call: Callable[[], Any]) -> dict[str, Any]:
         return {"Error": error.response["Error"]}
 
 
+class Calls:
+    """Requests to the table, each answer kept in ``seen``."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.seen: list[dict[str, Any]] = []
+
+    def call(self, operation: str, **request: Any) -> None:
+        self.seen.append(answer_of(lambda: getattr(self.client, operation)(TableName=TABLE, **request)))
+
+    def put(
+        self, item: dict[str, Any], condition: str, names: dict[str, str] | None, values: dict[str, Any]
+    ) -> None:
+        request: dict[str, Any] = {"Item": item, "ConditionExpression": condition}
+        if names:
+            request["ExpressionAttributeNames"] = names
+        if values:
+            request["ExpressionAttributeValues"] = values
+        self.call("put_item", **request, ReturnValuesOnConditionCheckFailure="ALL_OLD")
+
+    def update(self, key: str, expression: str, values: dict[str, Any] | None = None, **more: Any) -> None:
+        request: dict[str, Any] = {"Key": {"k": {"S": key}}, "UpdateExpression": expression, **more}
+        if values:
+            request["ExpressionAttributeValues"] = values
+        self.call("update_item", **request, ReturnValues="ALL_NEW")
+
+
 def expression_calls(client: Any) -> list[dict[str, Any]]:
     client.create_table(
         TableName=TABLE,
@@ -37,34 +65,22 @@ def expression_calls(client: Any) -> list[dict[str, Any]]:
         AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    seen: list[dict[str, Any]] = []
+    calls = Calls(client)
+    condition_calls(calls)
+    update_calls(calls)
+    calls.call("get_item", Key={"k": {"S": "a"}}, ConsistentRead=True)
+    return calls.seen
 
-    def put(
-        item: dict[str, Any], condition: str, names: dict[str, str] | None, values: dict[str, Any]
-    ) -> None:
-        request: dict[str, Any] = {"TableName": TABLE, "Item": item, "ConditionExpression": condition}
-        if names:
-            request["ExpressionAttributeNames"] = names
-        if values:
-            request["ExpressionAttributeValues"] = values
-        seen.append(
-            answer_of(lambda: client.put_item(**request, ReturnValuesOnConditionCheckFailure="ALL_OLD"))
-        )
 
-    def update(key: str, expression: str, values: dict[str, Any] | None = None, **more: Any) -> None:
-        request: dict[str, Any] = {
-            "TableName": TABLE,
-            "Key": {"k": {"S": key}},
-            "UpdateExpression": expression,
-            "ReturnValues": "ALL_NEW",
-            **more,
-        }
-        if values:
-            request["ExpressionAttributeValues"] = values
-        seen.append(answer_of(lambda: client.update_item(**request)))
+BASE = {"k": {"S": "a"}, "n": {"N": "5"}, "s": {"S": "red"}, "tags": {"SS": ["x", "y"]}}
 
-    base = {"k": {"S": "a"}, "n": {"N": "5"}, "s": {"S": "red"}, "tags": {"SS": ["x", "y"]}}
-    seen.append(answer_of(lambda: client.put_item(TableName=TABLE, Item=base)))
+
+def condition_calls(calls: Calls) -> None:
+    put, base = calls.put, BASE
+    calls.call("put_item", Item=base)
+    # Empty sets are refused wherever they sit in an item.
+    for empty in ({"SS": []}, {"M": {"inner": {"NS": []}}}, {"L": [{"SS": []}]}):
+        calls.call("put_item", Item={"k": {"S": "e"}, "v": empty})
     # The idempotency record's condition, with the clock's values changing each call.
     idempotent = (
         "attribute_not_exists(#id) OR #expiry < :now OR (#status = :inprogress"
@@ -112,6 +128,9 @@ def expression_calls(client: Any) -> list[dict[str, Any]]:
         put(base, "s = :v", None, {":v": {"S": "red"}, ":unused": {"S": "x"}})
         put(base, "s = = :v", None, {":v": {"S": "red"}})
 
+
+def update_calls(calls: Calls) -> None:
+    update = calls.update
     # Updates of each kind, each twice with other values.
     for step in ("1", "2"):
         update("a", "SET n = n + :step, s = :s", {":step": {"N": step}, ":s": {"S": "v" + step}})
@@ -141,10 +160,6 @@ def expression_calls(client: Any) -> list[dict[str, Any]]:
     update("a", "SET n = :v, n = :w", {":v": {"N": "1"}, ":w": {"N": "2"}})
     update("a", "SET = :v", {":v": {"N": "1"}})
     update("a", "SET n = :v REMOVE n", {":v": {"N": "1"}})
-    seen.append(
-        answer_of(lambda: client.get_item(TableName=TABLE, Key={"k": {"S": "a"}}, ConsistentRead=True))
-    )
-    return seen
 
 
 def expression_answers(app: Any) -> list[dict[str, Any]]:
