@@ -12,13 +12,22 @@ they were half of a data plane request's CPU. The hooks here, registered by ``dy
 - **Tree walks by class.** ``DepthFirstTraverser`` visits the same nodes in the same order and processes
   the same ones, and ``Node.find_clauses`` finds the same clauses; what a node's class is (a ``Node``,
   one the walk processes, one whose clauses are searched) is asked once per class.
+- **An update's structure checked once.** The first three of an UpdateItem's ten walks only check its
+  structure: at most one clause of each kind, no two paths overlapping, no key attribute updated. They
+  read the expression's tree, its attribute names and the table's key names, never a value or the item,
+  and change nothing; having passed for a parsed expression with those names and keys, they pass again.
+  Their walks find clauses from every nested node: most of an update's CPU.
+- **Reserved words in a set.** Every attribute name of a path is looked up among DynamoDB's 573
+  reserved words, which moto keeps in a list: a scan per name, most of an UpdateItem's CPU.
 - **A table's key names once per PutItem.** moto's check for empty sets in an item lists the table's
   key attributes (those of every index too) again for each attribute of the item.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
@@ -30,6 +39,14 @@ from moto.dynamodb.parsing.ast_nodes import (  # type: ignore[attr-defined]  # m
     Expression,
     Node,
     UpdateExpressionFunction,
+)
+from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
+from moto.dynamodb.parsing.validators import (
+    ActionCountValidator,
+    OverlappingPathsValidator,
+    UpdateExpressionValidator,
+    UpdateHashRangeKeyValidator,
+    Validator,
 )
 
 from sam_local_cloud.moto_seam import hooks
@@ -50,6 +67,8 @@ def register_hooks() -> None:
     _register_tree_walks_by_class()
     _register_clause_searches_by_class()
     _register_key_names_once_per_put()
+    _register_reserved_words_in_a_set()
+    _register_structure_checks_once()
 
 
 # ---------------------------------------------------------------------------- condition parses
@@ -258,3 +277,91 @@ def _register_key_names_once_per_put() -> None:
     @hooks.around(dynamodb_responses, "validate_put_has_empty_attrs", concern=CONCERN)
     def key_names_once(proceed: Callable[[Any, Any], None], field_updates: Any, table: Any) -> None:
         return proceed(field_updates, _KeyNames(table) if table else table)
+
+
+def _register_reserved_words_in_a_set() -> None:
+    words: list[frozenset[str]] = []
+
+    # Every caller asks ``name.upper() in ReservedKeywords.get_reserved_keywords()``.
+    @hooks.around(ReservedKeywords, "get_reserved_keywords", concern=CONCERN)
+    def reserved_words(proceed: Callable[[Any], Any], cls: Any) -> frozenset[str]:
+        if not words:
+            words.append(frozenset(proceed(cls)))
+        return words[0]
+
+
+# ---------------------------------------------------------------------------- update structure checks
+
+# Each reads only the tree, the attribute names and the table's key names; none changes the tree.
+_STRUCTURE_CHECKS = (ActionCountValidator, OverlappingPathsValidator, UpdateHashRangeKeyValidator)
+# The parsed expression a validator copied its tree from.
+_SOURCE = "_sam_local_cloud_source_tree"
+
+
+class _PassedStructures:
+    """The (names, key names) each parsed update expression passed the structure checks with; an
+    expression's entry goes when its tree does (the parse cache lets it go)."""
+
+    def __init__(self) -> None:
+        self._passed: dict[int, tuple[weakref.ref[Any], set[Hashable]]] = {}
+        self._lock = threading.Lock()
+
+    def passed(self, source: Any, key: Hashable) -> bool:
+        entry = self._passed.get(id(source))
+        return entry is not None and entry[0]() is source and key in entry[1]
+
+    def keep(self, source: Any, key: Hashable) -> None:
+        source_id = id(source)
+        with self._lock:
+            entry = self._passed.get(source_id)
+            if entry is None or entry[0]() is not source:
+                forget = functools.partial(self._forget, source_id)
+                entry = self._passed[source_id] = (weakref.ref(source, forget), set())
+            entry[1].add(key)
+
+    def _forget(self, source_id: int, _: object) -> None:
+        with self._lock:
+            entry = self._passed.get(source_id)
+            if entry is not None and entry[0]() is None:
+                del self._passed[source_id]
+
+
+def _structure_key(validator: Any) -> Hashable | None:
+    try:
+        names = frozenset((validator.expression_attribute_names or {}).items())
+        return names, tuple(validator.table.table_key_attrs)
+    except (TypeError, AttributeError):
+        return None
+
+
+def _register_structure_checks_once() -> None:
+    structures = _PassedStructures()
+
+    @hooks.around(Validator, "__init__", concern=CONCERN)
+    def remember_source(
+        proceed: Callable[..., None], self: Any, expression: Any, *args: Any, **more: Any
+    ) -> None:
+        proceed(self, expression, *args, **more)
+        setattr(self, _SOURCE, expression)
+
+    @hooks.around(Validator, "validate", concern=CONCERN)
+    def structure_once(proceed: Callable[[Any], Any], self: Any) -> Any:
+        source = getattr(self, _SOURCE, None)
+        key = _structure_key(self) if type(self) is UpdateExpressionValidator else None
+        checks = len(_STRUCTURE_CHECKS)
+        processors = list(self.processors)
+        if (
+            source is None
+            or key is None
+            or {type(processor) for processor in processors[:checks]} != set(_STRUCTURE_CHECKS)
+        ):
+            return proceed(self)
+        # moto's validate, step for step, without the checks this structure already passed.
+        node = self.node_to_validate
+        if not structures.passed(source, key):
+            for processor in processors[:checks]:
+                node = processor.traverse(node)
+            structures.keep(source, key)
+        for processor in processors[checks:]:
+            node = processor.traverse(node)
+        return node
