@@ -1,5 +1,6 @@
 """moto's DynamoDB with the local cloud's shortcuts (condition parses kept by shape, update walks by
-class, a table's key names once per put) answers exactly as moto's own code does.
+class and structure checks once, a table's key names once per put, attribute values written as they are)
+answers exactly as moto's own code does.
 
 Differential: one sequence of conditional writes and updates of every kind runs against moto's app in a
 process where nothing was hooked into moto, then against DynamoDBApp here (hooks installed); every
@@ -69,6 +70,24 @@ def expression_calls(client: Any) -> list[dict[str, Any]]:
     condition_calls(calls)
     update_calls(calls)
     calls.call("get_item", Key={"k": {"S": "a"}}, ConsistentRead=True)
+    every_type = {
+        "k": {"S": "types"},
+        "n": {"N": "-1.50"},
+        "b": {"B": b"\x00\x01binary"},
+        "bs": {"BS": [b"one", b"two"]},
+        "ss": {"SS": ["a", "b"]},
+        "ns": {"NS": ["1", "2.5"]},
+        "yes": {"BOOL": True},
+        "no": {"BOOL": False},
+        "nothing": {"NULL": True},
+        "empty": {"S": ""},
+        "deep": {"M": {"l": {"L": [{"N": "1"}, {"M": {"b": {"B": b"x"}, "s": {"S": "y"}}}, {"L": []}]}}},
+    }
+    calls.call("put_item", Item=every_type)
+    calls.call("get_item", Key={"k": {"S": "types"}}, ConsistentRead=True)
+    calls.call("get_item", Key={"k": {"S": "types"}}, ProjectionExpression="deep.l[1], ns")
+    calls.call("scan")
+    calls.call("query", KeyConditionExpression="k = :k", ExpressionAttributeValues={":k": {"S": "types"}})
     return calls.seen
 
 

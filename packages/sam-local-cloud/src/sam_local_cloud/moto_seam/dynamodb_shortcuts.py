@@ -17,6 +17,11 @@ they were half of a data plane request's CPU. The hooks here, registered by ``dy
   read the expression's tree, its attribute names and the table's key names, never a value or the item,
   and change nothing; having passed for a parsed expression with those names and keys, they pass again.
   Their walks find clauses from every nested node: most of an update's CPU.
+- **Attribute values written as they are.** moto's response serialiser writes an item's attribute value
+  by asking its shape for each of the ten members an ``AttributeValue`` may have, through a picker that
+  tries aliases of each: most of a GetItem's CPU. A value that already is what the JSON protocol writes
+  (one member; strings, booleans, lists and maps of such values) is copied as it is; any other value
+  (binary, a number or string held as another type) takes moto's way.
 - **Reserved words in a set.** Every attribute name of a path is looked up among DynamoDB's 573
   reserved words, which moto keeps in a list: a scan per name, most of an UpdateItem's CPU.
 - **A table's key names once per PutItem.** moto's check for empty sets in an item lists the table's
@@ -33,6 +38,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import moto.dynamodb.responses as dynamodb_responses
+from moto.core.serialize import BaseJSONSerializer
 from moto.dynamodb.comparisons import AttributeValue, ConditionExpressionParser, Func, Op
 from moto.dynamodb.parsing.ast_nodes import (  # type: ignore[attr-defined]  # moto's module is unannotated
     DepthFirstTraverser,
@@ -69,6 +75,7 @@ def register_hooks() -> None:
     _register_key_names_once_per_put()
     _register_reserved_words_in_a_set()
     _register_structure_checks_once()
+    _register_plain_attribute_values()
 
 
 # ---------------------------------------------------------------------------- condition parses
@@ -365,3 +372,55 @@ def _register_structure_checks_once() -> None:
         for processor in processors[checks:]:
             node = processor.traverse(node)
         return node
+
+
+# ---------------------------------------------------------------------------- attribute values out
+
+_STRING_MEMBERS = frozenset({"S", "N"})
+_STRING_SET_MEMBERS = frozenset({"SS", "NS"})
+_BOOLEAN_MEMBERS = frozenset({"NULL", "BOOL"})
+
+
+class _NotPlainError(Exception):
+    """A value moto's serialiser must write itself."""
+
+
+def plain_attribute_value(value: object) -> dict[str, object]:
+    """A copy of ``value``, an AttributeValue as the JSON protocol writes it; ``_NotPlainError`` if it is not
+    one whose every member moto would write unchanged."""
+    if type(value) is not dict or len(value) != 1:
+        raise _NotPlainError
+    ((member, content),) = value.items()
+    if member in _STRING_MEMBERS:
+        if type(content) is not str:
+            raise _NotPlainError
+        return {member: content}
+    if member in _BOOLEAN_MEMBERS:
+        if type(content) is not bool:
+            raise _NotPlainError
+        return {member: content}
+    if member in _STRING_SET_MEMBERS:
+        if type(content) is not list or not all(type(each) is str for each in content):
+            raise _NotPlainError
+        return {member: list(content)}
+    if member == "M" and type(content) is dict:
+        return {"M": {name: plain_attribute_value(each) for name, each in content.items()}}
+    if member == "L" and type(content) is list:
+        return {"L": [plain_attribute_value(each) for each in content]}
+    raise _NotPlainError
+
+
+def _register_plain_attribute_values() -> None:
+    @hooks.around(BaseJSONSerializer, "_serialize_type_structure", concern=CONCERN)
+    def plain_values_as_they_are(
+        proceed: Callable[..., None], self: Any, serialized: Any, value: Any, shape: Any, key: str
+    ) -> None:
+        if key and shape.name == "AttributeValue":
+            try:
+                plain = plain_attribute_value(value)
+            except _NotPlainError:
+                pass
+            else:
+                self._default_serialize(serialized, plain, shape, key)
+                return
+        proceed(self, serialized, value, shape, key)
