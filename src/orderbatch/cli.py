@@ -11,42 +11,45 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-# Imported lazily so that `orderbatch lint` does not pay for moto, and so on.
-COMMAND_MODULES = (
-    "orderbatch.commands.local",
-    "orderbatch.commands.docker",
-    "orderbatch.commands.demo",
-    "orderbatch.commands.batches",
-    "orderbatch.commands.reconcile",
-    "orderbatch.commands.seed",
-    "orderbatch.commands.audit",
-    "orderbatch.commands.lint",
-    "orderbatch.commands.doctor",
-    "orderbatch.commands.bench",
-    "orderbatch.commands.bench_start",
-    "orderbatch.commands.plan",
-    "orderbatch.commands.conformance",
-    "orderbatch.commands.faults",
-    "orderbatch.commands.compat",
-)
+# Each command and the modules that register it, in the order the full parser registers them (`docker`
+# adds its action to `local`). Only the modules of the command being run are imported: `orderbatch
+# local up` does not pay for the benchmark, the planner and the linter (a third of its start), and
+# `orderbatch lint` does not pay for moto. A test holds this table to what the modules register.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "local": ("orderbatch.commands.local", "orderbatch.commands.docker"),
+    "demo": ("orderbatch.commands.demo",),
+    "submit": ("orderbatch.commands.batches",),
+    "status": ("orderbatch.commands.batches",),
+    "reconcile": ("orderbatch.commands.reconcile",),
+    "redrive": ("orderbatch.commands.reconcile",),
+    "seed": ("orderbatch.commands.seed",),
+    "audit": ("orderbatch.commands.audit",),
+    "lint": ("orderbatch.commands.lint",),
+    "doctor": ("orderbatch.commands.doctor",),
+    "bench": ("orderbatch.commands.bench",),
+    "bench-start": ("orderbatch.commands.bench_start",),
+    "plan": ("orderbatch.commands.plan",),
+    "conformance": ("orderbatch.commands.conformance",),
+    "faults": ("orderbatch.commands.faults",),
+    "compat": ("orderbatch.commands.compat",),
+}
+COMMAND_MODULES = tuple(dict.fromkeys(module for modules in COMMANDS.values() for module in modules))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or, given a command's name, of that command alone."""
     parser = argparse.ArgumentParser(prog="orderbatch", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name != module_name:
-                raise
-            continue  # a command not built yet
-        module.register(subparsers)
+    for module_name in COMMANDS.get(command or "", COMMAND_MODULES):
+        importlib.import_module(module_name).register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # Help, a mistyped command or none at all get the parser of every command, which lists them.
+    command = arguments[0] if arguments else None
+    args = build_parser(command).parse_args(arguments)
     return int(args.func(args))
 
 
