@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
     from mypy_boto3_stepfunctions.type_defs import DescribeExecutionOutputTypeDef
 
+    from order_processing.json_types import JsonObject
+
 
 class Environment(AllStoresEnvironment):
     function: ClassVar[str] = "BatchesApiFunction"
@@ -67,13 +70,13 @@ app = APIGatewayHttpResolver()
 RECONCILE_RESERVE_SECONDS = 2.5
 
 
-def _json(status_code: int, body: dict[str, Any]) -> Response[dict[str, Any]]:
+def _json(status_code: int, body: Mapping[str, object]) -> Response[Mapping[str, object]]:
     return Response(status_code=status_code, content_type=content_types.APPLICATION_JSON, body=body)
 
 
 @app.post("/batches")
 @tracer.capture_method
-def post_batch() -> Response[dict[str, Any]]:
+def post_batch() -> Response[Mapping[str, object]]:
     environment = Environment.load()
     event = app.current_event
     submission = parse_submission(
@@ -100,7 +103,7 @@ def post_batch() -> Response[dict[str, Any]]:
         orchestrator=submission.orchestrator,
     )
     count("BatchesSubmitted" if outcome.submitted else "BatchesResubmitted")
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "batch_id": outcome.batch_id,
         "execution_arn": outcome.execution_arn,
         "status": outcome.status,
@@ -116,13 +119,13 @@ def post_batch() -> Response[dict[str, Any]]:
 
 @app.get("/batches/<batch_id>")
 @tracer.capture_method
-def get_batch(batch_id: str) -> Response[dict[str, Any]]:
+def get_batch(batch_id: str) -> Response[Mapping[str, object]]:
     return _json(200, batch_state(batch_id, _batch_executions(Environment.load())))
 
 
 @app.post("/batches/<batch_id>/redrive")
 @tracer.capture_method
-def post_redrive(batch_id: str) -> Response[dict[str, Any]]:
+def post_redrive(batch_id: str) -> Response[Mapping[str, object]]:
     redriven = redrive_unless_reconciled(batch_id, _batch_executions(Environment.load()))
     logger.info("batch redriven", **redriven)
     count("BatchesRedriven")
@@ -131,7 +134,7 @@ def post_redrive(batch_id: str) -> Response[dict[str, Any]]:
 
 @app.post("/batches/<batch_id>/reconcile")
 @tracer.capture_method
-def post_reconcile(batch_id: str) -> Response[dict[str, Any]]:
+def post_reconcile(batch_id: str) -> Response[Mapping[str, object]]:
     environment = Environment.load()
     start_index = _start_index(app.current_event.decoded_body)
     batch = ended_batch(
@@ -206,7 +209,7 @@ def _start_index(body: str | None) -> int:
 
 
 @app.exception_handler(BatchRequestError)
-def refuse_request(error: BatchRequestError) -> Response[dict[str, Any]]:
+def refuse_request(error: BatchRequestError) -> Response[Mapping[str, object]]:
     logger.info("request refused", status_code=error.status_code, reason=error.message, field=error.field)
     count("RequestsRefused")
     retry_after = getattr(error, "retry_after_seconds", None)
@@ -221,5 +224,5 @@ def refuse_request(error: BatchRequestError) -> Response[dict[str, Any]]:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: JsonObject, context: LambdaContext) -> JsonObject:
     return app.resolve(event, context)

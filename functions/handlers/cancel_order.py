@@ -6,7 +6,8 @@ another batch item, or whose order already succeeded, is reported without touchi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
 
 from aws_lambda_powertools.utilities.parser import parse
 
@@ -20,6 +21,8 @@ from order_processing.steps import compensate, plan_cancellation, settled_elsewh
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from order_processing.json_types import JsonObject
 
 
 class Environment(IdempotencyEnvironment, AllStoresEnvironment):
@@ -38,7 +41,7 @@ OUTCOME_METRICS = {
 }
 
 
-def cancel(order_state: dict[str, Any], environment: Environment) -> dict[str, Any]:
+def cancel(order_state: Mapping[str, object], environment: Environment) -> JsonObject:
     plan = plan_cancellation(CancelRequest.model_validate(order_state))
     log_task_body(STEP, plan.order_id)
     stores = order_records(environment), inventory(environment), payment_ledger(environment)
@@ -48,7 +51,7 @@ def cancel(order_state: dict[str, Any], environment: Environment) -> dict[str, A
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: JsonObject, context: LambdaContext) -> JsonObject:
     environment = Environment.load()
     plan = plan_cancellation(parse(event=event, model=CancelRequest))
     # Checked outside the idempotent body: an item that does not hold the order ID must not leave

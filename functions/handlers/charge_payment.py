@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
@@ -17,6 +17,8 @@ from order_processing.steps import charge_payment
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from order_processing.json_types import JsonObject
 
 
 class Environment(IdempotencyEnvironment, PaymentsTableEnvironment, OrdersTableEnvironment):
@@ -43,5 +45,5 @@ def charge(state: PlacedOrderState, environment: Environment) -> OrderState:
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: JsonObject, context: LambdaContext) -> JsonObject:
     return run_forward_step(event, context, STEP, charge, Environment.load(), OUTCOME_METRICS)

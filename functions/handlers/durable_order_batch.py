@@ -7,7 +7,8 @@ batch ID, so a second start of the same batch is the same execution.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
 
 from aws_durable_execution_sdk_python import durable_execution
 from aws_durable_execution_sdk_python.config import JitterStrategy
@@ -18,6 +19,7 @@ from handlers.environment import FunctionEnvironment, Required
 from handlers.observability import logger
 from order_processing.batches import validate_batch_id
 from order_processing.contract import DURABLE_ORDER_BATCH_FUNCTION
+from order_processing.summary import BatchSummary, StoredBatchSummary, batch_totals
 
 if TYPE_CHECKING:
     from aws_durable_execution_sdk_python import DurableContext
@@ -120,7 +122,7 @@ class BatchInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     batch_id: str
-    orders: list[Any] = Field(min_length=1)
+    orders: list[object] = Field(min_length=1)
 
     @field_validator("batch_id", mode="before")
     @classmethod
@@ -129,7 +131,7 @@ class BatchInput(BaseModel):
 
 
 @durable_execution
-def run(event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
+def run(event: Mapping[str, object], context: DurableContext) -> BatchSummary | StoredBatchSummary:
     environment = Environment.load()
     batch = BatchInput.model_validate(event)
     summary = run_batch(
@@ -145,8 +147,7 @@ def run(event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
     # Only the invocation that completes the batch gets here: earlier ones suspend inside run_batch.
     logger.info(
         "batch summarized",
-        batch_id=batch.batch_id,
-        **{name: summary[name] for name in ("total", "succeeded", "failed", "rejected", "duplicate")},
+        extra={"batch_id": batch.batch_id, **batch_totals(summary)},
     )
     return summary
 

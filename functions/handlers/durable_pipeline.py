@@ -15,7 +15,6 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from aws_durable_execution_sdk_python import BatchResult, DurableContext
 from aws_durable_execution_sdk_python.config import (
@@ -29,7 +28,7 @@ from aws_durable_execution_sdk_python.retries import RetryDecision, RetryStrateg
 
 from order_processing.contract import Code, Outcome
 from order_processing.steps import CONFLICT_ERROR_NAME
-from order_processing.summary import outcome_of_failed_item, summarize_batch
+from order_processing.summary import BatchSummary, StoredBatchSummary, outcome_of_failed_item, summarize_batch
 
 # What the state machine's "Report failed compensation" reports: a code of the workflow, not of the domain.
 COMPENSATION_FAILED = "COMPENSATION_FAILED"
@@ -133,8 +132,8 @@ def _cause(error: InvokeError) -> str:
 
 
 def invoke_step(
-    context: DurableContext, step: str, function_name: str, payload: Mapping[str, Any], policy: RetryPolicy
-) -> dict[str, Any]:
+    context: DurableContext, step: str, function_name: str, payload: Mapping[str, object], policy: RetryPolicy
+) -> dict[str, object]:
     """Invoke ``function_name`` until it answers or its retrier gives up, waiting (suspended) between tries.
 
     Every try is an invoke operation of its own, so a replay returns each try's checkpointed outcome
@@ -145,7 +144,7 @@ def invoke_step(
     while True:
         name = step if attempt == 1 else f"{step} (attempt {attempt})"
         try:
-            result: dict[str, Any] = context.invoke(function_name, dict(payload), name=name)
+            result: dict[str, object] = context.invoke(function_name, dict(payload), name=name)
             return result
         except InvokeError as error:
             retrier = policy.retrier_for(error_name(error))
@@ -157,12 +156,12 @@ def invoke_step(
             attempt += 1
 
 
-def finished(state: Mapping[str, Any]) -> dict[str, Any]:
+def finished(state: Mapping[str, object]) -> dict[str, object]:
     """The state machine's "Order finished": the per-order outcome the summary counts."""
     return {key: state.get(key) for key in ("order_id", "item_index", "outcome", "code", "reason")}
 
 
-def _conflicting(item: Mapping[str, Any]) -> dict[str, Any]:
+def _conflicting(item: Mapping[str, object]) -> dict[str, object]:
     order = item.get("order")
     order_id = order.get("order_id") if isinstance(order, Mapping) else None
     return finished(
@@ -216,7 +215,7 @@ def _function_of(functions: OrderFunctions, step: str) -> str:
     }[step]
 
 
-def deferral(step: str, step_input: Mapping[str, Any]) -> dict[str, Any]:
+def deferral(step: str, step_input: Mapping[str, object]) -> dict[str, object]:
     """The state machine's throttled states in the first pass: the order waits for the second pass."""
     has_order_id = step not in (VALIDATE_ORDER, CANCEL_ORDER)
     return {
@@ -247,12 +246,12 @@ def _throttled(step: str, failure: StepFailedError, stage: str) -> dict[str, str
 def run_order(
     context: DurableContext,
     step: str,
-    state: Mapping[str, Any],
+    state: Mapping[str, object],
     functions: OrderFunctions,
     policy: RetryPolicy,
     *,
     stage: str,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """One order from ``step`` on, routed as the state machine's ItemProcessor routes it.
 
     A step throttled until its retrier runs out defers the order in the first pass, and fails it like any
@@ -286,12 +285,12 @@ def run_order(
 
 def _cancel(
     context: DurableContext,
-    state: Mapping[str, Any],
+    state: Mapping[str, object],
     functions: OrderFunctions,
     policy: RetryPolicy,
     *,
     stage: str,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     try:
         return finished(invoke_step(context, "cancel_order", functions.cancel, state, policy))
     except StepFailedError as failure:
@@ -316,26 +315,27 @@ def _cancel(
 
 def process_order(
     context: DurableContext,
-    item: Mapping[str, Any],
+    item: Mapping[str, object],
     functions: OrderFunctions,
     policy: RetryPolicy,
     *,
     stage: str = FIRST_PASS,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """One order of the batch, from its Map item."""
     return run_order(context, VALIDATE_ORDER, item, functions, policy, stage=stage)
 
 
 def resume_order(
-    context: DurableContext, deferred: Mapping[str, Any], functions: OrderFunctions, policy: RetryPolicy
-) -> dict[str, Any]:
+    context: DurableContext, deferred: Mapping[str, object], functions: OrderFunctions, policy: RetryPolicy
+) -> dict[str, object]:
     """One deferred order in the second pass: its throttled step again, with the input it had."""
-    return run_order(
-        context, deferred["resume_at"], deferred["resume_input"], functions, policy, stage=SECOND_PASS
-    )
+    resume_at, resume_input = deferred["resume_at"], deferred["resume_input"]
+    if not isinstance(resume_at, str) or not isinstance(resume_input, Mapping):
+        raise ValueError(f"deferred order {deferred.get('item_index')} has no step and input to resume")
+    return run_order(context, resume_at, resume_input, functions, policy, stage=SECOND_PASS)
 
 
-def map_items(batch_id: str, orders: Sequence[Any]) -> list[dict[str, Any]]:
+def map_items(batch_id: str, orders: Sequence[object]) -> list[dict[str, object]]:
     """What the state machine's ItemSelector builds for each order of an inline batch."""
     return [
         {"batch_id": batch_id, "item_index": index, "source_format": "inline", "order": order}
@@ -346,21 +346,23 @@ def map_items(batch_id: str, orders: Sequence[Any]) -> list[dict[str, Any]]:
 def run_batch(
     context: DurableContext,
     batch_id: str,
-    orders: Sequence[Any],
+    orders: Sequence[object],
     functions: OrderFunctions,
     policy: RetryPolicy,
     max_concurrency: int,
     deferred_max_concurrency: int = 2,
     *,
     second_pass: bool = True,
-) -> dict[str, Any]:
+) -> BatchSummary | StoredBatchSummary:
     """Every order of the batch, at most ``max_concurrency`` at once; then the second pass over the orders
     throttled until their retrier ran out, at most ``deferred_max_concurrency`` at once; then the summary.
     Without ``second_pass`` (the design before it, kept to compare), such an order is compensated at once."""
     items = map_items(batch_id, orders)
     stage = FIRST_PASS if second_pass else ONLY_PASS
 
-    def order_branch(branch: DurableContext, item: dict[str, Any], _index: int, _items: Sequence[Any]) -> Any:
+    def order_branch(
+        branch: DurableContext, item: dict[str, object], _index: int, _items: Sequence[object]
+    ) -> dict[str, object]:
         return process_order(branch, item, functions, policy, stage=stage)
 
     first_pass = _outcomes(
@@ -379,12 +381,12 @@ def run_batch(
     )
     finished_orders = [outcome for outcome in first_pass if outcome.get("outcome") != DEFERRED]
     deferred = [outcome for outcome in first_pass if outcome.get("outcome") == DEFERRED]
-    rerun: list[dict[str, Any]] = []
+    rerun: list[dict[str, object]] = []
     if deferred:
 
         def deferred_branch(
-            branch: DurableContext, order: dict[str, Any], _index: int, _items: Sequence[Any]
-        ) -> Any:
+            branch: DurableContext, order: dict[str, object], _index: int, _items: Sequence[object]
+        ) -> dict[str, object]:
             return resume_order(branch, order, functions, policy)
 
         rerun = _outcomes(
@@ -407,13 +409,11 @@ def run_batch(
     )
 
 
-def _order_name(_item: dict[str, Any], index: int) -> str:
+def _order_name(_item: dict[str, object], index: int) -> str:
     return f"order {index}"
 
 
-def _outcomes(
-    results: BatchResult[dict[str, Any]], items: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+def _outcomes(results: BatchResult[dict[str, object]], items: Sequence[object]) -> list[dict[str, object]]:
     outcomes = []
     for entry in results.all:
         if entry.result is not None:

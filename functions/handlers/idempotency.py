@@ -7,9 +7,9 @@ switch) still works: the decorated function checks it on every call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
     from handlers.environment import IdempotencyEnvironment
 
-Body = Callable[..., dict[str, Any]]
+# What a body returns is stored as its idempotency record, so it is a JSON object.
+ResultT = TypeVar("ResultT", bound=Mapping[str, object])
 
 
 @dataclass(frozen=True)
@@ -61,14 +62,14 @@ DEFERRED_ORDERS = IdempotencyKey(
 
 
 def run_once(
-    body: Body,
+    body: Callable[..., ResultT],
     key: IdempotencyKey,
-    data: dict[str, Any],
+    data: Mapping[str, object],
     *,
     idempotency: IdempotencyEnvironment,
     context: LambdaContext,
-    **other_arguments: Any,
-) -> dict[str, Any]:
+    **other_arguments: object,
+) -> ResultT:
     """Run `body` at most once per key while the record lives.
 
     The same key with a different payload raises IdempotencyValidationError, a concurrent duplicate raises
@@ -89,5 +90,5 @@ def run_once(
     run = idempotent_function(
         body, data_keyword_argument=key.data_argument, persistence_store=persistence, config=config
     )
-    result: dict[str, Any] = run(**{key.data_argument: data}, **other_arguments)
+    result: ResultT = run(**{key.data_argument: data}, **other_arguments)
     return result

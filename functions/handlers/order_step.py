@@ -6,8 +6,8 @@ returns where it ended up; `run_forward_step` runs that body at most once per or
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from aws_lambda_powertools.utilities.parser import parse
 
@@ -19,22 +19,24 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from handlers.environment import IdempotencyEnvironment
+    from order_processing.json_types import JsonObject
 
-StepBody = Callable[[PlacedOrderState, Any], OrderState]
+# Each function's body takes that function's own environment.
+EnvironmentT = TypeVar("EnvironmentT", bound="IdempotencyEnvironment")
 
 
 def run_forward_step(
-    event: dict[str, Any],
+    event: JsonObject,
     context: LambdaContext,
     step: str,
-    body: StepBody,
-    environment: IdempotencyEnvironment,
+    body: Callable[[PlacedOrderState, EnvironmentT], OrderState],
+    environment: EnvironmentT,
     outcome_metrics: dict[Outcome, str],
-) -> dict[str, Any]:
+) -> JsonObject:
     """Parse the placed order, run ``body(state, environment)`` at most once per order ID (logging the
     task-body line the audit counts), then count and log where the order ended up, a replay included."""
 
-    def run_body(order_state: dict[str, Any], environment: IdempotencyEnvironment) -> dict[str, Any]:
+    def run_body(order_state: Mapping[str, object], environment: EnvironmentT) -> JsonObject:
         state = PlacedOrderState.model_validate(order_state)
         log_task_body(step, state.order_id)
         return body(state, environment).to_event()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from handlers.environment import IdempotencyEnvironment, InventoryTablesEnvironment, OrdersTableEnvironment
 from handlers.observability import logger, metrics, tracer
@@ -14,6 +14,8 @@ from order_processing.steps import reserve_inventory
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from order_processing.json_types import JsonObject
 
 
 class Environment(IdempotencyEnvironment, InventoryTablesEnvironment, OrdersTableEnvironment):
@@ -38,5 +40,5 @@ def reserve(state: PlacedOrderState, environment: Environment) -> OrderState:
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: JsonObject, context: LambdaContext) -> JsonObject:
     return run_forward_step(event, context, STEP, reserve, Environment.load(), OUTCOME_METRICS)

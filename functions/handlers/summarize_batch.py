@@ -6,7 +6,8 @@ deferred are written to S3 for the second pass.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
@@ -15,7 +16,14 @@ from handlers.environment import IdempotencyEnvironment, Required
 from handlers.idempotency import BATCH_SUMMARY, DEFERRED_ORDERS, run_once
 from handlers.observability import count, logger, metrics, tracer
 from order_processing.contract import SUMMARIZE_BATCH_FUNCTION
-from order_processing.summary import set_aside_deferred_orders, summarize_batch
+from order_processing.summary import (
+    BatchSummary,
+    SetAsideOrders,
+    StoredBatchSummary,
+    batch_totals,
+    set_aside_deferred_orders,
+    summarize_batch,
+)
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -44,7 +52,9 @@ BATCH_TOTAL_METRICS = {
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(
+    event: Mapping[str, object], context: LambdaContext
+) -> SetAsideOrders | BatchSummary | StoredBatchSummary:
     environment = Environment.load()
     logger.append_keys(batch_id=event.get("batch_id"))
     action = event.get("action")
@@ -82,6 +92,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         duplicate=summary["duplicate"],
         second_pass=summary["second_pass"],
     )
+    totals = batch_totals(summary)
     for count_field, metric_name in BATCH_TOTAL_METRICS.items():
-        count(metric_name, summary[count_field])
+        count(metric_name, totals[count_field])
     return summary

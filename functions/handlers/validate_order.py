@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
 
 from aws_lambda_powertools.utilities.parser import parse
 
@@ -17,6 +18,8 @@ from order_processing.validation import check_order
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from order_processing.json_types import JsonObject
 
 
 class Environment(IdempotencyEnvironment, OrdersTableEnvironment):
@@ -34,16 +37,17 @@ OUTCOME_METRICS = {
 }
 
 
-def validate(order_state: dict[str, Any], environment: Environment) -> dict[str, Any]:
+def validate(order_state: Mapping[str, object], environment: Environment) -> JsonObject:
     item = MapItem.model_validate(order_state)
-    log_task_body(STEP, order_state.get("order_id"))
+    order_id = order_state.get("order_id")
+    log_task_body(STEP, order_id if isinstance(order_id, str) else None)
     return validate_and_claim(item, order_records(environment)).to_event()
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: JsonObject, context: LambdaContext) -> JsonObject:
     environment = Environment.load()
     item = parse(event=event, model=MapItem)
     check = check_order(item.order, item.source_format, item.item_index)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypedDict
 
 import boto3
 from botocore.exceptions import ClientError
@@ -46,8 +47,8 @@ class BatchRequestError(Exception):
         self.message = message
         self.field = field
 
-    def to_body(self) -> dict[str, str]:
-        body = {"message": self.message}
+    def to_body(self) -> dict[str, object]:
+        body: dict[str, object] = {"message": self.message}
         if self.field is not None:
             body["field"] = self.field
         return body
@@ -83,6 +84,14 @@ class BatchSubmission:
     orchestrator: str = ORCHESTRATORS[0]
 
 
+class Redrive(TypedDict):
+    """What a redrive answers: the execution redriven, and when."""
+
+    batch_id: str
+    execution_arn: str
+    redrive_date: str | None
+
+
 @dataclass(frozen=True)
 class SubmissionOutcome:
     batch_id: str
@@ -91,12 +100,12 @@ class SubmissionOutcome:
     submitted: bool
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """Sorted keys, no whitespace: equal content gives equal text."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def validate_batch_id(value: Any) -> str:
+def validate_batch_id(value: object) -> str:
     if value is None:
         raise InvalidBatchRequestError("batch_id is required", field="batch_id")
     if not isinstance(value, str) or not BATCH_ID_PATTERN.fullmatch(value):
@@ -160,14 +169,14 @@ def parse_submission(
             field="orchestrator",
         )
     source = _parse_source(document["source"]) if has_source else None
-    execution_input: dict[str, Any] = {"batch_id": batch_id}
+    execution_input: dict[str, object] = {"batch_id": batch_id}
     if source is None:
-        execution_input["orders"] = _parse_orders(batch_id, document)
-        if len(execution_input["orders"]) > max_inline_orders:
+        orders = execution_input["orders"] = _parse_orders(batch_id, document)
+        if len(orders) > max_inline_orders:
             # The outcomes come back through the execution's state, which has the same 256 KiB limit as
             # its input; a few hundred bytes per outcome caps an inline batch well before its input does.
             raise BatchTooLargeError(
-                f"batch {batch_id} has {len(execution_input['orders'])} orders; inline batches hold at most "
+                f"batch {batch_id} has {len(orders)} orders; inline batches hold at most "
                 f"{max_inline_orders} so their outcomes fit Step Functions' 256 KiB state limit; upload the "
                 'orders to S3 as a JSON array or CSV and submit {"batch_id": ..., "source": {"bucket": ..., '
                 '"key": ...}} instead',
@@ -188,7 +197,7 @@ def parse_submission(
     return BatchSubmission(batch_id=batch_id, execution_input=text, source=source, orchestrator=orchestrator)
 
 
-def _parse_orders(batch_id: str, document: dict[str, Any]) -> list[Any]:
+def _parse_orders(batch_id: str, document: Mapping[str, object]) -> list[object]:
     orders = document["orders"]
     if not isinstance(orders, list):
         raise InvalidBatchRequestError(f"orders of batch {batch_id} must be a JSON array", field="orders")
@@ -197,7 +206,7 @@ def _parse_orders(batch_id: str, document: dict[str, Any]) -> list[Any]:
     return orders
 
 
-def _parse_source(source: Any) -> dict[str, str]:
+def _parse_source(source: object) -> dict[str, str]:
     if not isinstance(source, dict):
         raise InvalidBatchRequestError("source must be an object with bucket and key", field="source")
     unknown = sorted(set(source) - SOURCE_FIELDS)
@@ -291,7 +300,7 @@ def describe_execution_or_none(sfn: SFNClient, execution_arn: str) -> DescribeEx
 
 def describe_batch(
     batch_id: str, *, state_machine_arn: str, sfn_client: SFNClient | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The batch's execution status, and its summary once the execution has produced one."""
     validate_batch_id(batch_id)
     sfn = sfn_client or boto3.client("stepfunctions")
@@ -301,7 +310,7 @@ def describe_batch(
     return batch_status(batch_id, execution)
 
 
-def batch_status(batch_id: str, execution: DescribeExecutionOutputTypeDef) -> dict[str, Any]:
+def batch_status(batch_id: str, execution: DescribeExecutionOutputTypeDef) -> dict[str, object]:
     """The execution as Step Functions reports it, redrive fields included."""
     return {
         "batch_id": batch_id,
@@ -319,9 +328,7 @@ def batch_status(batch_id: str, execution: DescribeExecutionOutputTypeDef) -> di
     }
 
 
-def redrive_batch(
-    batch_id: str, *, state_machine_arn: str, sfn_client: SFNClient | None = None
-) -> dict[str, Any]:
+def redrive_batch(batch_id: str, *, state_machine_arn: str, sfn_client: SFNClient | None = None) -> Redrive:
     """RedriveExecution on the batch's execution: it reruns only what did not succeed."""
     validate_batch_id(batch_id)
     sfn = sfn_client or boto3.client("stepfunctions")
@@ -342,7 +349,7 @@ def redrive_batch(
     }
 
 
-def _summary_of(output: str | None) -> Any:
+def _summary_of(output: str | None) -> object:
     """The state machine's output is {"summary": ...}; a bare summary is accepted too."""
     if not output:
         return None

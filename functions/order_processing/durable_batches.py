@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from botocore.exceptions import ClientError
 
@@ -26,6 +26,7 @@ from order_processing.batches import (
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda.client import LambdaClient
+    from mypy_boto3_lambda.type_defs import GetDurableExecutionResponseTypeDef
     from mypy_boto3_stepfunctions.type_defs import DescribeExecutionOutputTypeDef
 
 STEP_FUNCTIONS, DURABLE = ORCHESTRATORS
@@ -34,7 +35,9 @@ DURABLE_RUNNING = "RUNNING"
 ALREADY_STARTED = "DurableExecutionAlreadyStartedException"
 
 
-def durable_execution(batch_id: str, function_arn: str, lambda_client: LambdaClient) -> dict[str, Any] | None:
+def durable_execution(
+    batch_id: str, function_arn: str, lambda_client: LambdaClient
+) -> GetDurableExecutionResponseTypeDef | None:
     """GetDurableExecution of the function's execution named after the batch, or None when it has none."""
     listed = lambda_client.list_durable_executions_by_function(
         FunctionName=function_arn, DurableExecutionName=batch_id
@@ -42,10 +45,7 @@ def durable_execution(batch_id: str, function_arn: str, lambda_client: LambdaCli
     named = [e for e in listed if e.get("DurableExecutionName") == batch_id]
     if not named:
         return None
-    return cast(
-        "dict[str, Any]",
-        lambda_client.get_durable_execution(DurableExecutionArn=named[0]["DurableExecutionArn"]),
-    )
+    return lambda_client.get_durable_execution(DurableExecutionArn=named[0]["DurableExecutionArn"])
 
 
 def submit_durable_batch(
@@ -87,11 +87,11 @@ def _conflict(batch_id: str) -> BatchConflictError:
     )
 
 
-def as_described_execution(execution: dict[str, Any]) -> DescribeExecutionOutputTypeDef:
+def as_described_execution(execution: GetDurableExecutionResponseTypeDef) -> DescribeExecutionOutputTypeDef:
     """A durable execution in DescribeExecution's shape: its status as Lambda reports it (a stopped one is
     STOPPED), its input, its result as the output, its error as error and cause."""
     error = execution.get("Error") or {}
-    described: dict[str, Any] = {
+    described: dict[str, object] = {
         "executionArn": execution["DurableExecutionArn"],
         "name": execution.get("DurableExecutionName"),
         "status": execution["Status"],
@@ -108,5 +108,5 @@ def as_described_execution(execution: dict[str, Any]) -> DescribeExecutionOutput
     return cast("DescribeExecutionOutputTypeDef", described)
 
 
-def _moment(value: Any) -> datetime | None:
+def _moment(value: object) -> datetime | None:
     return value if isinstance(value, datetime) else None

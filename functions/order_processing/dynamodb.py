@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import boto3
 from botocore.exceptions import ClientError
@@ -15,12 +15,20 @@ from order_processing.contract import OrderStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
 
 CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailed"
 CONDITIONAL_CHECK_FAILED_EXCEPTION = "ConditionalCheckFailedException"
 TRANSACTION_CANCELED_EXCEPTION = "TransactionCanceledException"
 NO_REASON = "None"
+
+
+class CancellationReason(TypedDict, total=False):
+    """One action's entry of a TransactionCanceledException's CancellationReasons (no stub types it)."""
+
+    Code: str
+    Message: str
+    Item: dict[str, AttributeValueTypeDef]
 
 
 class DynamoDBStore:
@@ -46,7 +54,7 @@ class DynamoDBStore:
 
     def transact_unless_conditions_fail(
         self, actions: Sequence[TransactWriteItemTypeDef]
-    ) -> list[dict[str, Any]] | None:
+    ) -> list[CancellationReason] | None:
         """Write ``actions`` in one transaction: None when it landed, its cancellation reasons (one per
         action) when the actions' own conditions stopped it; any other failure (a conflict, a throttle)
         is raised."""
@@ -93,7 +101,7 @@ class ClosedOrder:
     item_index: int | None
 
     @classmethod
-    def from_reason(cls, order_id: str, reason: dict[str, Any]) -> ClosedOrder:
+    def from_reason(cls, order_id: str, reason: CancellationReason) -> ClosedOrder:
         item = reason.get("Item") or {}
         return cls(
             order_id,
@@ -122,26 +130,27 @@ def is_condition_failure(error: ClientError) -> bool:
     return error_code(error) == CONDITIONAL_CHECK_FAILED_EXCEPTION
 
 
-def cancellation_reasons(error: ClientError) -> list[dict[str, Any]]:
+def cancellation_reasons(error: ClientError) -> list[CancellationReason]:
     """One entry per transaction action, in order; `Code` is "None" for actions that passed."""
     if error_code(error) != TRANSACTION_CANCELED_EXCEPTION:
         return []
-    reasons: list[dict[str, Any]] = error.response.get("CancellationReasons", [])  # type: ignore[assignment]
+    # botocore's stub types an error response without the CancellationReasons a transaction adds.
+    reasons: list[CancellationReason] = error.response.get("CancellationReasons", [])  # type: ignore[assignment]
     return reasons
 
 
-def only_condition_failures(reasons: list[dict[str, Any]]) -> bool:
+def only_condition_failures(reasons: list[CancellationReason]) -> bool:
     """True when the transaction failed on our conditions alone (not a conflict or a throttle)."""
     codes = {reason.get("Code", NO_REASON) for reason in reasons}
     return CONDITIONAL_CHECK_FAILED in codes and codes <= {CONDITIONAL_CHECK_FAILED, NO_REASON}
 
 
-def string_value(item: dict[str, Any], name: str) -> str | None:
+def string_value(item: Mapping[str, AttributeValueTypeDef], name: str) -> str | None:
     value = item.get(name)
     return value.get("S") if isinstance(value, dict) else None
 
 
-def number_value(item: dict[str, Any], name: str) -> int | None:
+def number_value(item: Mapping[str, AttributeValueTypeDef], name: str) -> int | None:
     value = item.get(name)
     if isinstance(value, dict) and "N" in value:
         return int(value["N"])

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from order_processing.dynamodb import (
     CONDITIONAL_CHECK_FAILED,
+    CancellationReason,
     ClosedOrder,
     DynamoDBStore,
     now_iso,
@@ -20,7 +21,12 @@ from order_processing.models import OrderLine
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import (
+        PutTypeDef,
+        TransactWriteItemTypeDef,
+        UniversalAttributeValueTypeDef,
+        UpdateTypeDef,
+    )
 
 # A transaction holds 100 actions; releasing a line takes two.
 LINES_PER_RELEASE = 50
@@ -31,6 +37,16 @@ MAX_RELEASE_ROUNDS = 3
 class ReservationStatus(StrEnum):
     RESERVED = "RESERVED"
     RELEASED = "RELEASED"
+
+
+class ReservationRow(TypedDict):
+    """One line's reservation of an order, as read back from the reservations table."""
+
+    reservation_id: str
+    sku: str
+    quantity: int
+    status: str | None
+    order_id: str
 
 
 class ReserveVerdict(StrEnum):
@@ -113,8 +129,8 @@ class InventoryStore(DynamoDBStore):
                 return released
         raise ReleaseRaceError(f"reservations of order {order_id} kept changing during release")
 
-    def reservations(self, order_id: str) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
+    def reservations(self, order_id: str) -> list[ReservationRow]:
+        rows: list[ReservationRow] = []
         paginator = self.client.get_paginator("query")
         for page in paginator.paginate(
             TableName=self.reservations_table_name,
@@ -125,8 +141,9 @@ class InventoryStore(DynamoDBStore):
             for item in page.get("Items", []):
                 rows.append(
                     {
-                        "reservation_id": string_value(item, "reservation_id"),
-                        "sku": string_value(item, "sku"),
+                        # Both are written with every reservation (the first is its sort key).
+                        "reservation_id": string_value(item, "reservation_id") or "",
+                        "sku": string_value(item, "sku") or "",
                         "quantity": number_value(item, "quantity") or 0,
                         "status": string_value(item, "status"),
                         "order_id": order_id,
@@ -143,7 +160,7 @@ class InventoryStore(DynamoDBStore):
     def _put_reservation(
         self, order_id: str, batch_id: str, number: int, line: OrderLine, created_at: str
     ) -> TransactWriteItemTypeDef:
-        put: dict[str, Any] = {
+        put: PutTypeDef = {
             "TableName": self.reservations_table_name,
             "Item": {
                 "order_id": {"S": order_id},
@@ -158,7 +175,7 @@ class InventoryStore(DynamoDBStore):
         }
         if self.keyed:
             put["ConditionExpression"] = "attribute_not_exists(order_id)"
-        return {"Put": put}  # type: ignore[typeddict-item]
+        return {"Put": put}
 
     def _take_stock(self, line: OrderLine) -> TransactWriteItemTypeDef:
         # The stock condition is not a key: it holds with EFFECT_KEYS_DISABLED too,
@@ -175,35 +192,38 @@ class InventoryStore(DynamoDBStore):
             }
         }
 
-    def _release_actions(self, row: dict[str, Any]) -> list[TransactWriteItemTypeDef]:
-        mark: dict[str, Any] = {
+    def _release_actions(self, row: ReservationRow) -> list[TransactWriteItemTypeDef]:
+        values: dict[str, UniversalAttributeValueTypeDef] = {
+            ":released": {"S": ReservationStatus.RELEASED},
+            ":now": {"S": now_iso()},
+        }
+        mark: UpdateTypeDef = {
             "TableName": self.reservations_table_name,
             "Key": {"order_id": {"S": row["order_id"]}, "reservation_id": {"S": row["reservation_id"]}},
             "UpdateExpression": "SET #status = :released, released_at = :now",
             "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": {
-                ":released": {"S": ReservationStatus.RELEASED},
-                ":now": {"S": now_iso()},
-            },
+            "ExpressionAttributeValues": values,
         }
         if self.keyed:
             mark["ConditionExpression"] = "#status = :reserved"
-            mark["ExpressionAttributeValues"][":reserved"] = {"S": ReservationStatus.RESERVED}
+            values[":reserved"] = {"S": ReservationStatus.RESERVED}
         # ADD, not SET: it cannot fail, so putting stock back never blocks a compensation.
-        give_back: dict[str, Any] = {
+        give_back: UpdateTypeDef = {
             "TableName": self.table_name,
             "Key": {"sku": {"S": row["sku"]}},
             "UpdateExpression": "ADD #stock :quantity",
             "ExpressionAttributeNames": {"#stock": "stock"},
             "ExpressionAttributeValues": {":quantity": {"N": str(row["quantity"])}},
         }
-        return [{"Update": mark}, {"Update": give_back}]  # type: ignore[typeddict-item]
+        return [{"Update": mark}, {"Update": give_back}]
 
     @staticmethod
-    def _explain(order_id: str, reasons: list[dict[str, Any]], lines: Sequence[OrderLine]) -> ReserveResult:
+    def _explain(
+        order_id: str, reasons: list[CancellationReason], lines: Sequence[OrderLine]
+    ) -> ReserveResult:
         """Read the transaction's cancellation reasons: actions alternate reservation, stock, then the
         order's ConditionCheck, if any. A closed order comes first: nothing may be reserved for it."""
-        fence = reasons[2 * len(lines)] if len(reasons) > 2 * len(lines) else {}
+        fence: CancellationReason = reasons[2 * len(lines)] if len(reasons) > 2 * len(lines) else {}
         if fence.get("Code") == CONDITIONAL_CHECK_FAILED:
             return ReserveResult(ReserveVerdict.ORDER_CLOSED, closed=ClosedOrder.from_reason(order_id, fence))
         unknown: list[str] = []

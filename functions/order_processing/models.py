@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from order_processing.contract import ORDER_ID_PATTERN, Code, Outcome
+from order_processing.json_types import JsonObject
 
 SKU_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 CURRENCY_PATTERN = re.compile(r"[A-Za-z]{3}")
@@ -206,7 +207,7 @@ class Order(BaseModel):
     def total_text(self) -> str:
         return decimal_text(self.total)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         return self.model_dump(mode="json")
 
     @property
@@ -228,7 +229,7 @@ class MapItem(BaseModel):
     batch_id: str = Field(min_length=1)
     item_index: int = Field(ge=0)
     source_format: SourceFormat = "inline"
-    order: Any = None
+    order: object = None
 
 
 class OrderState(BaseModel):
@@ -243,13 +244,13 @@ class OrderState(BaseModel):
     batch_id: str
     item_index: int
     order_id: str | None = None
-    order: Any = None
+    order: object = None
     total: str | None = None
     outcome: Outcome
     code: Code | None = None
     reason: str | None = None
 
-    def to_event(self) -> dict[str, Any]:
+    def to_event(self) -> JsonObject:
         return self.model_dump(mode="json")
 
     def finished(self, outcome: Outcome, code: Code | None = None, reason: str | None = None) -> OrderState:
@@ -296,12 +297,12 @@ class CancelRequest(BaseModel):
     item_index: int = Field(ge=0)
     source_format: SourceFormat = "inline"
     order_id: str | None = None
-    order: Any = None
+    order: object = None
     total: str | None = None
     outcome: Outcome | None = None
     code: str | None = None
     reason: str | None = None
     error: WorkflowError | None = None
 
-    def to_event(self) -> dict[str, Any]:
+    def to_event(self) -> JsonObject:
         return self.model_dump(mode="json", by_alias=True)

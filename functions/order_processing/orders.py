@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from botocore.exceptions import ClientError
 
@@ -20,7 +20,8 @@ from order_processing.dynamodb import (
 )
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+    from mypy_boto3_dynamodb.literals import ReturnValuesOnConditionCheckFailureType
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UniversalAttributeValueTypeDef
 
 # Failure details are for people; the cap keeps an item far below DynamoDB's 400 KB.
 MAX_DETAIL_LENGTH = 4000
@@ -63,7 +64,7 @@ class OrderRecord:
     code: str | None = None
 
     @classmethod
-    def from_item(cls, item: dict[str, Any]) -> OrderRecord:
+    def from_item(cls, item: Mapping[str, AttributeValueTypeDef]) -> OrderRecord:
         return cls(
             order_id=string_value(item, "order_id") or "",
             status=OrderStatus(string_value(item, "status") or OrderStatus.RECEIVED),
@@ -83,6 +84,20 @@ class FinalStatus:
     reason: str
     error: str | None = None
     cause: str | None = None
+
+
+class Condition(TypedDict, total=False):
+    """The arguments that make a keyed write conditional, passed to put_item or update_item."""
+
+    ConditionExpression: str
+    ReturnValuesOnConditionCheckFailure: ReturnValuesOnConditionCheckFailureType
+
+
+class WriteCondition(Condition, total=False):
+    """A condition with its own names and values (a write that has none of its own)."""
+
+    ExpressionAttributeNames: Mapping[str, str]
+    ExpressionAttributeValues: Mapping[str, UniversalAttributeValueTypeDef]
 
 
 class UnprocessedReadsError(RuntimeError):
@@ -106,7 +121,7 @@ class OrderRecordStore(DynamoDBStore):
         wanted = list(dict.fromkeys(order_ids))
         found: dict[str, OrderRecord] = {}
         for start in range(0, len(wanted), BATCH_GET_LIMIT):
-            keys: list[dict[str, Any]] = [
+            keys: list[Mapping[str, UniversalAttributeValueTypeDef]] = [
                 {"order_id": {"S": order_id}} for order_id in wanted[start : start + BATCH_GET_LIMIT]
             ]
             for attempt in range(MAX_BATCH_GET_ROUNDS):
@@ -116,8 +131,8 @@ class OrderRecordStore(DynamoDBStore):
                 for item in response.get("Responses", {}).get(self.table_name, []):
                     record = OrderRecord.from_item(item)
                     found[record.order_id] = record
-                unprocessed: dict[str, Any] = dict(response.get("UnprocessedKeys", {}))
-                keys = list(unprocessed.get(self.table_name, {}).get("Keys", []))
+                unprocessed = response.get("UnprocessedKeys", {}).get(self.table_name)
+                keys = list(unprocessed.get("Keys", [])) if unprocessed else []
                 if not keys:
                     break
                 time.sleep(BATCH_GET_BACKOFF_SECONDS * 2**attempt)
@@ -143,7 +158,7 @@ class OrderRecordStore(DynamoDBStore):
             ":succeeded": {"S": OrderStatus.SUCCEEDED},
             ":now": {"S": now_iso()},
         }
-        condition: dict[str, Any] = {}
+        condition: Condition = {}
         if self.keyed:
             condition = {
                 "ConditionExpression": "batch_id = :batch AND item_index = :index "
@@ -192,7 +207,7 @@ class OrderRecordStore(DynamoDBStore):
             item["error"] = {"S": final.error[:MAX_DETAIL_LENGTH]}
         if final.cause:
             item["cause"] = {"S": final.cause[:MAX_DETAIL_LENGTH]}
-        condition: dict[str, Any] = {}
+        condition: WriteCondition = {}
         if self.keyed:
             condition = {
                 "ConditionExpression": "attribute_not_exists(order_id) OR "
@@ -214,7 +229,7 @@ class OrderRecordStore(DynamoDBStore):
             return False, OrderRecord.from_item(found) if found else None  # type: ignore[arg-type]
         return True, None
 
-    def _only_if_free(self) -> dict[str, Any]:
+    def _only_if_free(self) -> Condition:
         if not self.keyed:
             return {}
         return {

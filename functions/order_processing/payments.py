@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from order_processing.dynamodb import (
     CONDITIONAL_CHECK_FAILED,
@@ -19,7 +20,13 @@ from order_processing.models import decimal_text
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        PutTypeDef,
+        TransactWriteItemTypeDef,
+        UniversalAttributeValueTypeDef,
+        UpdateTypeDef,
+    )
 
 CHARGE_ENTRY = "charge"
 REFUND_ENTRY = "refund"
@@ -45,7 +52,7 @@ class LedgerEntry:
     status: str | None
 
     @classmethod
-    def from_item(cls, item: dict[str, Any]) -> LedgerEntry:
+    def from_item(cls, item: Mapping[str, AttributeValueTypeDef]) -> LedgerEntry:
         return cls(
             order_id=string_value(item, "order_id") or "",
             entry_id=string_value(item, "entry_id") or "",
@@ -93,13 +100,13 @@ class PaymentLedger(DynamoDBStore):
             order_id, self.unique_suffix(CHARGE_ENTRY), EntryKind.CHARGE, amount, currency, batch_id
         )
         item["status"] = {"S": EntryStatus.CHARGED}
-        put: dict[str, Any] = {"TableName": self.table_name, "Item": item}
+        put: PutTypeDef = {"TableName": self.table_name, "Item": item}
         if self.keyed:
             put["ConditionExpression"] = "attribute_not_exists(order_id)"
         if self.orders_table_name is None:
             raise ValueError("a charge needs the Orders table: it lands only while its order is open")
         actions: list[TransactWriteItemTypeDef] = [
-            {"Put": put},  # type: ignore[typeddict-item]
+            {"Put": put},
             order_open_check(self.orders_table_name, order_id),
         ]
         reasons = self.transact_unless_conditions_fail(actions)
@@ -139,14 +146,18 @@ class PaymentLedger(DynamoDBStore):
     def _refund_actions(
         self, charge: LedgerEntry, refund_id: str, batch_id: str
     ) -> list[TransactWriteItemTypeDef]:
-        mark: dict[str, Any] = {
+        values: dict[str, UniversalAttributeValueTypeDef] = {
+            ":refunded": {"S": EntryStatus.REFUNDED},
+            ":now": {"S": now_iso()},
+        }
+        mark: UpdateTypeDef = {
             "TableName": self.table_name,
             "Key": {"order_id": {"S": charge.order_id}, "entry_id": {"S": charge.entry_id}},
             "UpdateExpression": "SET #status = :refunded, refunded_at = :now",
             "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": {":refunded": {"S": EntryStatus.REFUNDED}, ":now": {"S": now_iso()}},
+            "ExpressionAttributeValues": values,
         }
-        put: dict[str, Any] = {
+        put: PutTypeDef = {
             "TableName": self.table_name,
             "Item": self._entry(
                 charge.order_id, refund_id, EntryKind.REFUND, charge.amount, charge.currency, batch_id
@@ -154,9 +165,9 @@ class PaymentLedger(DynamoDBStore):
         }
         if self.keyed:
             mark["ConditionExpression"] = "#status = :charged"
-            mark["ExpressionAttributeValues"][":charged"] = {"S": EntryStatus.CHARGED}
+            values[":charged"] = {"S": EntryStatus.CHARGED}
             put["ConditionExpression"] = "attribute_not_exists(order_id)"
-        return [{"Update": mark}, {"Put": put}]  # type: ignore[typeddict-item]
+        return [{"Update": mark}, {"Put": put}]
 
     @staticmethod
     def _entry(

@@ -28,12 +28,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from order_processing.batches import (
     BatchConflictError,
     BatchNotFoundError,
     BatchRequestError,
+    Redrive,
     batch_status,
     describe_execution_or_none,
     execution_arn_for,
@@ -88,7 +89,7 @@ class BatchSettlingError(BatchRequestError):
         super().__init__(message, field="batch_id")
         self.retry_after_seconds = retry_after_seconds
 
-    def to_body(self) -> dict[str, Any]:
+    def to_body(self) -> dict[str, object]:
         return {**super().to_body(), "retry_after_seconds": self.retry_after_seconds}
 
 
@@ -104,7 +105,7 @@ class BatchItem:
     """One order of the batch's input, where the Map would have put it."""
 
     item_index: int
-    order: Any
+    order: object
     source_format: SourceFormat
 
 
@@ -116,7 +117,7 @@ class OrderReconciliation:
     status: str
     reason: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "item_index": self.item_index,
             "order_id": self.order_id,
@@ -142,7 +143,7 @@ class ReconcileReport:
         found = Counter(order.action for order in self.orders)
         return {action.value.lower(): found[action] for action in self.ACTIONS}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "batch_id": self.batch_id,
             "execution_status": self.execution_status,
@@ -163,7 +164,7 @@ def batch_items(execution_input: Mapping[str, Any], s3: S3Client) -> list[BatchI
     source = execution_input["source"]
     body = s3.get_object(Bucket=source["bucket"], Key=source["key"])["Body"].read().decode("utf-8")
     if source.get("format") == "csv":
-        rows: list[Any] = list(csv.DictReader(io.StringIO(body)))
+        rows: list[dict[str, str]] = list(csv.DictReader(io.StringIO(body)))
         return [BatchItem(index, row, "csv") for index, row in enumerate(rows)]
     return [BatchItem(index, order, "json") for index, order in enumerate(json.loads(body))]
 
@@ -187,12 +188,18 @@ def _charged(order_id: str, ledger: PaymentLedger) -> bool:
     return any(entry.kind is EntryKind.CHARGE and entry.status == EntryStatus.CHARGED for entry in entries)
 
 
+class _CancelVerdict(TypedDict):
+    outcome: Outcome
+    code: str
+    reason: str | None
+
+
 def _compensate(
     batch_id: str, batch_status: str, item: BatchItem, check: OrderCheck, stores: OrderStores
 ) -> OrderReconciliation:
     """Cancel order's own compensation: final status first, then stock back and the charge refunded."""
     if check.order is None:
-        request_fields: dict[str, Any] = {
+        request_fields: _CancelVerdict = {
             "outcome": Outcome.REJECTED,
             "code": Code.INVALID_ORDER.value,
             "reason": check.reason,
@@ -391,14 +398,14 @@ class OrderSurvey:
     outcomes: Counter[str] = field(default_factory=Counter)
     sources: Counter[str] = field(default_factory=Counter)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "count": len(self.open_order_ids),
             "order_ids": self.open_order_ids[:OPEN_ORDER_IDS_SHOWN],
             "reconciled": self.reconciled,
         }
 
-    def outcomes_dict(self) -> dict[str, Any]:
+    def outcomes_dict(self) -> dict[str, object]:
         return {
             "counts": dict(sorted(self.outcomes.items())),
             "sources": dict(sorted(self.sources.items())),
@@ -471,7 +478,7 @@ class BatchExecutions:
         return survey_orders(EndedBatch(batch_id, execution), self.orders(), self.s3)
 
 
-def batch_state(batch_id: str, batches: BatchExecutions) -> dict[str, Any]:
+def batch_state(batch_id: str, batches: BatchExecutions) -> dict[str, object]:
     """The batch as Step Functions reports it; for an execution that ended unsuccessfully, the orders it left
     without a final status (what reconcile or a redrive would finish)."""
     execution = batches.describe(batch_id)
@@ -486,7 +493,7 @@ def batch_state(batch_id: str, batches: BatchExecutions) -> dict[str, Any]:
     return state
 
 
-def redrive_unless_reconciled(batch_id: str, batches: BatchExecutions) -> dict[str, Any]:
+def redrive_unless_reconciled(batch_id: str, batches: BatchExecutions) -> Redrive:
     """RedriveExecution, refused once reconcile has finished some of the batch's orders: the redrive would
     rerun them (reserve, charge) only for their confirm to fail against the final status and be undone."""
     execution = batches.describe(batch_id)

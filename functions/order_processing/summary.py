@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import boto3
 
@@ -45,29 +45,72 @@ RESULT_FILE_CATEGORIES = ("SUCCEEDED", "FAILED", "PENDING")
 MAX_CAUSE_CHARS = 500
 
 
+# One order's outcome: order_id, item_index, outcome, code and reason, as read from the Map's results.
+OrderOutcome = dict[str, object]
+
+
+class BatchCounts(TypedDict):
+    batch_id: str
+    total: int
+    succeeded: int
+    failed: int
+    rejected: int
+    duplicate: int
+    conflicting: int
+    second_pass: int
+
+
+class BatchSummary(BatchCounts):
+    orders: list[OrderOutcome]
+
+
+class StoredBatchSummary(BatchCounts):
+    """An S3 batch's summary: its orders are in S3, at ``orders_location``."""
+
+    orders_location: str
+
+
+class SetAsideOrders(TypedDict):
+    Bucket: str
+    Key: str
+    count: int
+
+
+def batch_totals(summary: BatchCounts) -> dict[str, int]:
+    """The orders a summary counts, by outcome: what the functions log and publish as metrics."""
+    return {
+        "total": summary["total"],
+        "succeeded": summary["succeeded"],
+        "failed": summary["failed"],
+        "rejected": summary["rejected"],
+        "duplicate": summary["duplicate"],
+    }
+
+
 class IncompleteMapResultsError(RuntimeError):
     """The result files account for fewer (or more) orders than the map run processed."""
 
 
 def summarize_batch(
     *,
-    request: Mapping[str, Any],
+    request: Mapping[str, object],
     results_bucket: str,
     s3_client: S3Client | None = None,
     sfn_client: SFNClient | None = None,
-) -> dict[str, Any]:
+) -> BatchSummary | StoredBatchSummary:
     """Summarize one batch from the state machine's request (see the module docstring)."""
     batch_id = request.get("batch_id")
     if not isinstance(batch_id, str) or not batch_id:
         raise ValueError("summary request has no batch_id")
 
     if "results" in request:
-        outcomes = [outcome_of_result(entry) for entry in request["results"]]
-        second_pass = [outcome_of_result(entry) for entry in request.get("second_pass") or []]
+        outcomes = [outcome_of_result(entry) for entry in _list(request["results"], "results")]
+        second_pass = [outcome_of_result(entry) for entry in _list(request.get("second_pass"), "second_pass")]
     elif "map_result" in request:
         s3_client = s3_client or boto3.client("s3")
-        outcomes = _outcomes_of_map_run(batch_id, request["map_result"] or {}, s3_client, sfn_client)
-        second_result = request.get("second_pass_result")
+        map_result = _mapping(request["map_result"], "map_result")
+        outcomes = _outcomes_of_map_run(batch_id, map_result, s3_client, sfn_client)
+        second_result = _mapping(request.get("second_pass_result"), "second_pass_result")
         second_pass = (
             _outcomes_of_map_run(batch_id, second_result, s3_client, sfn_client) if second_result else []
         )
@@ -79,16 +122,25 @@ def summarize_batch(
         return summary
     # An S3 batch can be far larger than the 256 KiB a state's output may carry.
     location = write_summary(summary, results_bucket, s3_client or boto3.client("s3"))
-    counts = {name: value for name, value in summary.items() if name != "orders"}
+    counts: BatchCounts = {
+        "batch_id": summary["batch_id"],
+        "total": summary["total"],
+        "succeeded": summary["succeeded"],
+        "failed": summary["failed"],
+        "rejected": summary["rejected"],
+        "duplicate": summary["duplicate"],
+        "conflicting": summary["conflicting"],
+        "second_pass": summary["second_pass"],
+    }
     return {**counts, "orders_location": location}
 
 
 def set_aside_deferred_orders(
     *,
-    request: Mapping[str, Any],
+    request: Mapping[str, object],
     results_bucket: str,
     s3_client: S3Client | None = None,
-) -> dict[str, Any]:
+) -> SetAsideOrders:
     """Write the orders an S3 batch's first pass deferred to ``results_bucket``, as a JSON array of their
     order states (``resume_at``, ``resume_input``, ...): the second pass's ItemReader reads it."""
     batch_id = request.get("batch_id")
@@ -97,7 +149,8 @@ def set_aside_deferred_orders(
     if not results_bucket:
         raise ValueError(f"no results bucket to write the deferred orders of batch {batch_id} to")
     s3 = s3_client or boto3.client("s3")
-    bucket, manifest_key = _manifest_location(batch_id, request.get("map_result") or {}, "set-aside")
+    map_result = _mapping(request.get("map_result"), "map_result")
+    bucket, manifest_key = _manifest_location(batch_id, map_result, "set-aside")
     deferred = [
         state
         for state in read_order_states(load_manifest(bucket, manifest_key, s3), bucket, s3)
@@ -109,8 +162,8 @@ def set_aside_deferred_orders(
 
 
 def with_second_pass(
-    first_pass: Iterable[Mapping[str, Any]], second_pass: Iterable[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+    first_pass: Iterable[Mapping[str, object]], second_pass: Iterable[Mapping[str, object]]
+) -> list[OrderOutcome]:
     """The batch's outcomes: each deferred order's second-pass outcome in place of its deferral.
 
     A deferral the second pass did not account for stays a failure: total always counts every order.
@@ -131,22 +184,22 @@ def with_second_pass(
 
 
 def _outcomes_of_map_run(
-    batch_id: str, map_result: Mapping[str, Any], s3: S3Client, sfn_client: SFNClient | None
-) -> list[dict[str, Any]]:
+    batch_id: str, map_result: Mapping[str, object], s3: S3Client, sfn_client: SFNClient | None
+) -> list[OrderOutcome]:
     bucket, manifest_key = _manifest_location(batch_id, map_result, "summary")
     manifest = load_manifest(bucket, manifest_key, s3)
     outcomes = list(read_result_files(manifest, bucket, s3))
     map_run_arn = map_result.get("MapRunArn") or manifest.get("MapRunArn")
     if map_run_arn:
-        require_every_item(map_run_arn, len(outcomes), f"s3://{bucket}/{manifest_key}", sfn_client)
+        require_every_item(str(map_run_arn), len(outcomes), f"s3://{bucket}/{manifest_key}", sfn_client)
     return outcomes
 
 
 def summarize_outcomes(
-    batch_id: str, outcomes: Iterable[Mapping[str, Any]], second_pass: int = 0
-) -> dict[str, Any]:
+    batch_id: str, outcomes: Iterable[Mapping[str, object]], second_pass: int = 0
+) -> BatchSummary:
     """The counts and the sorted outcomes; ``second_pass`` is how many orders the second pass ran again."""
-    orders = sorted(outcomes, key=_item_order)
+    orders = [dict(outcome) for outcome in sorted(outcomes, key=_item_order)]
     count = {outcome: sum(1 for order in orders if order["outcome"] == outcome) for outcome in FINAL_OUTCOMES}
     return {
         "batch_id": batch_id,
@@ -163,7 +216,7 @@ def summarize_outcomes(
     }
 
 
-def outcome_of_result(entry: Any) -> dict[str, Any]:
+def outcome_of_result(entry: object) -> OrderOutcome:
     """One Map result (an order state, a child execution record or an error output) as an outcome."""
     if isinstance(entry, Mapping) and "ExecutionArn" in entry and "Status" in entry:
         return outcome_of_child_execution(entry)
@@ -174,7 +227,7 @@ def outcome_of_result(entry: Any) -> dict[str, Any]:
     return _task_failed(None, f"it returned no order state ({_shorten(json.dumps(entry, default=str))})")
 
 
-def outcome_of_order_state(state: Mapping[str, Any]) -> dict[str, Any]:
+def outcome_of_order_state(state: Mapping[str, object]) -> OrderOutcome:
     outcome = state.get("outcome")
     if outcome not in (*FINAL_OUTCOMES, DEFERRED):
         # A per-order workflow must end in a final outcome; anything else is a defect, counted as a failure
@@ -189,7 +242,7 @@ def outcome_of_order_state(state: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def outcome_of_child_execution(record: Mapping[str, Any], status: str | None = None) -> dict[str, Any]:
+def outcome_of_child_execution(record: Mapping[str, object], status: object = None) -> OrderOutcome:
     """A Distributed Map child execution record (Transformation NONE) as an outcome."""
     status = record.get("Status") or status
     if status == "SUCCEEDED":
@@ -205,14 +258,14 @@ def outcome_of_child_execution(record: Mapping[str, Any], status: str | None = N
     return _task_failed(item, detail)
 
 
-def load_manifest(bucket: str, key: str, s3: S3Client) -> dict[str, Any]:
+def load_manifest(bucket: str, key: str, s3: S3Client) -> dict[str, object]:
     manifest = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
     if not isinstance(manifest, dict):
         raise ValueError(f"s3://{bucket}/{key} is not a ResultWriter manifest")
     return manifest
 
 
-def read_result_files(manifest: Mapping[str, Any], bucket: str, s3: S3Client) -> Iterator[dict[str, Any]]:
+def read_result_files(manifest: Mapping[str, object], bucket: str, s3: S3Client) -> Iterator[OrderOutcome]:
     """Every child execution listed by a ResultWriter manifest, as outcomes."""
     for category, entry in _result_entries(manifest, bucket, s3):
         if isinstance(entry, Mapping) and "ExecutionArn" in entry:
@@ -221,7 +274,9 @@ def read_result_files(manifest: Mapping[str, Any], bucket: str, s3: S3Client) ->
             yield outcome_of_result(entry)
 
 
-def read_order_states(manifest: Mapping[str, Any], bucket: str, s3: S3Client) -> Iterator[dict[str, Any]]:
+def read_order_states(
+    manifest: Mapping[str, object], bucket: str, s3: S3Client
+) -> Iterator[dict[str, object]]:
     """The order state each succeeded child execution returned, every field kept."""
     for category, entry in _result_entries(manifest, bucket, s3):
         if isinstance(entry, Mapping) and "ExecutionArn" in entry:
@@ -232,12 +287,15 @@ def read_order_states(manifest: Mapping[str, Any], bucket: str, s3: S3Client) ->
             yield dict(entry)
 
 
-def _result_entries(manifest: Mapping[str, Any], bucket: str, s3: S3Client) -> Iterator[tuple[str, Any]]:
-    results_bucket = manifest.get("DestinationBucket") or bucket
-    result_files = manifest.get("ResultFiles") or {}
+def _result_entries(
+    manifest: Mapping[str, object], bucket: str, s3: S3Client
+) -> Iterator[tuple[str, object]]:
+    results_bucket = str(manifest.get("DestinationBucket") or bucket)
+    result_files = _mapping(manifest.get("ResultFiles"), "ResultFiles")
     for category in RESULT_FILE_CATEGORIES:
-        for result_file in result_files.get(category) or []:
-            body = s3.get_object(Bucket=results_bucket, Key=result_file["Key"])["Body"].read()
+        for result_file in _list(result_files.get(category), f"ResultFiles.{category}"):
+            key = _mapping(result_file, f"a ResultFiles.{category} entry")["Key"]
+            body = s3.get_object(Bucket=results_bucket, Key=str(key))["Body"].read()
             for entry in _json_array_or_lines(body.decode("utf-8")):
                 yield category, entry
 
@@ -259,7 +317,7 @@ def require_every_item(
         )
 
 
-def write_summary(summary: Mapping[str, Any], bucket: str, s3: S3Client) -> str:
+def write_summary(summary: BatchSummary, bucket: str, s3: S3Client) -> str:
     if not bucket:
         raise ValueError(f"no results bucket to write the summary of batch {summary['batch_id']} to")
     key = f"batches/{summary['batch_id']}/summary.json"
@@ -267,7 +325,7 @@ def write_summary(summary: Mapping[str, Any], bucket: str, s3: S3Client) -> str:
     return f"s3://{bucket}/{key}"
 
 
-def _put_json(document: Any, bucket: str, key: str, s3: S3Client) -> None:
+def _put_json(document: object, bucket: str, key: str, s3: S3Client) -> None:
     s3.put_object(
         Bucket=bucket,
         Key=key,
@@ -276,36 +334,37 @@ def _put_json(document: Any, bucket: str, key: str, s3: S3Client) -> None:
     )
 
 
-def _manifest_location(batch_id: str, map_result: Mapping[str, Any], request: str) -> tuple[str, str]:
+def _manifest_location(batch_id: str, map_result: Mapping[str, object], request: str) -> tuple[str, str]:
     """The bucket and key of the ResultWriter manifest a Map's result names."""
-    details = map_result.get("ResultWriterDetails") or {}
+    details = _mapping(map_result.get("ResultWriterDetails"), "map_result.ResultWriterDetails")
     bucket, manifest_key = details.get("Bucket"), details.get("Key")
     if not bucket or not manifest_key:
         raise ValueError(f"{request} request of batch {batch_id} has no map_result.ResultWriterDetails")
     return str(bucket), str(manifest_key)
 
 
-def outcome_of_failed_item(item: Any, detail: str) -> dict[str, Any]:
+def outcome_of_failed_item(item: object, detail: str) -> OrderOutcome:
     """An order whose per-order workflow failed outside any step (a durable map branch that raised)."""
     return _task_failed(item, detail)
 
 
-def _task_failed(item: Any, detail: str) -> dict[str, Any]:
+def _task_failed(item: object, detail: str) -> OrderOutcome:
     """An order whose workflow failed; `item` is its Map item or partial order state, when known."""
-    item = item if isinstance(item, Mapping) else {}
-    order = item.get("order") if isinstance(item.get("order"), Mapping) else {}
-    order_id = item.get("order_id") or order.get("order_id")
-    item_index = item.get("item_index")
+    known: Mapping[str, object] = item if isinstance(item, Mapping) else {}
+    item_order = known.get("order")
+    order: Mapping[str, object] = item_order if isinstance(item_order, Mapping) else {}
+    order_id = known.get("order_id") or order.get("order_id")
+    item_index = known.get("item_index")
     return {
         "order_id": order_id if isinstance(order_id, str | int) else None,
         "item_index": item_index if isinstance(item_index, int) else None,
         "outcome": FAILED,
         "code": TASK_FAILED,
-        "reason": f"{_describe_order(item, order_id)} failed: {_shorten(detail)}",
+        "reason": f"{_describe_order(known, order_id)} failed: {_shorten(detail)}",
     }
 
 
-def _describe_order(item: Mapping[str, Any], order_id: Any) -> str:
+def _describe_order(item: Mapping[str, object], order_id: object) -> str:
     if isinstance(order_id, str | int) and order_id != "":
         return f"order {order_id}"
     item_index = item.get("item_index")
@@ -316,13 +375,13 @@ def _describe_order(item: Mapping[str, Any], order_id: Any) -> str:
     return f"the order at item index {item_index}"
 
 
-def _item_order(outcome: Mapping[str, Any]) -> tuple[bool, int, str]:
+def _item_order(outcome: Mapping[str, object]) -> tuple[bool, int, str]:
     item_index = outcome.get("item_index")
     known = isinstance(item_index, int)
     return (not known, item_index if isinstance(item_index, int) else 0, str(outcome.get("order_id") or ""))
 
 
-def _parse_json_field(value: Any) -> Any:
+def _parse_json_field(value: object) -> object:
     if isinstance(value, str):
         try:
             return json.loads(value)
@@ -331,15 +390,33 @@ def _parse_json_field(value: Any) -> Any:
     return value
 
 
-def _json_array_or_lines(text: str) -> list[Any]:
+def _json_array_or_lines(text: str) -> list[object]:
     stripped = text.strip()
     if not stripped:
         return []
     if stripped.startswith("["):
-        entries = json.loads(stripped)
+        entries: object = json.loads(stripped)
         return entries if isinstance(entries, list) else [entries]
     return [json.loads(line) for line in stripped.splitlines() if line.strip()]
 
 
 def _shorten(text: str) -> str:
     return text if len(text) <= MAX_CAUSE_CHARS else text[: MAX_CAUSE_CHARS - 3] + "..."
+
+
+def _mapping(value: object, name: str) -> Mapping[str, object]:
+    """A JSON object of the request, absent or null read as empty."""
+    if not value:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} is not a JSON object")
+    return value
+
+
+def _list(value: object, name: str) -> list[object]:
+    """A JSON array of the request, absent or null read as empty."""
+    if not value:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{name} is not a JSON array")
+    return value

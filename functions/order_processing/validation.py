@@ -7,7 +7,6 @@ reason that names the order ID (or, without a usable ID, the item or CSV line).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -58,12 +57,12 @@ class OrderCheck:
         reason = f"{self.subject} is invalid: {'; '.join(self.problems)}"
         return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 1] + "…"
 
-    def content(self, raw_order: Any) -> Any:
+    def content(self, raw_order: object) -> object:
         """The order as later steps and the idempotency payload see it: normalised when valid."""
         return self.order.as_json() if self.order is not None else raw_order
 
 
-def usable_order_id(raw_order: Any) -> str | None:
+def usable_order_id(raw_order: object) -> str | None:
     """The order ID when it can key records, even if other fields are bad."""
     if isinstance(raw_order, dict):
         order_id = raw_order.get("order_id")
@@ -80,12 +79,12 @@ def describe_item(order_id: str | None, source_format: SourceFormat, item_index:
     return f"order {order_id} ({line})" if line else f"order {order_id}"
 
 
-def parse_csv_items(text: str) -> list[Any]:
+def parse_csv_items(text: str) -> list[dict[str, str] | MalformedCsvEntry]:
     """Parse `SKU:QUANTITY:UNIT_PRICE` entries separated by `;`.
 
     Malformed entries are kept (as MalformedCsvEntry) so the model reports them with the other problems.
     """
-    lines: list[Any] = []
+    lines: list[dict[str, str] | MalformedCsvEntry] = []
     for entry in text.split(CSV_ENTRY_SEPARATOR):
         entry = entry.strip()
         if not entry:
@@ -115,7 +114,7 @@ def describe_errors(error: ValidationError) -> list[str]:
     return problems
 
 
-def check_order(raw_order: Any, source_format: SourceFormat, item_index: int) -> OrderCheck:
+def check_order(raw_order: object, source_format: SourceFormat, item_index: int) -> OrderCheck:
     order_id = usable_order_id(raw_order)
     subject = describe_item(order_id, source_format, item_index)
     fingerprint = content_hash(raw_order)

@@ -7,6 +7,7 @@ import random
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,7 @@ class BatchesApiClient:
         self._timeout = timeout_seconds
         self._max_attempts = max_attempts
 
-    def submit(self, batch: dict[str, Any]) -> ApiResponse:
+    def submit(self, batch: Mapping[str, object]) -> ApiResponse:
         return self.request("POST", "/batches", json.dumps(batch).encode())
 
     def status(self, batch_id: str) -> ApiResponse:

@@ -20,15 +20,16 @@ from orderbatch.project import inventory_fixture
 if TYPE_CHECKING:
     from sam_local_cloud import LocalCloud, LocalCloudConfig
     from sam_local_cloud.faults import EventKeys
+    from sam_local_cloud.json_types import JsonObject
 
 # A SKU with less stock could run out during a generated batch and turn SUCCEEDED orders into FAILED ones.
 MIN_GENERATED_SKU_STOCK = 1000
 
 
-def generate_orders(count: int, skus: list[str], *, prefix: str, seed: int = 7) -> list[dict[str, Any]]:
+def generate_orders(count: int, skus: list[str], *, prefix: str, seed: int = 7) -> list[JsonObject]:
     """``count`` valid orders of 1 to 3 lines over ``skus``, IDs ``<prefix>-00001`` on; repeatable."""
     rng = random.Random(seed)
-    orders = []
+    orders: list[JsonObject] = []
     for number in range(1, count + 1):
         lines = rng.sample(skus, k=rng.randint(1, 3))
         orders.append(
@@ -56,7 +57,7 @@ def fixture_skus(template: Path) -> list[str]:
     return [item["sku"] for item in items if int(item.get("stock", 0)) >= MIN_GENERATED_SKU_STOCK]
 
 
-def order_id_of(event: Any) -> str | None:
+def order_id_of(event: object) -> str | None:
     """The order a task function's event is about: ``{"order": {"order_id"}}`` or ``{"order_id"}``."""
     if not isinstance(event, dict):
         return None
@@ -66,7 +67,7 @@ def order_id_of(event: Any) -> str | None:
     return str(event["order_id"]) if event.get("order_id") is not None else None
 
 
-def batch_id_of(event: Any) -> str | None:
+def batch_id_of(event: object) -> str | None:
     if isinstance(event, dict) and event.get("batch_id") is not None:
         return str(event["batch_id"])
     return None

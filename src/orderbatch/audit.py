@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from order_processing.contract import (
     FINAL_ORDER_STATUSES,
@@ -35,6 +35,13 @@ from order_processing.contract import (
 )
 from order_processing.durable_batches import durable_execution
 from order_processing.validation import check_order
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UniversalAttributeValueTypeDef
+    from mypy_boto3_lambda.client import LambdaClient
+    from mypy_boto3_s3.client import S3Client
+    from mypy_boto3_stepfunctions.client import SFNClient
 
 FINAL_STATUSES = {str(status) for status in FINAL_ORDER_STATUSES}
 # Executions that may still finish orders: their outcomes are not in yet.
@@ -119,7 +126,7 @@ class AuditReport:
     def ok(self) -> bool:
         return not self.violations
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["ok"] = self.ok
         return data
@@ -148,7 +155,7 @@ class BatchLocations:
     durable_function_arn: str | None = None
 
     @classmethod
-    def from_outputs(cls, outputs: Mapping[str, Any]) -> BatchLocations:
+    def from_outputs(cls, outputs: Mapping[str, object]) -> BatchLocations:
         durable = outputs.get(DURABLE_FUNCTION_OUTPUT)
         return cls(
             state_machine_arn=str(outputs["OrderBatchStateMachineArn"]),
@@ -169,8 +176,8 @@ class AuditedOrder:
     as submitted; ``source`` says where the outcome was read."""
 
     item_index: int
-    order: Any
-    outcome: Mapping[str, Any] | None
+    order: object
+    outcome: Mapping[str, object] | None
     source: str = OutcomeSource.GIVEN
     missing: str = "has no outcome in the batch output"
 
@@ -184,12 +191,12 @@ def audit_batch(
     batch_id: str,
     locations: BatchLocations,
     *,
-    stepfunctions: Any,
-    dynamodb: Any,
-    s3: Any,
+    stepfunctions: SFNClient,
+    dynamodb: DynamoDBClient,
+    s3: S3Client,
     body_runs: Mapping[tuple[str, str], int] | None = None,
     by_order: bool = False,
-    lambda_client: Any = None,
+    lambda_client: LambdaClient | None = None,
 ) -> AuditReport:
     """Audit a batch run by the state machine, or by the durable function when the state machine has no
     execution of it (``lambda_client`` given): its input, its output and the effect tables.
@@ -234,7 +241,11 @@ def audit_batch(
 
 
 def find_batch_run(
-    batch_id: str, locations: BatchLocations, *, stepfunctions: Any, lambda_client: Any = None
+    batch_id: str,
+    locations: BatchLocations,
+    *,
+    stepfunctions: SFNClient,
+    lambda_client: LambdaClient | None = None,
 ) -> BatchRun | None:
     """The batch's state machine execution, else its durable execution (named after the batch ID)."""
     try:
@@ -258,8 +269,8 @@ def find_batch_run(
 def _outcomes_from_records(
     batch_id: str,
     status: str,
-    items: Sequence[tuple[int, Any, str]],
-    records: Mapping[str, Mapping[str, Any]],
+    items: Sequence[tuple[int, object, str]],
+    records: Mapping[str, Mapping[str, AttributeValueTypeDef]],
 ) -> list[AuditedOrder]:
     orders: list[AuditedOrder] = []
     for index, order, source_format in items:
@@ -303,24 +314,24 @@ def _outcomes_from_records(
     return orders
 
 
-def _string(item: Mapping[str, Any], name: str) -> str | None:
+def _string(item: Mapping[str, AttributeValueTypeDef], name: str) -> str | None:
     value = item.get(name, {}).get("S")
     return str(value) if value is not None else None
 
 
-def _number(item: Mapping[str, Any], name: str) -> int | None:
+def _number(item: Mapping[str, AttributeValueTypeDef], name: str) -> int | None:
     value = item.get(name, {}).get("N")
     return int(value) if value is not None else None
 
 
 def _order_records(
-    locations: BatchLocations, dynamodb: Any, order_ids: Iterable[str] | None = None
-) -> dict[str, dict[str, Any]]:
+    locations: BatchLocations, dynamodb: DynamoDBClient, order_ids: Iterable[str] | None = None
+) -> dict[str, dict[str, AttributeValueTypeDef]]:
     """The order records by ID: every one (a scan), or only those of ``order_ids``."""
     return {item["order_id"]["S"]: item for item in _records(dynamodb, locations.orders_table, order_ids)}
 
 
-def _usable_order_ids(orders: Iterable[Any]) -> list[str]:
+def _usable_order_ids(orders: Iterable[object]) -> list[str]:
     ids = (order.get("order_id") if isinstance(order, Mapping) else None for order in orders)
     return [order_id for order_id in ids if isinstance(order_id, str) and USABLE_ORDER_ID.fullmatch(order_id)]
 
@@ -330,7 +341,7 @@ def audit_orders(
     orders: Sequence[AuditedOrder],
     locations: BatchLocations,
     *,
-    dynamodb: Any,
+    dynamodb: DynamoDBClient,
     body_runs: Mapping[tuple[str, str], int] | None = None,
     violations: Iterable[Violation] = (),
     by_order: bool = False,
@@ -362,7 +373,7 @@ def audit_orders(
                 order_id,
                 str(outcome.get("outcome", "UNKNOWN")),
                 str(audited.source),
-                outcome.get("reason"),
+                _text(outcome.get("reason")),
             )
         )
         if order_id is None:
@@ -373,7 +384,7 @@ def audit_orders(
             if entry.outcome == Outcome.SUCCEEDED and outcome.get("outcome") == Outcome.SUCCEEDED:
                 detail = f"items {entry.item_indexes} of the batch all report it succeeded"
                 found_violations.append(_violation(entry, "final status", detail))
-            entry.outcome = outcome.get("outcome")
+            entry.outcome = _text(outcome.get("outcome"))
 
     _load_effects(facts, locations, dynamodb, list(facts) if by_order else None)
     for (step, order_id), runs in (body_runs or {}).items():
@@ -472,8 +483,12 @@ def _violation(entry: OrderFacts, check: str, detail: str) -> Violation:
     return Violation(entry.order_id, index, check, f"order {entry.order_id}: {detail}")
 
 
-def _line_count(order: Mapping[str, Any]) -> int:
-    items = order.get("items")
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _line_count(order: object) -> int:
+    items = order.get("items") if isinstance(order, Mapping) else None
     if isinstance(items, list):
         return len(items)
     if isinstance(items, str):  # CSV form: SKU:QTY:PRICE;...
@@ -481,7 +496,7 @@ def _line_count(order: Mapping[str, Any]) -> int:
     return 0
 
 
-def _input_items(batch_input: Mapping[str, Any], s3: Any) -> Iterator[tuple[int, Any, str]]:
+def _input_items(batch_input: Mapping[str, Any], s3: S3Client) -> Iterator[tuple[int, object, str]]:
     """(item index, order, source format) for every order of the batch, indexed as the Map indexes them."""
     if "orders" in batch_input:
         for index, order in enumerate(batch_input["orders"]):
@@ -497,7 +512,7 @@ def _input_items(batch_input: Mapping[str, Any], s3: Any) -> Iterator[tuple[int,
             yield index, order, "json"
 
 
-def _outcomes_by_index(output: str | None, s3: Any) -> dict[int, dict[str, Any]]:
+def _outcomes_by_index(output: str | None, s3: S3Client) -> dict[int, dict[str, Any]]:
     if not output:
         return {}
     summary = json.loads(output)
@@ -510,7 +525,7 @@ def _outcomes_by_index(output: str | None, s3: Any) -> dict[int, dict[str, Any]]
     return {int(o["item_index"]): o for o in orders or [] if o.get("item_index") is not None}
 
 
-def _scan(dynamodb: Any, table: str) -> Iterable[dict[str, Any]]:
+def _scan(dynamodb: DynamoDBClient, table: str) -> Iterable[dict[str, AttributeValueTypeDef]]:
     paginator = dynamodb.get_paginator("scan")
     for page in paginator.paginate(TableName=table):
         yield from page["Items"]
@@ -520,7 +535,9 @@ def _scan(dynamodb: Any, table: str) -> Iterable[dict[str, Any]]:
 BATCH_GET_KEYS = 100
 
 
-def _records(dynamodb: Any, table: str, order_ids: Iterable[str] | None) -> Iterable[dict[str, Any]]:
+def _records(
+    dynamodb: DynamoDBClient, table: str, order_ids: Iterable[str] | None
+) -> Iterable[dict[str, AttributeValueTypeDef]]:
     """A table's items: all of them (a scan), or those of ``order_ids``, by key (the tables' partition
     key is the order ID): BatchGetItem for a table keyed by the order alone, a Query per order else."""
     if order_ids is None:
@@ -530,11 +547,14 @@ def _records(dynamodb: Any, table: str, order_ids: Iterable[str] | None) -> Iter
     key_schema = dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
     if len(key_schema) == 1:
         for start in range(0, len(ids), BATCH_GET_KEYS):
-            keys = [{"order_id": {"S": order_id}} for order_id in ids[start : start + BATCH_GET_KEYS]]
+            keys: Sequence[Mapping[str, UniversalAttributeValueTypeDef]] = [
+                {"order_id": {"S": order_id}} for order_id in ids[start : start + BATCH_GET_KEYS]
+            ]
             while keys:
                 answer = dynamodb.batch_get_item(RequestItems={table: {"Keys": keys, "ConsistentRead": True}})
                 yield from answer["Responses"].get(table, [])
-                keys = answer.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
+                unprocessed = answer.get("UnprocessedKeys", {}).get(table)
+                keys = unprocessed.get("Keys", []) if unprocessed else []
         return
     paginator = dynamodb.get_paginator("query")
     for order_id in ids:
@@ -550,7 +570,7 @@ def _records(dynamodb: Any, table: str, order_ids: Iterable[str] | None) -> Iter
 def _load_effects(
     facts: dict[str, OrderFacts],
     locations: BatchLocations,
-    dynamodb: Any,
+    dynamodb: DynamoDBClient,
     order_ids: Sequence[str] | None = None,
 ) -> None:
     """The order records, reservations and ledger entries of the orders in ``facts``: read by scanning

@@ -14,10 +14,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from orderbatch.audit import DURABLE
 from sam_local_cloud.executions import poll_delays
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.client import LambdaClient
+    from mypy_boto3_lambda.type_defs import GetDurableExecutionResponseTypeDef
 
 # A durable execution's statuses once it has ended (RUNNING is the only other).
 DURABLE_FINISHED_STATUSES = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED"})
@@ -35,7 +39,9 @@ class DurableStart:
     execution_arn: str
 
 
-def start_durable_batch(lambda_client: Any, function_arn: str, batch: Mapping[str, Any]) -> DurableStart:
+def start_durable_batch(
+    lambda_client: LambdaClient, function_arn: str, batch: Mapping[str, object]
+) -> DurableStart:
     """Invoke the durable function asynchronously, the batch ID as the execution's name."""
     response = lambda_client.invoke(
         FunctionName=function_arn,
@@ -46,9 +52,10 @@ def start_durable_batch(lambda_client: Any, function_arn: str, batch: Mapping[st
     return DurableStart(int(response["StatusCode"]), str(response["DurableExecutionArn"]))
 
 
-def batch_document(batch_id: str, execution: Mapping[str, Any]) -> dict[str, Any]:
+def batch_document(batch_id: str, execution: Mapping[str, object]) -> dict[str, object]:
     """A durable execution as GET /batches/{id} reports a state machine's: status, summary, error."""
-    error = execution.get("Error") or {}
+    found = execution.get("Error")
+    error: Mapping[str, object] = found if isinstance(found, Mapping) else {}
     result = execution.get("Result")
     return {
         "batch_id": batch_id,
@@ -57,26 +64,26 @@ def batch_document(batch_id: str, execution: Mapping[str, Any]) -> dict[str, Any
         "status": execution["Status"],
         "started_at": _iso(execution.get("StartTimestamp")),
         "stopped_at": _iso(execution.get("EndTimestamp")),
-        "summary": json.loads(result) if result else None,
+        "summary": json.loads(result) if isinstance(result, str | bytes) and result else None,
         "error": error.get("ErrorType"),
         "cause": error.get("ErrorMessage"),
     }
 
 
 def wait_for_durable_batch(
-    lambda_client: Any,
+    lambda_client: LambdaClient,
     execution_arn: str,
     *,
     timeout: float,
     poll_seconds: float = 1.0,
     on_poll: Callable[[str, float], None] | None = None,
-) -> dict[str, Any]:
+) -> GetDurableExecutionResponseTypeDef:
     """Poll GetDurableExecution until the execution has ended; return its last answer."""
     started = time.monotonic()
     status = "RUNNING"
     delays = poll_delays(poll_seconds)
     while (elapsed := time.monotonic() - started) < timeout:
-        execution: dict[str, Any] = lambda_client.get_durable_execution(DurableExecutionArn=execution_arn)
+        execution = lambda_client.get_durable_execution(DurableExecutionArn=execution_arn)
         status = str(execution["Status"])
         if on_poll is not None:
             on_poll(status, elapsed)
@@ -88,5 +95,5 @@ def wait_for_durable_batch(
     )
 
 
-def _iso(value: Any) -> str | None:
+def _iso(value: object) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else (str(value) if value is not None else None)

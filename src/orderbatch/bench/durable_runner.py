@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from order_processing.contract import COMPENSATION_FUNCTION, FINAL_ORDER_STATUSES, ORDER_STEP_FUNCTIONS
 from orderbatch.app_batches import fixture_skus, generate_orders, local_cloud_config
@@ -34,6 +34,14 @@ from orderbatch.capacity.model import UnitPrices
 from orderbatch.capacity.retriers import with_docs_retrier, without_second_pass
 from orderbatch.capacity.scenario import BenchSettings, Scenario
 from orderbatch.plan.durable import DurableModel, durable_cost
+from sam_local_cloud.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_lambda.client import LambdaClient
+    from mypy_boto3_lambda.type_defs import GetDurableExecutionHistoryRequestTypeDef
+
+    from sam_local_cloud import LocalCloud
 
 DURABLE_FUNCTION = "DurableOrderBatchFunction"
 TASK_FUNCTIONS = (*ORDER_STEP_FUNCTIONS, COMPENSATION_FUNCTION)
@@ -87,7 +95,7 @@ def run_durable_scenario(
     orders = generate_orders(
         settings.orders, fixture_skus(settings.template), prefix=batch_id, seed=settings.seed
     )
-    fault_plan: dict[str, Any] = {}
+    fault_plan: dict[str, object] = {}
     if settings.work_seconds > 0:
         fault_plan["latency"] = dict.fromkeys(TASK_FUNCTIONS, settings.work_seconds)
     if neighbour is not None:
@@ -132,7 +140,7 @@ def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _warm_orchestrator(cloud: Any, settings: BenchSettings) -> float:
+def _warm_orchestrator(cloud: LocalCloud, settings: BenchSettings) -> float:
     """One durable execution of one order, waited for: the orchestrator's environment is then warm."""
     started = time.monotonic()
     lambda_client = cloud.client("lambda")
@@ -151,16 +159,17 @@ def _warm_orchestrator(cloud: Any, settings: BenchSettings) -> float:
 
 
 def _execute(
-    cloud: Any,
+    cloud: LocalCloud,
     batch_id: str,
-    orders: list[dict[str, Any]],
-    fault_plan: dict[str, Any],
+    orders: list[JsonObject],
+    fault_plan: dict[str, object],
     deadline_seconds: float,
     progress: Progress | None,
 ) -> dict[str, Any]:
     from orderbatch.audit import BatchLocations
 
     service = cloud.lambda_service
+    assert service is not None, "the local cloud has started"
     lambda_client = cloud.client("lambda")
     names = (*TASK_FUNCTIONS, DURABLE_FUNCTION)
     before = service.stats(include_timeseries=False)["functions"]
@@ -230,21 +239,22 @@ def _execution_seconds(execution: dict[str, Any]) -> float | None:
     return float((end - start).total_seconds())
 
 
-def _operations(lambda_client: Any, execution_arn: str) -> int:
+def _operations(lambda_client: LambdaClient, execution_arn: str) -> int:
     """Operations the execution checkpointed (what durable functions bill): distinct IDs in its history."""
     identifiers: set[str] = set()
     marker: str | None = None
     while True:
-        page = lambda_client.get_durable_execution_history(
-            DurableExecutionArn=execution_arn, **({"Marker": marker} if marker else {})
-        )
+        request: GetDurableExecutionHistoryRequestTypeDef = {"DurableExecutionArn": execution_arn}
+        if marker:
+            request["Marker"] = marker
+        page = lambda_client.get_durable_execution_history(**request)
         identifiers.update(event["Id"] for event in page.get("Events", []) if event.get("Id"))
         marker = page.get("NextMarker")
         if not marker:
             return len(identifiers)
 
 
-def _final_records(dynamodb: Any, table: str, batch_id: str) -> Counter[str]:
+def _final_records(dynamodb: DynamoDBClient, table: str, batch_id: str) -> Counter[str]:
     statuses: Counter[str] = Counter()
     for page in dynamodb.get_paginator("scan").paginate(
         TableName=table,

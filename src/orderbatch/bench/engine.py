@@ -17,10 +17,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from order_processing.contract import MAX_INLINE_ORDERS
 from sam_local_cloud import ExecutionStillRunningError, wait_for_execution
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions.client import SFNClient
 
 ENGINE_APP = Path(__file__).resolve().parent / "engine_app"
 ENGINE_TEMPLATE = ENGINE_APP / "template.yaml"
@@ -31,7 +34,7 @@ APP_TASKS_PER_ORDER = 4
 _POLL_SECONDS = 1.0
 
 
-def measure(interpreter: str, items: int, max_concurrency: int, timeout_seconds: float) -> dict[str, Any]:
+def measure(interpreter: str, items: int, max_concurrency: int, timeout_seconds: float) -> dict[str, object]:
     """Run in a fresh process only: the interpreter choice cannot be undone once moto is patched."""
     from sam_local_cloud import LocalCloud, LocalCloudConfig
 
@@ -65,7 +68,7 @@ def measure(interpreter: str, items: int, max_concurrency: int, timeout_seconds:
     }
 
 
-def measure_app_handlers(orders: int, quota: int, timeout_seconds: float) -> dict[str, Any]:
+def measure_app_handlers(orders: int, quota: int, timeout_seconds: float) -> dict[str, object]:
     """Lambda tasks per second of the app's own state machine and handlers, no added work, warm.
 
     An inline batch with MapMaxConcurrency = the quota: every order runs validate, reserve, charge and
@@ -104,7 +107,7 @@ def measure_app_handlers(orders: int, quota: int, timeout_seconds: float) -> dic
     }
 
 
-def _run(sfn: Any, machine: str, name: str, document: Any, timeout_seconds: float) -> float:
+def _run(sfn: SFNClient, machine: str, name: str, document: object, timeout_seconds: float) -> float:
     arn = sfn.start_execution(stateMachineArn=machine, name=name, input=json.dumps(document))["executionArn"]
     try:
         # The time measured is the execution's own start and stop dates; polling only notices the end.
@@ -122,7 +125,7 @@ def _run(sfn: Any, machine: str, name: str, document: Any, timeout_seconds: floa
     return float((execution["stopDate"] - execution["startDate"]).total_seconds())
 
 
-def _items(count: int) -> dict[str, Any]:
+def _items(count: int) -> dict[str, list[dict[str, int]]]:
     return {"items": [{"n": i} for i in range(count)]}
 
 

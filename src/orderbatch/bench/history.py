@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions.client import SFNClient
+    from mypy_boto3_stepfunctions.type_defs import HistoryEventTypeDef
 
 _ITERATION_ENDS = {"MapIterationSucceeded", "MapIterationFailed", "MapIterationAborted"}
 _EXECUTION_ENDS = {"ExecutionSucceeded", "ExecutionFailed", "ExecutionAborted", "ExecutionTimedOut"}
@@ -44,14 +48,14 @@ class HistoryFigures:
         ]
 
 
-def read_history(stepfunctions: Any, execution_arn: str) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
+def read_history(stepfunctions: SFNClient, execution_arn: str) -> list[HistoryEventTypeDef]:
+    events: list[HistoryEventTypeDef] = []
     for page in stepfunctions.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
         events.extend(page["events"])
     return events
 
 
-def _details(event: Mapping[str, Any]) -> Mapping[str, Any]:
+def _details(event: HistoryEventTypeDef) -> Mapping[str, object]:
     for key, value in event.items():
         if key.endswith("EventDetails") and isinstance(value, Mapping):
             return value
@@ -65,7 +69,7 @@ class _ThrottleStreaks:
     def __init__(self) -> None:
         self._by_event: dict[int, int] = {}
 
-    def follow(self, event: Mapping[str, Any], details: Mapping[str, Any]) -> int:
+    def follow(self, event: HistoryEventTypeDef, details: Mapping[str, object]) -> int:
         kind = event["type"]
         streak = self._by_event.get(int(event.get("previousEventId", 0)), 0)
         if kind == "TaskFailed" and details.get("error") == THROTTLE_ERROR:
@@ -76,7 +80,7 @@ class _ThrottleStreaks:
         return streak
 
 
-def analyse_history(events: Iterable[Mapping[str, Any]], top_level_states: Iterable[str]) -> HistoryFigures:
+def analyse_history(events: Iterable[HistoryEventTypeDef], top_level_states: Iterable[str]) -> HistoryFigures:
     events = list(events)
     if not events or events[0]["type"] != "ExecutionStarted":
         raise ValueError("an execution history starts with ExecutionStarted")
@@ -103,9 +107,9 @@ def analyse_history(events: Iterable[Mapping[str, Any]], top_level_states: Itera
             throttles += 1
             figures.throttle_times.append(offset)
         elif kind == "MapIterationStarted":
-            figures.iteration_starts[int(details["index"])] = offset
+            figures.iteration_starts[_iteration_index(details)] = offset
         elif kind in _ITERATION_ENDS:
-            figures.iteration_ends[int(details["index"])] = offset
+            figures.iteration_ends[_iteration_index(details)] = offset
         elif kind in _EXECUTION_ENDS:
             stopped = event["timestamp"]
     retries = max(0, task_scheduled - task_entered)
@@ -115,3 +119,11 @@ def analyse_history(events: Iterable[Mapping[str, Any]], top_level_states: Itera
     figures.top_level_transitions = top_entered
     figures.throttle_failures = throttles
     return figures
+
+
+def _iteration_index(details: Mapping[str, object]) -> int:
+    """The item a Map iteration event is about (its ``mapIterationStartedEventDetails.index``...)."""
+    index = details["index"]
+    if not isinstance(index, int | str):
+        raise ValueError(f"a Map iteration event has no index: {dict(details)}")
+    return int(index)

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from order_processing.contract import (
     BATCH_FUNCTIONS,
@@ -21,7 +21,12 @@ from order_processing.contract import (
     ORDER_STEP_FUNCTIONS,
     SUMMARIZE_BATCH_FUNCTION,
 )
-from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_orders, local_cloud_config
+from orderbatch.app_batches import (
+    audit_local_batch,
+    fixture_skus,
+    generate_orders,
+    local_cloud_config,
+)
 from orderbatch.bench import resources
 from orderbatch.bench.history import analyse_history, read_history
 from orderbatch.capacity.model import (
@@ -34,6 +39,12 @@ from orderbatch.capacity.model import (
 from orderbatch.capacity.scenario import BenchSettings, Scenario, neighbour_for
 from sam_local_cloud import ExecutionStillRunningError, wait_for_execution
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
+from sam_local_cloud.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+    from sam_local_cloud import LocalCloud
 
 STEP_FUNCTIONS = ORDER_STEP_FUNCTIONS
 SUMMARY_FUNCTION = SUMMARIZE_BATCH_FUNCTION
@@ -51,7 +62,9 @@ def scenario_deadline(bound: float, settings: BenchSettings) -> float:
     return 6 * bound + 120 + MACHINE_SECONDS_PER_ORDER * settings.orders
 
 
-def scenario_shape(scenario: Scenario, settings: BenchSettings) -> tuple[BenchSettings, int, Any, float]:
+def scenario_shape(
+    scenario: Scenario, settings: BenchSettings
+) -> tuple[BenchSettings, int, Neighbour | None, float]:
     """What one scenario's batch runs with, whichever orchestrator runs it: the settings with the
     scenario's own work per step, its MapMaxConcurrency, its noisy neighbour and the makespan's bound."""
     if scenario.work_seconds is not None:
@@ -161,9 +174,11 @@ def _batch_line(number: int, measured: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
-    """Drive `quota` warm-up orders through every step at once, so each function has `quota` warm
-    environments, as an account in steady state would; init time is reported, not mixed into the batch."""
+def _warm_up(cloud: LocalCloud, settings: BenchSettings) -> dict[str, float]:
+    """Drive `quota` warm-up orders through every step at once, so each step's function has `quota` warm
+    environments, as an account in steady state would; init time is reported, not mixed into the batch.
+    The compensation function is left cold: no step of a batch whose orders succeed needs it, and each
+    of its environments would hold about 30 MB for nothing (a cancel during the batch starts one)."""
     from botocore.exceptions import ClientError
 
     started = time.monotonic()
@@ -171,12 +186,12 @@ def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
     # Unretried: a 429 leaves that order's state as it was, which warms the next step just as well.
     lambda_client = cloud.client("lambda", retries={"total_max_attempts": 1}, max_pool_connections=width)
     orders = generate_orders(width, fixture_skus(settings.template), prefix="warmup", seed=1)
-    states: list[Any] = [
+    states: list[object] = [
         {"batch_id": "warmup", "item_index": i, "source_format": "inline", "order": order}
         for i, order in enumerate(orders)
     ]
 
-    def call(function: str, event: Any) -> Any:
+    def call(function: str, event: object) -> object:
         try:
             result = lambda_client.invoke(FunctionName=function, Payload=json.dumps(event).encode())
         except ClientError:
@@ -185,7 +200,7 @@ def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
         return event if "FunctionError" in result or not isinstance(answer, dict) else answer
 
     with ThreadPoolExecutor(max_workers=width) as pool:
-        for function in (*STEP_FUNCTIONS, COMPENSATION_FUNCTION):
+        for function in STEP_FUNCTIONS:
             states = list(pool.map(lambda state, f=function: call(f, state), states))
     call(SUMMARY_FUNCTION, {"batch_id": "warmup", "results": []})
     return {"seconds": round(time.monotonic() - started, 1), "environments": width}
@@ -194,11 +209,11 @@ def _warm_up(cloud: Any, settings: BenchSettings) -> dict[str, Any]:
 class _BatchRun:
     def __init__(
         self,
-        cloud: Any,
+        cloud: LocalCloud,
         scenario: Scenario,
         settings: BenchSettings,
         batch_id: str,
-        orders: list[dict[str, Any]],
+        orders: list[JsonObject],
         neighbour: Neighbour | None,
         progress: Progress | None,
     ) -> None:
@@ -210,8 +225,8 @@ class _BatchRun:
         self.neighbour = neighbour
         self.progress = progress
 
-    def _fault_plan(self) -> dict[str, Any]:
-        plan: dict[str, Any] = {}
+    def _fault_plan(self) -> dict[str, object]:
+        plan: dict[str, object] = {}
         if self.settings.work_seconds > 0:
             functions = (*STEP_FUNCTIONS, COMPENSATION_FUNCTION)
             plan["latency"] = {name: self.settings.work_seconds for name in functions}
@@ -223,7 +238,7 @@ class _BatchRun:
             }
         return plan
 
-    def _input(self) -> dict[str, Any]:
+    def _input(self) -> dict[str, object]:
         """The execution's input: the orders inline, or where in S3 they were put (Distributed Map)."""
         if self.scenario.source_for(len(self.orders)) == "inline":
             return {"batch_id": self.batch_id, "orders": self.orders}
@@ -237,6 +252,7 @@ class _BatchRun:
 
         cloud = self.cloud
         service = cloud.lambda_service
+        assert service is not None, "the local cloud has started"
         sfn = cloud.client("stepfunctions")
         dynamodb = cloud.client("dynamodb")
         locations = BatchLocations.from_outputs(cloud.stack.outputs)
@@ -349,7 +365,7 @@ class _BatchRun:
         }
 
 
-def failure_errors_of(dynamodb: Any, table: str, batch_id: str) -> dict[str, int]:
+def failure_errors_of(dynamodb: DynamoDBClient, table: str, batch_id: str) -> dict[str, int]:
     """The error the compensation recorded on each order of the batch that did not succeed, counted."""
     errors: Counter[str] = Counter()
     for page in dynamodb.get_paginator("scan").paginate(
@@ -559,9 +575,9 @@ def overhead_figures(measured: dict[str, Any], invocations: int) -> dict[str, An
     }
 
 
-def evaluate_targets(scenario: Scenario, figures: dict[str, Any]) -> dict[str, Any]:
+def evaluate_targets(scenario: Scenario, figures: dict[str, Any]) -> dict[str, object]:
     targets = scenario.targets
-    checks: list[dict[str, Any]] = []
+    checks: list[dict[str, object]] = []
 
     def check(figure: str, actual: float | None, limit: float | None) -> None:
         if limit is None:
@@ -587,7 +603,7 @@ def evaluate_targets(scenario: Scenario, figures: dict[str, Any]) -> dict[str, A
     }
 
 
-def progress_printer(stream: Any, *, interactive: bool) -> Progress:
+def progress_printer(stream: TextIO, *, interactive: bool) -> Progress:
     """A one-line progress bar per scenario (a line every 10 s when not on a terminal)."""
     last = {"printed": 0.0}
     lock = threading.Lock()

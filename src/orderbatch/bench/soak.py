@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import boto3
 
@@ -45,6 +45,9 @@ from sam_local_cloud.faults import (
     Throttle,
     Timeout,
 )
+
+if TYPE_CHECKING:
+    from sam_local_cloud import LocalCloud
 
 # Crash points every task function reaches: the first AWS call of each is the idempotency record's put.
 CRASH_POINTS = ("before_body", "before_call:1", "after_call:1", "before_response", "response_lost")
@@ -92,13 +95,22 @@ class SoakSettings:
         return max(1, self.quota // 2)
 
 
-def fault_plan(settings: SoakSettings, cycle: int) -> dict[str, Any]:
+class CycleInjections(TypedDict):
+    """The faults injected while one cycle of the fault plan was in force, by kind."""
+
+    cycle: int
+    # Whether the cycle ran its whole length with batches being submitted.
+    complete: bool
+    injected: dict[str, int]
+
+
+def fault_plan(settings: SoakSettings, cycle: int) -> dict[str, object]:
     """Every fault kind the local cloud has, at ``fault_probability``: each outcome kind and ``record_calls``
     on every batch function, ``latency`` (the work) on the step functions, ``duplicate_execution`` on the
     state machine's EXPRESS children, plus the neighbour's window."""
     probability = settings.fault_probability
-    rules: list[dict[str, Any]] = []
-    machine_rules: list[dict[str, Any]] = []
+    rules: list[dict[str, object]] = []
+    machine_rules: list[dict[str, object]] = []
     if probability > 0:
         rules = [
             {"kind": ErrorBeforeBody.kind, "probability": probability},
@@ -116,10 +128,10 @@ def fault_plan(settings: SoakSettings, cycle: int) -> dict[str, Any]:
             ),
         ]
         machine_rules = [{"kind": DuplicateExecution.kind, "probability": probability}]
-    functions: dict[str, list[dict[str, Any]]] = {name: list(rules) for name in BATCH_FUNCTIONS}
+    functions: dict[str, list[dict[str, object]]] = {name: list(rules) for name in BATCH_FUNCTIONS}
     if machine_rules:
         functions[STATE_MACHINE] = machine_rules
-    plan: dict[str, Any] = {
+    plan: dict[str, object] = {
         "seed": settings.seed + cycle,
         "functions": functions,
         "noisy_neighbour": {
@@ -221,7 +233,11 @@ def format_interval(interval: Interval) -> str:
 
 class SoakRun:
     def __init__(
-        self, cloud: Any, settings: SoakSettings, announce: Announce, tracer: MemoryTracer | None = None
+        self,
+        cloud: LocalCloud,
+        settings: SoakSettings,
+        announce: Announce,
+        tracer: MemoryTracer | None = None,
     ) -> None:
         from orderbatch.app_batches import fixture_skus
         from orderbatch.audit import BatchLocations
@@ -241,20 +257,21 @@ class SoakRun:
             cloud.api_url, session=boto3.Session(**DUMMY_CREDENTIALS, region_name=cloud.stack.region)
         )
         # Per fault plan cycle: the faults injected while it was in force, by kind.
-        self.cycle_injections: list[dict[str, Any]] = []
+        self.cycle_injections: list[CycleInjections] = []
         self._injected_at_cycle_start: dict[str, int] = {}
         self.totals = SoakTotals()
-        self.batches: list[dict[str, Any]] = []
+        self.batches: list[dict[str, object]] = []
         self.intervals: list[Interval] = []
         self.baseline_rss_mib: float | None = None
         self.submitted = 0
         self.cycles = 0
         self.tracer = tracer
-        self.memory_growth_sites: list[dict[str, Any]] = []
+        self.memory_growth_sites: list[dict[str, object]] = []
 
     def run(self) -> None:
         settings = self.settings
         service = self.cloud.lambda_service
+        assert service is not None, "the local cloud has started"
         started = time.monotonic()
         stop_submitting = started + settings.minutes * 60
         cycle_seconds = settings.neighbour_on_seconds + settings.neighbour_off_seconds
@@ -293,7 +310,9 @@ class SoakRun:
     def _close_cycle(self, *, complete: bool) -> None:
         """The faults injected under the plan in force since the last cycle began. ``complete``: the
         cycle ran its whole length with batches being submitted (the last one may not have)."""
-        injected = self.cloud.lambda_service.faults.injected()
+        service = self.cloud.lambda_service
+        assert service is not None, "the local cloud has started"
+        injected = service.faults.injected()
         self.totals.injected = dict(sorted(injected.items()))
         if self.cycles == 0:
             self._injected_at_cycle_start = injected
@@ -318,7 +337,7 @@ class SoakRun:
         orders = generate_orders(
             self.settings.orders, self.skus, prefix=batch_id, seed=self.settings.seed + self.submitted
         )
-        batch_input: dict[str, Any] = {"batch_id": batch_id}
+        batch_input: dict[str, object] = {"batch_id": batch_id}
         if source == "inline":
             batch_input["orders"] = orders
         else:
@@ -476,8 +495,8 @@ def verdict(
     settings: SoakSettings,
     totals: SoakTotals,
     intervals: list[Interval],
-    cycle_injections: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+    cycle_injections: list[CycleInjections] | None = None,
+) -> dict[str, object]:
     """The goal: 0 lost, 0 doubled, the local cloud's RSS within ``max_memory_growth`` of the baseline from
     then on, and every planned fault kind injected in every complete cycle of the fault plan. The local
     cloud's own process is judged, not its tree: the tree's summed RSS counts the pages runtimes share
@@ -501,7 +520,7 @@ def verdict(
     ]
     in_run = {kind: sum(cycle["injected"].get(kind, 0) for cycle in cycle_injections or []) for kind in kinds}
     never = [kind for kind, count in in_run.items() if not count]
-    checks: dict[str, dict[str, Any]] = {
+    checks: dict[str, dict[str, object]] = {
         "lost": {"actual": totals.lost, "target": 0, "met": totals.lost == 0},
         "doubled": {"actual": totals.doubled, "target": 0, "met": totals.doubled == 0},
         "local_cloud_rss_flat": {

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from botocore.client import BaseClient
 
 from orderbatch.audit import AuditReport, BatchLocations, audit_batch
 from orderbatch.audit_logs import BodyRunTally, LogTail
@@ -31,6 +33,9 @@ class AuditWork:
         return AuditWork(**{f.name: getattr(self, f.name) - getattr(earlier, f.name) for f in fields(self)})
 
 
+ClientT = TypeVar("ClientT", bound=BaseClient)
+
+
 class _RequestCounter:
     """Counts the requests a client makes and the items its answers carry (botocore's event hooks)."""
 
@@ -38,15 +43,15 @@ class _RequestCounter:
         self.calls = 0
         self.items = 0
 
-    def watch(self, client: Any) -> Any:
+    def watch(self, client: ClientT) -> ClientT:
         client.meta.events.register("before-call", self._before_call)
         client.meta.events.register("after-call", self._after_call)
         return client
 
-    def _before_call(self, **_kwargs: Any) -> None:
+    def _before_call(self, **_kwargs: object) -> None:
         self.calls += 1
 
-    def _after_call(self, parsed: Any = None, **_kwargs: Any) -> None:
+    def _after_call(self, parsed: object = None, **_kwargs: object) -> None:
         if not isinstance(parsed, dict):
             return
         self.items += len(parsed.get("Items") or ())

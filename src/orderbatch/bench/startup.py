@@ -20,9 +20,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from orderbatch.app_batches import fixture_skus, generate_orders, local_cloud_config
+
+if TYPE_CHECKING:
+    from sam_local_cloud import LocalCloud
 
 
 @dataclass
@@ -136,13 +139,13 @@ def _command_start(template: Path, timeout: float = 120.0) -> float:
                 process.wait()
 
 
-def _timed(action: Callable[[], Any]) -> float:
+def _timed(action: Callable[[], object]) -> float:
     began = time.perf_counter()
     action()
     return time.perf_counter() - began
 
 
-def _run_batch(cloud: Any, template: Path, orders: int, batch_id: str) -> None:
+def _run_batch(cloud: LocalCloud, template: Path, orders: int, batch_id: str) -> None:
     import boto3
 
     from orderbatch.api_client import BatchesApiClient

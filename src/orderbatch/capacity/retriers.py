@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
+from sam_local_cloud.json_types import JsonObject, JsonValue
 
 # AWS's "Handle Lambda service exceptions" page, as published: TooManyRequests is named there but not listed.
-DOCS_RETRIER: dict[str, Any] = {
+DOCS_RETRIER: JsonObject = {
     "ErrorEquals": [
         "Lambda.ServiceException",
         "Lambda.AWSLambdaException",
@@ -26,22 +26,23 @@ DOCS_RETRIER: dict[str, Any] = {
     "BackoffRate": 2,
 }
 
-DefinitionTransform = Callable[[str, dict[str, Any]], dict[str, Any]]
+DefinitionTransform = Callable[[str, JsonObject], JsonObject]
 
 
-def task_states(definition: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def task_states(definition: JsonObject) -> Iterator[JsonObject]:
     """Every Task state, inside Map and Parallel states too."""
-    for state in (definition.get("States") or {}).values():
+    for state in _objects(definition.get("States")):
         if state.get("Type") == "Task":
             yield state
         for key in ("ItemProcessor", "Iterator"):
-            if isinstance(state.get(key), dict):
-                yield from task_states(state[key])
-        for branch in state.get("Branches") or []:
+            processor = state.get(key)
+            if isinstance(processor, dict):
+                yield from task_states(processor)
+        for branch in _list_of_objects(state.get("Branches")):
             yield from task_states(branch)
 
 
-def with_docs_retrier(logical_id: str, definition: dict[str, Any]) -> dict[str, Any]:
+def with_docs_retrier(logical_id: str, definition: JsonObject) -> JsonObject:
     """Every Task's Retry replaced by exactly the retrier of AWS's page, in an app without a second pass
     (AWS's page has none): what following the page alone gives."""
     rewritten = without_second_pass(logical_id, definition)
@@ -50,7 +51,7 @@ def with_docs_retrier(logical_id: str, definition: dict[str, Any]) -> dict[str, 
     return rewritten
 
 
-def without_second_pass(_logical_id: str, definition: dict[str, Any]) -> dict[str, Any]:
+def without_second_pass(_logical_id: str, definition: JsonObject) -> JsonObject:
     """The design before the second pass: no Catch for TooManyRequests alone, so an order whose throttle
     retrier runs out goes where its other failures go (compensation). States no longer reachable (the
     throttled states) are dropped, as Step Functions refuses a definition with unreachable states; the
@@ -58,38 +59,60 @@ def without_second_pass(_logical_id: str, definition: dict[str, Any]) -> dict[st
     rewritten = copy.deepcopy(definition)
     for state in task_states(rewritten):
         if "Catch" in state:
-            state["Catch"] = [c for c in state["Catch"] if c.get("ErrorEquals") != [THROTTLE_ERROR]]
+            state["Catch"] = [
+                c for c in _list_of_objects(state["Catch"]) if c.get("ErrorEquals") != [THROTTLE_ERROR]
+            ]
     _drop_unreachable(rewritten)
     return rewritten
 
 
-def _drop_unreachable(container: dict[str, Any]) -> None:
-    states = container.get("States") or {}
+def _drop_unreachable(container: JsonObject) -> None:
+    states = container.get("States")
+    if not isinstance(states, dict):
+        return
     reached, pending = set(), [container.get("StartAt")]
     while pending:
         name = pending.pop()
-        if name in reached or name not in states:
+        if not isinstance(name, str) or name in reached or name not in states:
             continue
         reached.add(name)
         state = states[name]
+        if not isinstance(state, dict):
+            continue
         pending += [state.get("Next"), state.get("Default")]
-        pending += [rule.get("Next") for rule in state.get("Choices") or []]
-        pending += [catcher.get("Next") for catcher in state.get("Catch") or []]
+        pending += [rule.get("Next") for rule in _list_of_objects(state.get("Choices"))]
+        pending += [catcher.get("Next") for catcher in _list_of_objects(state.get("Catch"))]
     for name in [name for name in states if name not in reached]:
         del states[name]
-    for state in states.values():
+    for state in _objects(states):
         for key in ("ItemProcessor", "Iterator"):
-            if isinstance(state.get(key), dict):
-                _drop_unreachable(state[key])
-        for branch in state.get("Branches") or []:
+            processor = state.get(key)
+            if isinstance(processor, dict):
+                _drop_unreachable(processor)
+        for branch in _list_of_objects(state.get("Branches")):
             _drop_unreachable(branch)
 
 
-def without_throttle_jitter(_logical_id: str, definition: dict[str, Any]) -> dict[str, Any]:
+def without_throttle_jitter(_logical_id: str, definition: JsonObject) -> JsonObject:
     """The TooManyRequests retrier keeps its backoff but loses its jitter (JitterStrategy NONE)."""
     rewritten = copy.deepcopy(definition)
     for state in task_states(rewritten):
-        for retrier in state.get("Retry") or []:
-            if THROTTLE_ERROR in retrier.get("ErrorEquals", []):
+        for retrier in _list_of_objects(state.get("Retry")):
+            errors = retrier.get("ErrorEquals", [])
+            if isinstance(errors, list) and THROTTLE_ERROR in errors:
                 retrier["JitterStrategy"] = "NONE"
     return rewritten
+
+
+def _objects(states: JsonValue) -> list[JsonObject]:
+    """The states of a ``States`` object (absent: none)."""
+    if not isinstance(states, dict):
+        return []
+    return [state for state in states.values() if isinstance(state, dict)]
+
+
+def _list_of_objects(value: JsonValue) -> list[JsonObject]:
+    """The objects of a JSON array such as ``Retry``, ``Catch`` or ``Branches`` (absent: none)."""
+    if not isinstance(value, list):
+        return []
+    return [entry for entry in value if isinstance(entry, dict)]

@@ -6,15 +6,21 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Mapping
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orderbatch.audit import DURABLE, DURABLE_FUNCTION_OUTPUT, STEP_FUNCTIONS
 from orderbatch.project import default_template, local_cloud_endpoint
 from sam_local_cloud import DUMMY_CREDENTIALS
 from sam_local_cloud.aws_limits import MAX_STATE_PAYLOAD_BYTES
 from sam_local_cloud.executions import FINISHED_STATUSES
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.client import LambdaClient
+
+    from orderbatch.api_client import BatchesApiClient
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -68,7 +74,7 @@ def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _client(args: argparse.Namespace) -> Any:
+def _client(args: argparse.Namespace) -> BatchesApiClient:
     from orderbatch.api_client import BatchesApiClient, local_api_url
 
     return BatchesApiClient(
@@ -76,8 +82,9 @@ def _client(args: argparse.Namespace) -> Any:
     )
 
 
-def _report(args: argparse.Namespace, status: int, body: dict[str, Any]) -> int:
-    summary = body.get("summary") or {}
+def _report(args: argparse.Namespace, status: int, body: Mapping[str, object]) -> int:
+    found = body.get("summary")
+    summary: Mapping[str, object] = found if isinstance(found, Mapping) else {}
     document = {
         "http_status": status,
         "batch_id": body.get("batch_id"),
@@ -128,7 +135,7 @@ def run_submit(args: argparse.Namespace) -> int:
     batch_id = response.body.get("batch_id") or batch.get("batch_id")
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
-        current = client.status(batch_id)
+        current = client.status(str(batch_id))
         if current.body.get("status") in FINISHED_STATUSES or current.status >= 400:
             return _report(args, current.status, current.body)
         time.sleep(2.0)
@@ -136,7 +143,7 @@ def run_submit(args: argparse.Namespace) -> int:
     return 2
 
 
-def _too_large_for_inline(batch: dict[str, Any]) -> bool:
+def _too_large_for_inline(batch: Mapping[str, object]) -> bool:
     """Step Functions refuses execution input over 256 KiB: such a batch can only go through S3."""
     return "orders" in batch and len(json.dumps(batch).encode()) > MAX_STATE_PAYLOAD_BYTES
 
@@ -170,7 +177,7 @@ def run_status(args: argparse.Namespace) -> int:
     return _report(args, response.status, response.body)
 
 
-def _lambda_client(args: argparse.Namespace) -> Any:
+def _lambda_client(args: argparse.Namespace) -> LambdaClient:
     import boto3
 
     local = args.api is None

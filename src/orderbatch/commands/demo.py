@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -33,6 +33,9 @@ from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_ord
 from orderbatch.project import default_template
 from sam_local_cloud import DUMMY_CREDENTIALS, ExecutionStillRunningError, wait_for_execution
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
+
+if TYPE_CHECKING:
+    from sam_local_cloud import LocalCloud
 
 DIRECT_FUNCTION = VALIDATE_ORDER_FUNCTION
 
@@ -67,7 +70,7 @@ class Demo:
         if not self.quiet:
             print(text, end=end, flush=True)
 
-    def expect(self, what: str, actual: Any, expected: Any) -> None:
+    def expect(self, what: str, actual: object, expected: object) -> None:
         if actual != expected:
             self.problems.append(f"{what}: got {actual}, expected {expected}")
 
@@ -99,7 +102,7 @@ class Demo:
         return 1 if self.problems else 0
 
     # ------------------------------------------------------------------ part 1
-    def field_report(self, cloud: Any) -> None:
+    def field_report(self, cloud: LocalCloud) -> None:
         quota = self.args.account_concurrency
         calls = quota + 2
         self.say(
@@ -110,6 +113,7 @@ class Demo:
             "lambda", retries={"total_max_attempts": 1}, read_timeout=60, max_pool_connections=calls + 4
         )
         service = cloud.lambda_service
+        assert service is not None, "the local cloud has started"
         service.set_latency({DIRECT_FUNCTION: 3.0})
         ran_before = service.stats(include_timeseries=False)["functions"][DIRECT_FUNCTION]["invocations"]
         window_start = datetime.now(UTC) - timedelta(minutes=1)
@@ -182,7 +186,7 @@ class Demo:
         self.expect("CloudWatch Invocations", int(metrics["Invocations"]), quota)
         self.expect("CloudWatch Throttles", int(metrics["Throttles"]), 2)
 
-    def read_lambda_metrics(self, cloud: Any, start: datetime) -> dict[str, float]:
+    def read_lambda_metrics(self, cloud: LocalCloud, start: datetime) -> dict[str, float]:
         cloud.flush_metrics()
         cloudwatch = cloud.client("cloudwatch")
         figures = {}
@@ -200,7 +204,7 @@ class Demo:
         return figures
 
     # ------------------------------------------------------------------ part 2
-    def batch(self, cloud: Any) -> None:
+    def batch(self, cloud: LocalCloud) -> None:
         from orderbatch.api_client import BatchesApiClient
         from orderbatch.audit import BatchLocations
 
@@ -302,8 +306,10 @@ class Demo:
             self.problems.append("no 429 was absorbed although MaxConcurrency is above the quota")
 
     @staticmethod
-    def task_throttles(cloud: Any) -> int:
-        functions = cloud.lambda_service.stats(include_timeseries=False)["functions"]
+    def task_throttles(cloud: LocalCloud) -> int:
+        service = cloud.lambda_service
+        assert service is not None, "the local cloud has started"
+        functions = service.stats(include_timeseries=False)["functions"]
         return sum(
             sum(functions[name]["throttles"].values()) for name in PER_ORDER_FUNCTIONS if name in functions
         )

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     redrive.set_defaults(func=run_redrive)
 
 
-def _refusal(status: int, body: dict[str, Any]) -> str:
+def _refusal(status: int, body: Mapping[str, object]) -> str:
     return f"HTTP {status}: {body.get('message') or json.dumps(body)}"
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+
+_Value = TypeVar("_Value")
 
 STATUSES = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -36,14 +39,14 @@ class S3Object:
 @dataclass(frozen=True)
 class TableItem:
     table: ResourceRef
-    item: dict[str, Any]
+    item: dict[str, object]
 
 
 @dataclass(frozen=True)
 class HttpCall:
     method: str
     path: str  # after the API's ID: a REST API's starts with its stage (/Prod/orders)
-    body: Any = None
+    body: object = None
     api: str | None = None  # the API's logical ID, where the stack has more than one
 
 
@@ -52,7 +55,7 @@ class Invocation:
     """A function the README has you invoke once the execution runs (an activity worker, a console test)."""
 
     function: str  # the function's logical ID
-    payload: Any = None
+    payload: object = None
     # Invoke once the execution has entered this state (the README's "when the workflow reaches ...").
     when_entered: str | None = None
 
@@ -60,7 +63,7 @@ class Invocation:
 @dataclass(frozen=True)
 class Expectation:
     status: str
-    output: Any = None
+    output: object = None
     error: str | None = None
     http_status: int | None = None
     # States the README says the execution passes through (Standard workflows: read from the history).
@@ -94,7 +97,7 @@ class CompatApp:
     table_items: tuple[TableItem, ...]
     state_machine: str | None
     state_machine_output: str | None
-    input: Any
+    input: object
     # Input fields naming something of the deployed stack: dotted path -> {output: Name} or {ref: LogicalId}.
     input_refs: dict[str, dict[str, str]]
     http: HttpCall | None
@@ -122,12 +125,12 @@ def load_manifest(path: Path) -> list[CompatApp]:
     return apps
 
 
-def _app(entry: Any, index: int) -> CompatApp:
+def _app(entry: object, index: int) -> CompatApp:
     if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
         raise ManifestError(f"app #{index}: needs an 'id'")
     app_id = entry["id"]
 
-    def need(key: str, kind: type) -> Any:
+    def need(key: str, kind: type[_Value]) -> _Value:
         value = entry.get(key)
         if not isinstance(value, kind):
             raise ManifestError(f"{app_id}: '{key}' must be a {kind.__name__}")
@@ -181,7 +184,7 @@ def _app(entry: Any, index: int) -> CompatApp:
     )
 
 
-def _aws_refusal(app_id: str, node: Any) -> AwsRefusal | None:
+def _aws_refusal(app_id: str, node: object) -> AwsRefusal | None:
     if node is None:
         return None
     if not (isinstance(node, dict) and node.get("stage") in REFUSAL_STAGES and node.get("why")):
@@ -195,20 +198,20 @@ def _aws_refusal(app_id: str, node: Any) -> AwsRefusal | None:
     return AwsRefusal(str(node["stage"]), str(node.get("cause", "")), str(node["why"]))
 
 
-def _input(run: dict[str, Any]) -> Any:
+def _input(run: Mapping[str, object]) -> object:
     if "input_file" in run:
         return {"$file": run["input_file"]}
     return run.get("input", {})
 
 
-def _invocation(app_id: str, node: Any) -> Invocation:
+def _invocation(app_id: str, node: object) -> Invocation:
     if not (isinstance(node, dict) and isinstance(node.get("invoke"), str)):
         raise ManifestError(f"{app_id}: an after_start step needs 'invoke: FunctionLogicalId'")
     when = node.get("when_entered")
     return Invocation(node["invoke"], node.get("payload", {}), str(when) if when is not None else None)
 
 
-def _resource(app_id: str, node: Any) -> ResourceRef:
+def _resource(app_id: str, node: object) -> ResourceRef:
     if isinstance(node, dict) and (node.get("ref") or node.get("name")):
         return ResourceRef(ref=node.get("ref"), name=node.get("name"))
     raise ManifestError(f"{app_id}: a setup resource needs {{ref: LogicalId}} or {{name: physical-name}}")

@@ -20,9 +20,11 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.auth import SigV4Auth
@@ -34,6 +36,12 @@ from orderbatch.compat.manifest import CompatApp, Invocation, ResourceRef
 from orderbatch.compat.sources import SourceUnavailableError, export_app
 from sam_local_cloud import DUMMY_CREDENTIALS
 from sam_local_cloud.cli import API_PATH_PREFIX, HEALTH_PATH, RUNTIME_NOT_INSTALLED
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions.client import SFNClient
+    from mypy_boto3_stepfunctions.type_defs import DescribeExecutionOutputTypeDef
+
+    from sam_local_cloud.stack import LocalStack, StateMachineSpec
 
 # Apps are run on the quota an AWS account has by default (1,000 concurrent executions), not a new
 # account's 10: a README that reserves concurrency for its functions assumes the default.
@@ -59,7 +67,7 @@ class AppResult:
     seconds: float
     status: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -149,7 +157,7 @@ class _LocalUp:
             env=environment,
             start_new_session=True,
         )
-        self.stack: Any = None
+        self.stack: LocalStack | None = None
 
     def wait_deployed(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -174,7 +182,7 @@ class _LocalUp:
             config=Config(retries={"total_max_attempts": 2, "mode": "standard"}, inject_host_prefix=False),
         )
 
-    def loaded_stack(self, app: CompatApp) -> Any:
+    def loaded_stack(self, app: CompatApp) -> LocalStack:
         if self.stack is None:
             from sam_local_cloud.stack import load_stack
 
@@ -246,9 +254,7 @@ def _set_up(app: CompatApp, app_dir: Path, cloud: _LocalUp) -> None:
         raise _AppFailedError("setup", f"{type(error).__name__}: {error}") from error
 
 
-def _decimal(text: str) -> Any:
-    from decimal import Decimal
-
+def _decimal(text: str) -> Decimal:
     return Decimal(text)
 
 
@@ -286,7 +292,7 @@ def _run_and_compare(app: CompatApp, app_dir: Path, cloud: _LocalUp, timeout: fl
 
 
 def _invoke_after_start(
-    step: Invocation, sfn: Any, arn: str, cloud: _LocalUp, app: CompatApp, deadline: float
+    step: Invocation, sfn: SFNClient, arn: str, cloud: _LocalUp, app: CompatApp, deadline: float
 ) -> None:
     """Invoke the function as the README has you do once the execution runs, and wait for its answer."""
     if step.when_entered:
@@ -317,7 +323,7 @@ def _function_name(logical_id: str, cloud: _LocalUp, app: CompatApp) -> str:
     raise _AppFailedError("run", f"no function {logical_id!r} in the deployed stack")
 
 
-def _entered_states(sfn: Any, arn: str) -> set[str]:
+def _entered_states(sfn: SFNClient, arn: str) -> set[str]:
     entered: set[str] = set()
     for page in sfn.get_paginator("get_execution_history").paginate(executionArn=arn):
         for event in page["events"]:
@@ -332,7 +338,7 @@ def _compare_entered(app: CompatApp, entered: set[str]) -> None:
         raise _AppFailedError("compare", f"never entered {', '.join(repr(n) for n in missing)}")
 
 
-def _stack_value(source: dict[str, str], cloud: _LocalUp, app: CompatApp) -> Any:
+def _stack_value(source: dict[str, str], cloud: _LocalUp, app: CompatApp) -> object:
     stack = cloud.loaded_stack(app)
     if "output" in source:
         if source["output"] not in stack.outputs:
@@ -345,16 +351,20 @@ def _stack_value(source: dict[str, str], cloud: _LocalUp, app: CompatApp) -> Any
         return _physical(ref, cloud, app, "table")
 
 
-def _with_value(payload: Any, dotted: str, value: Any) -> Any:
+def _with_value(payload: object, dotted: str, value: object) -> object:
     target = payload
     *parents, last = dotted.split(".")
     for key in parents:
+        if not isinstance(target, dict):
+            raise _AppFailedError("run", f"the input has no object to set {dotted!r} in")
         target = target.setdefault(key, {})
+    if not isinstance(target, dict):
+        raise _AppFailedError("run", f"the input has no object to set {dotted!r} in")
     target[last] = value
     return payload
 
 
-def _state_machine(app: CompatApp, stack: Any) -> Any:
+def _state_machine(app: CompatApp, stack: LocalStack) -> StateMachineSpec:
     if app.state_machine:
         found = [sm for sm in stack.state_machines if sm.logical_id == app.state_machine]
         if found:
@@ -369,10 +379,10 @@ def _state_machine(app: CompatApp, stack: Any) -> Any:
     return found[0]
 
 
-def _wait_for_end(sfn: Any, arn: str, timeout: float) -> dict[str, Any]:
+def _wait_for_end(sfn: SFNClient, arn: str, timeout: float) -> DescribeExecutionOutputTypeDef:
     deadline = time.monotonic() + timeout
     while True:
-        description: dict[str, Any] = sfn.describe_execution(executionArn=arn)
+        description = sfn.describe_execution(executionArn=arn)
         if description["status"] != "RUNNING":
             return description
         if time.monotonic() > deadline:
@@ -380,7 +390,7 @@ def _wait_for_end(sfn: Any, arn: str, timeout: float) -> dict[str, Any]:
         time.sleep(0.5)
 
 
-def _last_events(sfn: Any, arn: str) -> str:
+def _last_events(sfn: SFNClient, arn: str) -> str:
     """The newest history events, which say where a stuck execution waits."""
     try:
         events = sfn.get_execution_history(executionArn=arn, reverseOrder=True, maxResults=3)["events"]
@@ -388,13 +398,15 @@ def _last_events(sfn: Any, arn: str) -> str:
         return f"history unavailable ({type(error).__name__})"
     described = []
     for event in events:
-        details: dict[str, Any] = next((v for k, v in event.items() if k.endswith("EventDetails")), {})
+        details: Mapping[str, object] = next(
+            (v for k, v in event.items() if k.endswith("EventDetails") and isinstance(v, Mapping)), {}
+        )
         name = details.get("name") or details.get("resource") or ""
         described.append(f"{event['type']} {name}".strip())
     return "last events: " + ", ".join(described)
 
 
-def _compare(app: CompatApp, description: dict[str, Any]) -> None:
+def _compare(app: CompatApp, description: Mapping[str, object]) -> None:
     expected = app.expect
     status = description.get("status")
     if status != expected.status:
@@ -407,13 +419,13 @@ def _compare(app: CompatApp, description: dict[str, Any]) -> None:
             "compare", f"error {description.get('error')!r}, README says {expected.error!r}"
         )
     if expected.output is not None:
-        output = json.loads(description.get("output") or "null")
+        output = json.loads(str(description.get("output") or "null"))
         missing = _not_contained(expected.output, output)
         if missing:
             raise _AppFailedError("compare", f"output differs at {missing}: {json.dumps(output)[:300]}")
 
 
-def _not_contained(expected: Any, actual: Any, path: str = "$") -> str | None:
+def _not_contained(expected: object, actual: object, path: str = "$") -> str | None:
     """The first path where ``expected`` is not part of ``actual`` (dicts by subset, the rest equal)."""
     if isinstance(expected, dict):
         if not isinstance(actual, dict):

@@ -14,10 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Required, TypedDict
 
 from orderbatch.conformance.outcome import Outcome
 from orderbatch.project import PROJECT_ROOT
+from sam_local_cloud.json_types import JsonObject, JsonValue
 
 DEFAULT_CASES_DIR = PROJECT_ROOT / "tests" / "conformance" / "cases"
 STATE_TYPES = ("Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Map", "Parallel")
@@ -35,6 +36,15 @@ class CaseFunction:
     source: Path
 
 
+class S3Setup(TypedDict, total=False):
+    """An S3 call the recorded test made before its execution: create_bucket or put_object."""
+
+    call: Required[str]
+    bucket: Required[str]
+    key: str
+    body: str
+
+
 @dataclass
 class Case:
     id: str
@@ -43,19 +53,19 @@ class Case:
     input_text: str
     state_machine_name: str
     expected: Outcome
-    source: dict[str, Any]
+    source: JsonObject
     functions: dict[str, CaseFunction] = field(default_factory=dict)
-    nested_state_machines: dict[str, Any] = field(default_factory=dict)
-    s3_setup: list[dict[str, Any]] = field(default_factory=list)
+    nested_state_machines: dict[str, JsonObject] = field(default_factory=dict)
+    s3_setup: list[S3Setup] = field(default_factory=list)
     dynamodb_tables: list[dict[str, str]] = field(default_factory=list)  # {"table", "partition_key"}
     regex_transformers: list[tuple[str, str]] = field(default_factory=list)
-    jsonpath_transformers: list[dict[str, Any]] = field(default_factory=list)
+    jsonpath_transformers: list[JsonObject] = field(default_factory=list)
     # The test sorted Parallel branch events before snapshotting (normalise.parallel_events_as_snapshotted).
     parallel_events_normalised: bool = False
     adjustments: list[str] = field(default_factory=list)
 
     @cached_property
-    def definition(self) -> dict[str, Any]:
+    def definition(self) -> JsonObject:
         return dict(json.loads(self.definition_text))
 
     @cached_property
@@ -124,21 +134,21 @@ def placeholders(text: str) -> set[tuple[str, str]]:
     return {(m.group(1), m.group(2)) for m in _PLACEHOLDER.finditer(text)}
 
 
-def iter_states(node: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+def iter_states(node: JsonValue) -> Iterator[tuple[str, JsonObject]]:
     """Every state of a definition, nested ones (Parallel branches, Map processors) included."""
     if not isinstance(node, dict):
         return
-    for name, state in (node.get("States") or {}).items():
+    for name, state in _object(node.get("States")).items():
         if not isinstance(state, dict):
             continue
         yield name, state
         for key in ("Iterator", "ItemProcessor"):
             yield from iter_states(state.get(key))
-        for branch in state.get("Branches") or []:
+        for branch in _objects(state.get("Branches")):
             yield from iter_states(branch)
 
 
-def definition_features(definition: dict[str, Any]) -> set[str]:
+def definition_features(definition: JsonObject) -> set[str]:
     """The ASL features a definition exercises, named as the pass-rate table reports them."""
     features: set[str] = set()
     text = json.dumps(definition)
@@ -154,24 +164,24 @@ def definition_features(definition: dict[str, Any]) -> set[str]:
     return features
 
 
-def _state_features(state: dict[str, Any]) -> set[str]:
+def _state_features(state: JsonObject) -> set[str]:
     features: set[str] = set()
     kind = state.get("Type")
     if kind == "Map":
-        processor = state.get("ItemProcessor") or {}
-        mode = (processor.get("ProcessorConfig") or {}).get("Mode", "INLINE")
+        processor = _object(state.get("ItemProcessor"))
+        mode = _object(processor.get("ProcessorConfig")).get("Mode", "INLINE")
         features.add("Map (distributed)" if mode == "DISTRIBUTED" else "Map (inline)")
         features.update(f"Map {key}" for key in ("ItemReader", "ItemBatcher", "ResultWriter") if key in state)
     if kind == "Wait":
         features.update(
             f"Wait {key}" for key in ("Seconds", "SecondsPath", "Timestamp", "TimestampPath") if key in state
         )
-    retriers = state.get("Retry") or []
+    retriers = _objects(state.get("Retry"))
     if retriers:
         features.add("Retry")
         for retrier in retriers:
             features.update(f"Retry {key}" for key in ("MaxDelaySeconds", "JitterStrategy") if key in retrier)
-    catchers = state.get("Catch") or []
+    catchers = _objects(state.get("Catch"))
     if catchers:
         features.add("Catch")
         if any("ResultPath" in catcher for catcher in catchers):
@@ -180,6 +190,16 @@ def _state_features(state: dict[str, Any]) -> set[str]:
     if kind == "Task" and isinstance(resource, str):
         features.add(_task_feature(resource))
     return features
+
+
+def _object(value: JsonValue) -> JsonObject:
+    """A definition's object, or an empty one where the definition leaves it out."""
+    return value if isinstance(value, dict) else {}
+
+
+def _objects(value: JsonValue) -> list[JsonObject]:
+    """A definition's list of objects (Retry, Catch, Branches), or an empty one where it leaves it out."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _task_feature(resource: str) -> str:

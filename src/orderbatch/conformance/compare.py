@@ -12,7 +12,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from orderbatch.conformance.outcome import Outcome
 
@@ -28,8 +27,8 @@ STATE_ERROR_PREFIX = re.compile(
 class Difference:
     aspect: str  # status, output, error, cause, events or attempts
     path: str
-    expected: Any
-    actual: Any
+    expected: object
+    actual: object
 
     def line(self) -> str:
         expected, actual = self.expected, self.actual
@@ -66,13 +65,13 @@ def _how_it_ended(outcome: Outcome) -> str:
     return f"{outcome.status} {outcome.error}: {cause}"
 
 
-def _absent_as_empty(cause: Any) -> Any:
+def _absent_as_empty(cause: object) -> object:
     """A failure without a cause: AWS leaves the field out, other engines send ""; boto3 code reads both
     with ``.get("cause")`` alike, so they are taken as one."""
     return "" if cause is None else cause
 
 
-def _value_differences(aspect: str, expected: Any, actual: Any) -> list[Difference]:
+def _value_differences(aspect: str, expected: object, actual: object) -> list[Difference]:
     mismatch = first_mismatch(expected, actual)
     if mismatch is None:
         return []
@@ -120,7 +119,7 @@ def _event_at(types: list[str], index: int) -> str:
     return f"{types[index]} (of {len(types)})"
 
 
-def first_mismatch(expected: Any, actual: Any, path: str = "") -> tuple[str, Any, Any] | None:
+def first_mismatch(expected: object, actual: object, path: str = "") -> tuple[str, object, object] | None:
     """The first place where ``actual`` does not match ``expected``: (JSONPath-like path, both values)."""
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
@@ -146,7 +145,7 @@ def first_mismatch(expected: Any, actual: Any, path: str = "") -> tuple[str, Any
     return None if scalars_match(expected, actual) else (path, expected, actual)
 
 
-def scalars_match(expected: Any, actual: Any) -> bool:
+def scalars_match(expected: object, actual: object) -> bool:
     if isinstance(expected, str) and PLACEHOLDER.search(expected):
         if PLACEHOLDER.fullmatch(expected):
             return not isinstance(actual, dict | list)  # a placeholder stands for one value, not a document
@@ -156,7 +155,7 @@ def scalars_match(expected: Any, actual: Any) -> bool:
     return bool(type(expected) is type(actual) and expected == actual) or _same_number(expected, actual)
 
 
-def _same_number(expected: Any, actual: Any) -> bool:
+def _same_number(expected: object, actual: object) -> bool:
     numbers = (int, float)
     return isinstance(expected, numbers) and isinstance(actual, numbers) and expected == actual
 
@@ -180,6 +179,6 @@ def _where_they_part(expected: str, actual: str) -> tuple[str, str]:
     return "..." + expected[start:], "..." + actual[start:]
 
 
-def _shown(value: Any, limit: int = SHOWN_CHARACTERS) -> str:
+def _shown(value: object, limit: int = SHOWN_CHARACTERS) -> str:
     text = value if isinstance(value, str) and value.startswith("(") else json.dumps(value, default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+
+from sam_local_cloud.json_types import JsonObject, JsonValue
 
 UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 RECORDED_UUID = re.compile(r"<uuid:\d+>")
@@ -32,7 +33,7 @@ EXECUTION_PARTS = re.compile(r":(execution|express|stateMachine|mapRun):([^:\s\"
 STACK_TRACE_FILE = re.compile(r'File "[^"]*/([^/"]+\.py)"')
 
 
-def canonical(value: Any, field: str = "output") -> Any:
+def canonical(value: JsonValue, field: str = "output") -> JsonValue:
     """The form both sides are compared in: JSON text parsed, what changes between calls replaced.
 
     Besides the fixed tokens below, this applies the transformers LocalStack's ``sfn_snapshot`` fixture
@@ -68,7 +69,7 @@ def _execution_parts(match: re.Match[str]) -> str:
     return f":{kind}:<name>:<execution>"
 
 
-def parse_json_documents(value: Any) -> Any:
+def parse_json_documents(value: JsonValue) -> JsonValue:
     """JSON objects and arrays given as text (outputs, causes, payloads) become values, all the way down.
 
     LocalStack's snapshots store them parsed, the API returns them as text; scalars stay as they are,
@@ -91,7 +92,7 @@ def parse_json_documents(value: Any) -> Any:
 
 # What LocalStack's ``sfn_snapshot`` fixture adds to every Step Functions test (stepfunctions_api()):
 # headers and metadata that change between calls, replaced by their names.
-DEFAULT_JSONPATH_TRANSFORMERS: tuple[dict[str, Any], ...] = tuple(
+DEFAULT_JSONPATH_TRANSFORMERS: tuple[JsonObject, ...] = tuple(
     {"jsonpath": path, "replacement": replacement, "replace_reference": False}
     for path, replacement in (
         ("$..SdkHttpMetadata..Date", "date"),
@@ -107,11 +108,11 @@ QUOTED_INPUT_CAUSE = re.compile(r".*'(\{.*\})'")
 
 
 def apply_snapshot_transformers(
-    value: Any,
+    value: JsonValue,
     field: str,
     regex: Iterable[tuple[str, str]] = (),
-    jsonpath: Iterable[Mapping[str, Any]] = (),
-) -> Any:
+    jsonpath: Iterable[Mapping[str, object]] = (),
+) -> JsonValue:
     """What the test did to AWS's answer before storing it, done to the local ``field`` (output, cause).
 
     Regex transformers replace test-chosen names (``lambda_func_…`` becomes ``<lambda_function_name>``);
@@ -136,18 +137,29 @@ def apply_snapshot_transformers(
     return _in_history(substituted, field, lambda wrapped: _jsonpath_transformers(wrapped, jsonpath))
 
 
-def _in_history(value: Any, field: str, transform: Callable[[Any], Any]) -> Any:
+def _in_history(value: JsonValue, field: str, transform: Callable[[JsonValue], JsonValue]) -> JsonValue:
     """``transform`` applied to ``value`` placed where the history keeps it."""
     details = "executionSucceededEventDetails" if field == "output" else "executionFailedEventDetails"
-    wrapped = {"events": [{details: {field: value}}]}
-    return transform(wrapped)["events"][0][details][field]
+    wrapped: JsonValue = {"events": [{details: {field: value}}]}
+    transformed = transform(wrapped)
+    for step in ("events", 0, details, field):  # the transformers keep the document's shape
+        transformed = _item(transformed, step)
+    return transformed
 
 
-def _fixture_transformers(wrapped: Any) -> Any:
+def _item(document: JsonValue, step: str | int) -> JsonValue:
+    if isinstance(document, dict) and isinstance(step, str):
+        return document[step]
+    if isinstance(document, list) and isinstance(step, int):
+        return document[step]
+    raise TypeError(f"{type(document).__name__} has no item {step!r}")
+
+
+def _fixture_transformers(wrapped: JsonValue) -> JsonValue:
     return _quoted_input_cause(_jsonpath_transformers(wrapped, DEFAULT_JSONPATH_TRANSFORMERS))
 
 
-def _jsonpath_transformers(wrapped: Any, transformers: Iterable[Mapping[str, Any]]) -> Any:
+def _jsonpath_transformers(wrapped: JsonValue, transformers: Iterable[Mapping[str, object]]) -> JsonValue:
     for transformer in transformers:
         steps = _jsonpath_steps(str(transformer.get("jsonpath", "")))
         if not steps:
@@ -174,7 +186,7 @@ def _jsonpath_steps(path: str) -> list[tuple[bool, str]] | None:
     return steps
 
 
-def _replace_selected(value: Any, steps: list[tuple[bool, str]], replacement: str) -> Any:
+def _replace_selected(value: JsonValue, steps: list[tuple[bool, str]], replacement: str) -> JsonValue:
     if not steps:
         return replacement
     anywhere, key = steps[0]
@@ -192,7 +204,7 @@ def _replace_selected(value: Any, steps: list[tuple[bool, str]], replacement: st
     return value
 
 
-def _quoted_input_cause(value: Any) -> Any:
+def _quoted_input_cause(value: JsonValue) -> JsonValue:
     if isinstance(value, dict):
         result = {}
         for key, item in value.items():
@@ -210,7 +222,7 @@ def _quoted_input_cause(value: Any) -> Any:
     return value
 
 
-def _walk(value: Any, on_text: Callable[[str], str], keys: bool = False) -> Any:
+def _walk(value: JsonValue, on_text: Callable[[str], str], keys: bool = False) -> JsonValue:
     if isinstance(value, str):
         return on_text(value)
     if isinstance(value, dict):

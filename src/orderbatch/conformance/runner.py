@@ -18,12 +18,12 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -41,6 +41,12 @@ from orderbatch.conformance.outcome import (
     scheduled_attempts,
 )
 from sam_local_cloud import ExecutionStillRunningError, wait_for_execution
+from sam_local_cloud.json_types import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions.client import SFNClient
+
+    from sam_local_cloud import LocalCloud
 
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCOUNT = "123456789012"
@@ -91,7 +97,7 @@ class Tally:
         self.total += 1
         self.passed += int(passed)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"passed": self.passed, "total": self.total, "rate": round(self.rate, 4)}
 
 
@@ -128,7 +134,7 @@ class RunReport:
     def failures(self) -> list[CaseResult]:
         return [result for result in self.results if not result.passed]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "overall": self.overall.to_json(),
             "seconds": round(self.seconds, 1),
@@ -164,7 +170,7 @@ class Deployment:
 
 def build_template(cases: list[Case], work_dir: Path, validate: Callable[[str], str | None]) -> Deployment:
     """Write the SAM template for ``cases`` under ``work_dir``; ``validate`` vets a definition first."""
-    resources: dict[str, Any] = {}
+    resources: JsonObject = {}
     functions = _function_resources(cases, work_dir, resources)
     for case in cases:
         for setup in case.s3_setup:
@@ -184,7 +190,7 @@ def build_template(cases: list[Case], work_dir: Path, validate: Callable[[str], 
                     "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"}],
                 },
             }
-    machines: dict[str, Any] = {}
+    machines: JsonObject = {}
     for case in cases:
         machines.setdefault(case.state_machine_name, case.definition)
         machines.update({n: d for n, d in case.nested_state_machines.items() if n not in machines})
@@ -196,7 +202,7 @@ def build_template(cases: list[Case], work_dir: Path, validate: Callable[[str], 
         if reason is not None:
             deployment.rejected[name] = reason
             continue
-        properties: dict[str, Any] = {"Name": name, "Type": "STANDARD", "Definition": definition}
+        properties: JsonObject = {"Name": name, "Type": "STANDARD", "Definition": definition}
         substitutions = _substitutions(text, functions, logical_ids)
         if substitutions:
             properties["DefinitionSubstitutions"] = substitutions
@@ -212,7 +218,7 @@ def build_template(cases: list[Case], work_dir: Path, validate: Callable[[str], 
     return deployment
 
 
-def _function_resources(cases: list[Case], work_dir: Path, resources: dict[str, Any]) -> dict[str, str]:
+def _function_resources(cases: list[Case], work_dir: Path, resources: JsonObject) -> dict[str, str]:
     """Add a function (its handler in a code folder of its own) per recorded function; name -> logical ID."""
     functions: dict[str, str] = {}
     for case in cases:
@@ -224,7 +230,7 @@ def _function_resources(cases: list[Case], work_dir: Path, resources: dict[str, 
             code_dir.mkdir(parents=True, exist_ok=True)
             module = function.handler.rsplit(".", 1)[0]
             shutil.copyfile(function.source, code_dir / f"{module}.py")
-            properties: dict[str, Any] = {
+            properties: JsonObject = {
                 "FunctionName": function.name,
                 "Runtime": "python3.12",
                 "Handler": function.handler,
@@ -232,14 +238,14 @@ def _function_resources(cases: list[Case], work_dir: Path, resources: dict[str, 
                 "Timeout": function.timeout,
             }
             if function.environment:
-                properties["Environment"] = {"Variables": function.environment}
+                properties["Environment"] = {"Variables": dict(function.environment)}
             resources[logical_id] = {"Type": "AWS::Serverless::Function", "Properties": properties}
     return functions
 
 
-def _substitutions(text: str, functions: dict[str, str], machines: dict[str, str]) -> dict[str, Any]:
+def _substitutions(text: str, functions: dict[str, str], machines: dict[str, str]) -> JsonObject:
     """DefinitionSubstitutions for the ARN placeholders of a definition: GetAtt and Ref in the template."""
-    substitutions: dict[str, Any] = {}
+    substitutions: JsonObject = {}
     for kind, target in placeholders(text):
         if kind == "FunctionArn" and target in functions:
             substitutions[f"{kind}_{target}"] = {"Fn::GetAtt": [functions[target], "Arn"]}
@@ -320,7 +326,7 @@ def run_cases(
 
 
 @contextmanager
-def _local_cloud(template: Path, work_dir: Path) -> Iterator[Any]:
+def _local_cloud(template: Path, work_dir: Path) -> Iterator[LocalCloud]:
     from sam_local_cloud import LocalCloud, LocalCloudConfig
 
     config = LocalCloudConfig(
@@ -348,7 +354,7 @@ def _local_cloud(template: Path, work_dir: Path) -> Iterator[Any]:
         server_log.setLevel(level)
 
 
-def _put_objects(cloud: Any, cases: list[Case]) -> None:
+def _put_objects(cloud: LocalCloud, cases: list[Case]) -> None:
     s3 = cloud.client("s3")
     done: set[tuple[str, str]] = set()
     for case in cases:
@@ -359,7 +365,7 @@ def _put_objects(cloud: Any, cases: list[Case]) -> None:
                 done.add(key)
 
 
-def _run_case(case: Case, stepfunctions: Any, deployment: Deployment, timeout: float) -> CaseResult:
+def _run_case(case: Case, stepfunctions: SFNClient, deployment: Deployment, timeout: float) -> CaseResult:
     started = time.monotonic()
     result = CaseResult(case=case)
     machines = [case.state_machine_name, *case.nested_state_machines]
@@ -398,14 +404,22 @@ def _run_case(case: Case, stepfunctions: Any, deployment: Deployment, timeout: f
 
 
 def _local_outcome(
-    case: Case, stepfunctions: Any, execution_arn: str, events: list[dict[str, Any]]
+    case: Case, stepfunctions: SFNClient, execution_arn: str, events: list[Mapping[str, Any]]
 ) -> Outcome:
     try:
         outcome = outcome_from_events(events)
     except ValueError:
         # Finished without a terminal event in its history: the description says how it ended.
         description = stepfunctions.describe_execution(executionArn=execution_arn)
-        outcome = outcome_from_description(description)
+        # The text fields an outcome reads (the description's dates are not JSON).
+        outcome = outcome_from_description(
+            {
+                "status": description["status"],
+                "output": description.get("output"),
+                "error": description.get("error"),
+                "cause": description.get("cause"),
+            }
+        )
         outcome.event_types = [str(event["type"]) for event in events]
         outcome.attempts = scheduled_attempts(events)
     if case.parallel_events_normalised and outcome.event_types is not None:
@@ -413,13 +427,15 @@ def _local_outcome(
     return outcome
 
 
-def _finished_history(stepfunctions: Any, execution_arn: str, timeout: float) -> list[dict[str, Any]] | None:
+def _finished_history(
+    stepfunctions: SFNClient, execution_arn: str, timeout: float
+) -> list[Mapping[str, Any]] | None:
     try:
         wait_for_execution(stepfunctions, execution_arn, timeout=timeout, poll_seconds=POLL_SECONDS)
     except ExecutionStillRunningError:
         stepfunctions.stop_execution(executionArn=execution_arn)
         return None
-    events: list[dict[str, Any]] = []
+    events: list[Mapping[str, Any]] = []
     paginator = stepfunctions.get_paginator("get_execution_history")
     for page in paginator.paginate(executionArn=execution_arn):
         events.extend(page["events"])
@@ -429,7 +445,7 @@ def _finished_history(stepfunctions: Any, execution_arn: str, timeout: float) ->
 def comparable(outcome: Outcome, case: Case | None = None) -> Outcome:
     """An outcome in canonical form; a local one (``case`` given) first gets the snapshot's transformers."""
 
-    def prepare(value: Any, field: str) -> Any:
+    def prepare(value: JsonValue, field: str) -> JsonValue:
         if case is not None:
             value = apply_snapshot_transformers(value, field, regex, case.jsonpath_transformers)
         return canonical(value, field)
@@ -447,10 +463,11 @@ def comparable(outcome: Outcome, case: Case | None = None) -> Outcome:
     regex.append((re.escape(LOCAL_ROLE_ARN), RECORDED_ROLE_NAME))
 
     attempts = {str(prepare(key, "resource")): count for key, count in outcome.attempts.items()}
+    error = prepare(outcome.error, "error")
     return Outcome(
         status=outcome.status,
         output=prepare(outcome.output, "output"),
-        error=prepare(outcome.error, "error"),
+        error=None if error is None else str(error),
         cause=prepare(outcome.cause, "cause"),
         event_types=outcome.event_types,
         attempts=dict(sorted(attempts.items())),

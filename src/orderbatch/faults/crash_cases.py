@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from order_processing.contract import (
     DURABLE_ORDER_BATCH_FUNCTION,
@@ -22,6 +21,7 @@ from sam_local_cloud.faults import (
     ErrorBeforeBody,
     RecordedCall,
 )
+from sam_local_cloud.json_types import JsonObject, JsonValue
 
 CONFIRMATION_FAILURE = "InjectedConfirmationFailure"
 
@@ -95,7 +95,7 @@ STEPS_BY_NAME[ORCHESTRATOR.name] = ORCHESTRATOR
 DURABLE_STEPS = tuple(step for step in STEPS if step.function != SUMMARIZE_BATCH_FUNCTION)
 
 
-def subject_order(order_id: str) -> dict[str, Any]:
+def subject_order(order_id: str) -> JsonObject:
     # Two lines: the reservation is one transaction of several items, the release another.
     return {
         "order_id": order_id,
@@ -108,7 +108,7 @@ def subject_order(order_id: str) -> dict[str, Any]:
     }
 
 
-def bystander_order(order_id: str) -> dict[str, Any]:
+def bystander_order(order_id: str) -> JsonObject:
     return {
         "order_id": order_id,
         "customer_id": "customer-002",
@@ -127,7 +127,7 @@ class CrashCase:
     # The recorded call the point follows or precedes, to check the crash fired where it meant to.
     call: RecordedCall | None = None
     # More of the crash rule's fields (a Powertools failure mode's ``no_time_left``, say).
-    rule_fields: Mapping[str, Any] = field(default_factory=dict)
+    rule_fields: Mapping[str, JsonValue] = field(default_factory=dict)
     # A checkpoint boundary's operation update (``<Id>:<Action>``), for the orchestrator's points.
     update: str | None = None
 
@@ -154,7 +154,7 @@ class CrashCase:
     def expected_outcome(self) -> str:
         return Outcome.FAILED.value if self.compensated else Outcome.SUCCEEDED.value
 
-    def orders(self) -> list[dict[str, Any]]:
+    def orders(self) -> list[JsonObject]:
         subject = subject_order(self.subject)
         bystanders = [bystander_order(f"{self.batch_id}-{number}") for number in (1, 2)]
         if self.compensated_order is not None:
@@ -169,17 +169,25 @@ class CrashCase:
         """The batch is started twice under one durable execution name (the orchestrator's duplicate)."""
         return self.orchestrator_crashed and self.variant == WITH_DUPLICATE
 
-    def crash_rule(self) -> dict[str, Any]:
-        scope = {"item_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
+    def crash_rule(self) -> JsonObject:
+        scope: JsonObject = (
+            {"item_ids": [self.subject]} if self.step.per_order else {"batch_ids": [self.batch_id]}
+        )
         # The call pins the point: a racing duplicate's N-th call may be another (a replay's read, say).
-        call = {"call": self.call.spec()} if self.call is not None else {}
+        call: JsonObject = {"call": self.call.spec()} if self.call is not None else {}
         if self.update is not None:
             call = {"call": f"lambda.{CHECKPOINT_OPERATION}@{self.update}"}
-        rule = {"kind": Crash.kind, "point": self.point.point, "once": True, **call, **self.rule_fields}
+        rule: JsonObject = {
+            "kind": Crash.kind,
+            "point": self.point.point,
+            "once": True,
+            **call,
+            **self.rule_fields,
+        }
         return {**rule, **scope}
 
 
-def confirmation_failure(order_ids: Sequence[str]) -> dict[str, Any]:
+def confirmation_failure(order_ids: Sequence[str]) -> JsonObject:
     """Every confirmation of these orders fails before its body: they are cancelled once retries run out."""
     return {"kind": ErrorBeforeBody.kind, "item_ids": list(order_ids), "error_type": CONFIRMATION_FAILURE}
 
@@ -200,8 +208,8 @@ class DuplicateChildrenCase:
     def subject(self) -> str:
         return f"{self.batch_id}-s"
 
-    def orders(self) -> list[dict[str, Any]]:
+    def orders(self) -> list[JsonObject]:
         return [subject_order(self.subject), *(bystander_order(f"{self.batch_id}-{n}") for n in (1, 2, 3))]
 
-    def rule(self) -> dict[str, Any]:
+    def rule(self) -> JsonObject:
         return {"kind": DuplicateExecution.kind, "batch_ids": [self.batch_id]}

@@ -91,6 +91,7 @@ from sam_local_cloud.faults import (
     recorded_calls,
     recorded_invocations,
 )
+from sam_local_cloud.json_types import JsonObject
 
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 PARAMETERS = {
@@ -161,8 +162,8 @@ class ConfigurationRun:
         """Each step's AWS calls in one run without faults: a normal order, and one that is cancelled."""
         batch_id = f"cm-{self.configuration.slug}-{self.orchestrator}-record"
         normal, cancelled = f"{batch_id}-s", f"{batch_id}-c"
-        record = {"kind": RecordCalls.kind, "batch_ids": [batch_id]}
-        rules: dict[str, list[dict[str, Any]]] = {step.function: [record] for step in self._steps()}
+        record: JsonObject = {"kind": RecordCalls.kind, "batch_ids": [batch_id]}
+        rules: dict[str, list[JsonObject]] = {step.function: [record] for step in self._steps()}
         rules[CONFIRM.function].insert(0, confirmation_failure([cancelled]))
         self.lambda_service.set_fault_plan({"functions": rules})
         try:
@@ -267,7 +268,7 @@ class ConfigurationRun:
 
     # ------------------------------------------------------------------------------ crashing
     def run(self, cases: Sequence[CrashCase]) -> list[CaseResult]:
-        rules: dict[str, list[dict[str, Any]]] = {}
+        rules: dict[str, list[JsonObject]] = {}
         compensated = [case.subject for case in cases if case.compensated]
         compensated += [case.compensated_order for case in cases if case.compensated_order is not None]
         if compensated:
@@ -296,7 +297,7 @@ class ConfigurationRun:
         )
         return status, seconds
 
-    def _run_batch(self, batch_id: str, orders: list[dict[str, Any]], *, starts: int = 1) -> str:
+    def _run_batch(self, batch_id: str, orders: list[JsonObject], *, starts: int = 1) -> str:
         if self.orchestrator == DURABLE:
             return self._run_durable_batch(batch_id, orders, starts)
         stepfunctions = self.cloud.client("stepfunctions")
@@ -315,7 +316,7 @@ class ConfigurationRun:
         except ExecutionStillRunningError:
             return STILL_RUNNING
 
-    def _run_durable_batch(self, batch_id: str, orders: list[dict[str, Any]], starts: int) -> str:
+    def _run_durable_batch(self, batch_id: str, orders: list[JsonObject], starts: int) -> str:
         """Start the batch ``starts`` times at once under its durable execution name; wait for it."""
         function_arn = self.locations.durable_function_arn
         if function_arn is None:

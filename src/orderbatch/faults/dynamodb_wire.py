@@ -14,13 +14,14 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-from typing import Any
 from urllib.parse import urlsplit
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
+
+from sam_local_cloud.json_types import JsonObject
 
 _TARGET_PREFIX = "DynamoDB_20120810."
 _CONTENT_TYPE = "application/x-amz-json-1.0"
@@ -48,22 +49,22 @@ class DynamoDBWireClient:
         self._read_timeout = read_timeout
         self._connection: http.client.HTTPConnection | None = None
 
-    def put_item(self, **params: Any) -> dict[str, Any]:
+    def put_item(self, **params: object) -> JsonObject:
         return self._call("PutItem", params)
 
-    def update_item(self, **params: Any) -> dict[str, Any]:
+    def update_item(self, **params: object) -> JsonObject:
         return self._call("UpdateItem", params)
 
-    def delete_item(self, **params: Any) -> dict[str, Any]:
+    def delete_item(self, **params: object) -> JsonObject:
         return self._call("DeleteItem", params)
 
-    def get_item(self, **params: Any) -> dict[str, Any]:
+    def get_item(self, **params: object) -> JsonObject:
         return self._call("GetItem", params)
 
-    def query(self, **params: Any) -> dict[str, Any]:
+    def query(self, **params: object) -> JsonObject:
         return self._call("Query", params)
 
-    def transact_write_items(self, **params: Any) -> dict[str, Any]:
+    def transact_write_items(self, **params: object) -> JsonObject:
         return self._call("TransactWriteItems", params)
 
     def close(self) -> None:
@@ -71,7 +72,7 @@ class DynamoDBWireClient:
             self._connection.close()
             self._connection = None
 
-    def _call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    def _call(self, operation: str, params: dict[str, object]) -> JsonObject:
         body = json.dumps(params).encode()
         request = AWSRequest(
             method="POST",
@@ -107,7 +108,7 @@ class DynamoDBWireClient:
         return response.status, answer
 
 
-def _json_or_nothing(answer: bytes) -> dict[str, Any]:
+def _json_or_nothing(answer: bytes) -> JsonObject:
     try:
         document = json.loads(answer) if answer else {}
     except ValueError:
@@ -115,7 +116,7 @@ def _json_or_nothing(answer: bytes) -> dict[str, Any]:
     return document if isinstance(document, dict) else {}
 
 
-def _error_response(status: int, document: dict[str, Any]) -> dict[str, Any]:
+def _error_response(status: int, document: JsonObject) -> JsonObject:
     """botocore's shape of a JSON protocol error: the code after the ``#``, the message under either
     spelling, the error's other fields (a refused condition's ``Item``, a transaction's reasons) beside."""
     code = str(document.get("__type", "")).rpartition("#")[2]

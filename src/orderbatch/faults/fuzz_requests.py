@@ -12,12 +12,17 @@ from __future__ import annotations
 import datetime
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from botocore.model import OperationModel, Shape
 from hypothesis import strategies as st
+
+from sam_local_cloud.json_types import JsonValue
+
+if TYPE_CHECKING:
+    from botocore.awsrequest import AWSRequest
 
 # How the request built from the parameters is spoiled (VALID: not at all).
 VALID = "valid"
@@ -70,7 +75,7 @@ class Target:
 @dataclass
 class FuzzCase:
     target: Target
-    params: dict[str, Any]
+    params: dict[str, object]
     mutation: str
     # The drawn choices a mutation needs (which member, where to cut), fixed at draw time so a failing case
     # replays and shrinks exactly.
@@ -87,7 +92,7 @@ class FuzzCase:
         return f"{where} [{self.mutation}{' ' + self.label if self.label else ''}] {params}"
 
 
-def _shown(value: Any) -> Any:
+def _shown(value: object) -> str:
     if isinstance(value, bytes | bytearray):
         return f"<{len(value)} bytes>"
     if isinstance(value, datetime.datetime):
@@ -101,22 +106,22 @@ class ShapeStrategies:
     def __init__(self, known_names: Mapping[str, Sequence[str]]) -> None:
         # Member name (lower case) -> values that name deployed resources: TableName -> the tables...
         self._known = {name.lower(): list(values) for name, values in known_names.items() if values}
-        self._cache: dict[tuple[str, str, int], st.SearchStrategy[Any]] = {}
+        self._cache: dict[tuple[str, str, int], st.SearchStrategy[object]] = {}
 
-    def input_of(self, operation: OperationModel) -> st.SearchStrategy[dict[str, Any]]:
+    def input_of(self, operation: OperationModel) -> st.SearchStrategy[dict[str, object]]:
         shape = operation.input_shape
         if shape is None:
             return st.just({})
         return self._structure(shape, 0)
 
-    def for_shape(self, shape: Shape, member_name: str, depth: int) -> st.SearchStrategy[Any]:
+    def for_shape(self, shape: Shape, member_name: str, depth: int) -> st.SearchStrategy[object]:
         key = (shape.name, member_name.lower(), depth)
         cached = self._cache.get(key)
         if cached is None:
             cached = self._cache[key] = self._build(shape, member_name, depth)
         return cached
 
-    def _build(self, shape: Shape, member_name: str, depth: int) -> st.SearchStrategy[Any]:
+    def _build(self, shape: Shape, member_name: str, depth: int) -> st.SearchStrategy[object]:
         kind = shape.type_name
         if kind == "structure":
             if shape.serialization.get("eventstream") or shape.metadata.get("document"):
@@ -129,7 +134,7 @@ class ShapeStrategies:
         scalar = _SCALARS.get(kind)
         return scalar(shape) if scalar is not None else _json_values()  # a document: any JSON value
 
-    def _collection(self, shape: Shape, member_name: str, depth: int) -> st.SearchStrategy[Any]:
+    def _collection(self, shape: Shape, member_name: str, depth: int) -> st.SearchStrategy[object]:
         if shape.type_name == "map":
             if depth >= _MAX_DEPTH:
                 return st.just({})
@@ -142,7 +147,7 @@ class ShapeStrategies:
         least = min(int(shape.metadata.get("min", 0)), _MAX_ITEMS)
         return st.lists(member, min_size=least, max_size=_MAX_ITEMS)
 
-    def _structure(self, shape: Shape, depth: int) -> st.SearchStrategy[dict[str, Any]]:
+    def _structure(self, shape: Shape, depth: int) -> st.SearchStrategy[dict[str, object]]:
         members: dict[str, Shape] = shape.members  # type: ignore[attr-defined]
         required = set(shape.required_members)
         if shape.metadata.get("union"):
@@ -214,7 +219,7 @@ def _integers(shape: Shape) -> st.SearchStrategy[int]:
     return st.one_of(st.sampled_from(bounds), st.integers(min_value=low, max_value=high))
 
 
-_SCALARS: dict[str, Any] = {
+_SCALARS: dict[str, Callable[[Shape], st.SearchStrategy[object]]] = {
     "integer": _integers,
     "long": _integers,
     "float": lambda shape: st.floats(allow_nan=False, allow_infinity=False, min_value=-1e9, max_value=1e9),
@@ -225,7 +230,7 @@ _SCALARS: dict[str, Any] = {
 }
 
 
-def _json_values() -> st.SearchStrategy[Any]:
+def _json_values() -> st.SearchStrategy[JsonValue]:
     scalars = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), st.text(max_size=12))
     return st.recursive(
         scalars,
@@ -237,7 +242,7 @@ def _json_values() -> st.SearchStrategy[Any]:
 
 
 # ---------------------------------------------------------------------------------------------- mutations
-def spoil_params(case: FuzzCase, operation: OperationModel) -> dict[str, Any] | None:
+def spoil_params(case: FuzzCase, operation: OperationModel) -> dict[str, object] | None:
     """The parameters a parameter-level mutation sends, or None when the operation offers nothing to spoil
     that way (the case is then sent valid)."""
     shape = operation.input_shape
@@ -270,8 +275,8 @@ def spoil_params(case: FuzzCase, operation: OperationModel) -> dict[str, Any] | 
     return params
 
 
-def _wrong_value(type_name: str) -> Any:
-    return {
+def _wrong_value(type_name: str) -> JsonValue:
+    wrong: dict[str, JsonValue] = {
         "string": 12345,
         "integer": "twelve",
         "long": "twelve",
@@ -279,10 +284,11 @@ def _wrong_value(type_name: str) -> Any:
         "list": {"not": "a list"},
         "map": ["not", "a", "map"],
         "structure": ["not", "a", "structure"],
-    }[type_name]
+    }
+    return wrong[type_name]
 
 
-def spoil_request(case: FuzzCase, protocol: str, request: Any) -> None:
+def spoil_request(case: FuzzCase, protocol: str, request: AWSRequest) -> None:
     """Apply a body or header mutation to the botocore request before it is signed (the signature stays
     right, so the service sees the spoiled request itself, not a bad signature)."""
     data = request.data
@@ -295,7 +301,7 @@ def spoil_request(case: FuzzCase, protocol: str, request: Any) -> None:
     request.headers["Content-Length"] = str(len(body))
 
 
-def _with_unknown_member(body: bytes, protocol: str, request: Any, rng: random.Random) -> bytes:
+def _with_unknown_member(body: bytes, protocol: str, request: AWSRequest, rng: random.Random) -> bytes:
     if protocol in ("json", "rest-json") and body.startswith(b"{"):
         document = json.loads(body)
         document["NotAMemberOfThisShape"] = "fuzz"
@@ -315,17 +321,17 @@ _MALFORMED = {
 }
 
 
-def _malformed(body: bytes, protocol: str, request: Any, rng: random.Random) -> bytes:
+def _malformed(body: bytes, protocol: str, request: AWSRequest, rng: random.Random) -> bytes:
     return _MALFORMED.get(protocol, b"\x00garbage")
 
 
-def _truncated(body: bytes, protocol: str, request: Any, rng: random.Random) -> bytes:
+def _truncated(body: bytes, protocol: str, request: AWSRequest, rng: random.Random) -> bytes:
     if len(body) > 1:
         return body[: rng.randrange(1, len(body))]
     return b"{" if protocol in ("json", "rest-json") else b"<"
 
 
-def _not_utf8(body: bytes, protocol: str, request: Any, rng: random.Random) -> bytes:
+def _not_utf8(body: bytes, protocol: str, request: AWSRequest, rng: random.Random) -> bytes:
     if protocol in ("json", "rest-json"):
         return b'{"Name": "\xff\xfe\xfd"}'
     if protocol in ("query", "ec2"):
@@ -333,7 +339,7 @@ def _not_utf8(body: bytes, protocol: str, request: Any, rng: random.Random) -> b
     return b"\xff\xfe\xfd" + body
 
 
-def _nested_too_deep(body: bytes, protocol: str, request: Any, rng: random.Random) -> bytes:
+def _nested_too_deep(body: bytes, protocol: str, request: AWSRequest, rng: random.Random) -> bytes:
     if protocol == "smithy-rpc-v2-cbor":
         return b"\x81" * DEEP_NESTING + b"\x00"
     if protocol == "rest-xml":
@@ -341,18 +347,18 @@ def _nested_too_deep(body: bytes, protocol: str, request: Any, rng: random.Rando
     return b"[" * DEEP_NESTING + b"]" * DEEP_NESTING
 
 
-def _wrong_content_type(body: bytes, protocol: str, request: Any, rng: random.Random) -> bytes:
+def _wrong_content_type(body: bytes, protocol: str, request: AWSRequest, rng: random.Random) -> bytes:
     del request.headers["Content-Type"]
     request.headers["Content-Type"] = rng.choice(["text/plain", "application/xml", "image/png", ""])
     return body
 
 
-def _huge_header(body: bytes, protocol: str, request: Any, rng: random.Random) -> bytes:
+def _huge_header(body: bytes, protocol: str, request: AWSRequest, rng: random.Random) -> bytes:
     request.headers["X-Fuzz-Padding"] = "a" * rng.choice([HUGE_HEADER_BYTES, 8_000])
     return body
 
 
-def _unknown_operation(body: bytes, protocol: str, request: Any, rng: random.Random) -> bytes:
+def _unknown_operation(body: bytes, protocol: str, request: AWSRequest, rng: random.Random) -> bytes:
     if "X-Amz-Target" in request.headers:
         prefix = request.headers["X-Amz-Target"].rpartition(".")[0]
         del request.headers["X-Amz-Target"]
@@ -360,6 +366,7 @@ def _unknown_operation(body: bytes, protocol: str, request: Any, rng: random.Ran
     elif protocol in ("query", "ec2"):
         return b"Action=NoSuchOperation&Version=2010-05-08"
     elif protocol == "smithy-rpc-v2-cbor":
+        assert request.url is not None  # botocore has built the request's URL before it signs
         request.url = request.url.rsplit("/", 1)[0] + "/NoSuchOperation"
     return body
 

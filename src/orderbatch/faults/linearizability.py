@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 OK = "ok"
 FAIL = "fail"
@@ -43,7 +42,9 @@ INFINITE_NS = 2**63
 # What a call still running at the instant a history is truncated at is taken as.
 NOT_ANSWERED_YET = "not answered yet"
 
-FrozenItem = tuple[tuple[str, Any], ...]
+# An item as the model keeps it: its number attributes as int, its strings as str.
+PlainItem = dict[str, int | str]
+FrozenItem = tuple[tuple[str, int | str], ...]
 State = tuple[tuple[str, FrozenItem], ...]
 
 # Single-item requests; "transact" carries parts of the kinds TRANSACTION_PARTS.
@@ -61,7 +62,7 @@ TRANSACTION_PARTS = ("put_new", "add_if_version", "add_if_exists", "check_versio
 READS = frozenset({"get", "query"})
 
 
-def freeze(item: Mapping[str, Any] | None) -> FrozenItem | None:
+def freeze(item: Mapping[str, int | str] | None) -> FrozenItem | None:
     return None if item is None else tuple(sorted(item.items()))
 
 
@@ -140,7 +141,7 @@ class Operation:
 
 
 # ---------------------------------------------------------------------------------------------- model
-def _condition_holds(kind: str, item: Mapping[str, Any] | None, version: int) -> bool:
+def _condition_holds(kind: str, item: Mapping[str, int | str] | None, version: int) -> bool:
     if kind == "put_new":
         return item is None
     if kind == "add_if_exists":
@@ -150,7 +151,7 @@ def _condition_holds(kind: str, item: Mapping[str, Any] | None, version: int) ->
     return True
 
 
-def _written(request: Request, item: dict[str, Any] | None) -> dict[str, Any] | None:
+def _written(request: Request, item: PlainItem | None) -> PlainItem | None:
     """The item after ``request`` applied to ``item`` (its condition, if any, holding)."""
     kind = request.kind
     if kind == "put_new":
@@ -163,7 +164,7 @@ def _written(request: Request, item: dict[str, Any] | None) -> dict[str, Any] | 
             "owner": request.owner,
         }
     if kind in ("add", "add_if_exists", "add_if_version"):
-        updated: dict[str, Any] = dict(item) if item is not None else {"pk": request.key}
+        updated: PlainItem = dict(item) if item is not None else {"pk": request.key}
         updated["counter"] = int(updated.get("counter", 0)) + request.amount
         if kind == "add_if_version":
             updated["version"] = int(updated["version"]) + 1
@@ -173,7 +174,7 @@ def _written(request: Request, item: dict[str, Any] | None) -> dict[str, Any] | 
     return item  # reads and condition checks
 
 
-def apply(items: Mapping[str, dict[str, Any]], request: Request) -> tuple[dict[str, dict[str, Any]], Outcome]:
+def apply(items: Mapping[str, PlainItem], request: Request) -> tuple[dict[str, PlainItem], Outcome]:
     """DynamoDB's sequential semantics: the items after ``request`` and what it answers."""
     after = dict(items)
     if request.kind == "transact":
@@ -198,18 +199,18 @@ def apply(items: Mapping[str, dict[str, Any]], request: Request) -> tuple[dict[s
     return after, Outcome(OK, item=freeze(new if returns_new else old) if request.kind != "put_new" else None)
 
 
-def _store(items: dict[str, dict[str, Any]], key: str, item: dict[str, Any] | None) -> None:
+def _store(items: dict[str, PlainItem], key: str, item: PlainItem | None) -> None:
     if item is None:
         items.pop(key, None)
     else:
         items[key] = item
 
 
-def thaw(state: State) -> dict[str, dict[str, Any]]:
+def thaw(state: State) -> dict[str, PlainItem]:
     return {key: dict(item) for key, item in state}
 
 
-def frozen_state(items: Mapping[str, Mapping[str, Any]]) -> State:
+def frozen_state(items: Mapping[str, Mapping[str, int | str]]) -> State:
     return tuple(sorted((key, tuple(sorted(item.items()))) for key, item in items.items()))
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import botocore.session
@@ -57,6 +57,9 @@ from orderbatch.faults.fuzz_verdicts import (
     protocol_of,
 )
 from sam_local_cloud import StaticCredentials
+
+if TYPE_CHECKING:
+    from botocore.awsrequest import AWSRequest
 
 FUZZ_TEMPLATE = Path(__file__).resolve().parent / "fuzz_app" / "template.yaml"
 # The AWS protocols the local cloud serves, as botocore names the services.
@@ -107,7 +110,7 @@ class FuzzReport:
     def covered_served(self) -> int:
         return sum(1 for service, operation in self.covered if operation in self.served.get(service, set()))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "requests": self.requests,
             "not_sent": self.not_sent,
@@ -221,7 +224,7 @@ class ProtocolFuzzer:
             inject_host_prefix=False,
             max_pool_connections=2,
         )
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[str, Any] = {}  # botocore clients, called by their private _make_api_call
         self._pending: FuzzCase | None = None
         self._sent = False
         self._status: int | None = None
@@ -260,13 +263,13 @@ class ProtocolFuzzer:
 
     def case_strategy(
         self, targets: Sequence[Target] | None = None, mutations: Sequence[str] | None = None
-    ) -> Any:
+    ) -> st.SearchStrategy[FuzzCase]:
         chosen_targets = list(targets or self.targets)
         weighted = [
             m for m, weight in _MUTATION_WEIGHTS for _ in range(weight) if mutations is None or m in mutations
         ]
 
-        def for_target(target: Target) -> Any:
+        def for_target(target: Target) -> st.SearchStrategy[FuzzCase]:
             return st.builds(
                 FuzzCase,
                 target=st.just(target),
@@ -309,15 +312,15 @@ class ProtocolFuzzer:
         finally:
             self._pending = None
 
-    def _spoil(self, request: Any, **_: Any) -> None:
+    def _spoil(self, request: AWSRequest, **_: object) -> None:
         case = self._pending
         if case is not None and case.mutation != VALID:
             spoil_request(case, protocol_of(self.operation(case.target)), request)
 
-    def _mark_sent(self, **_: Any) -> None:
+    def _mark_sent(self, **_: object) -> None:
         self._sent = True
 
-    def _note_status(self, response_dict: dict[str, Any] | None = None, **_: Any) -> None:
+    def _note_status(self, response_dict: dict[str, Any] | None = None, **_: object) -> None:
         """The answer's HTTP status, seen before any parser reads (and perhaps fails on) its body."""
         if response_dict is not None:
             self._status = int(response_dict.get("status_code") or 0) or None
@@ -428,11 +431,11 @@ def boundary_cases(fuzzer: ProtocolFuzzer) -> list[FuzzCase]:
     )[0]
     bucket = (known.get("bucket") or ["missing-bucket"])[0]
 
-    def item_of(size: int) -> dict[str, Any]:
+    def item_of(size: int) -> dict[str, dict[str, str]]:
         overhead = len("pk") + len("k") + len("sk") + len("k") + len("blob")
         return {"pk": {"S": "k"}, "sk": {"S": "k"}, "blob": {"S": "x" * (size - overhead)}}
 
-    def case(service: str, operation: str, params: dict[str, Any], label: str, *expect: str) -> FuzzCase:
+    def case(service: str, operation: str, params: dict[str, object], label: str, *expect: str) -> FuzzCase:
         return FuzzCase(Target(service, operation), params, VALID, label=label, expect=expect)
 
     put, invoke, start = ("dynamodb", "PutItem"), ("lambda", "Invoke"), ("stepfunctions", "StartExecution")
@@ -473,13 +476,14 @@ def boundary_cases(fuzzer: ProtocolFuzzer) -> list[FuzzCase]:
             "KeyTooLongError",
         ),
     ]
-    for service, operation, params in (
+    boundary_calls: tuple[tuple[str, str, dict[str, object]], ...] = (
         ("dynamodb", "GetItem", {"TableName": table, "Key": {"pk": {"S": "k"}, "sk": {"S": "k"}}}),
         ("stepfunctions", "ListStateMachines", {}),
         ("events", "ListRules", {}),
         ("sqs", "ListQueues", {}),
         ("lambda", "Invoke", {"FunctionName": function, "Payload": b"{}"}),
-    ):
+    )
+    for service, operation, params in boundary_calls:
         expect = ("InvalidRequestContentException",) if service == "lambda" else ("SerializationException",)
         for mutation in (MALFORMED_BODY, DEEP_BODY, NON_UTF8_BODY):
             cases.append(
@@ -503,7 +507,7 @@ def _refused_by_http_client(error: Exception) -> bool:
     return isinstance(error, HTTPClientError) and ("Invalid header" in said or "codec can't encode" in said)
 
 
-def _drain(response: Mapping[str, Any]) -> None:
+def _drain(response: Mapping[str, object]) -> None:
     """Read a streamed body to its end, so a connection dropped mid-body is seen."""
     for value in response.values():
         if hasattr(value, "read") and callable(value.read):

@@ -75,7 +75,7 @@ class LambdaTask:
     state_machine: StateMachine
     name: str
     path: AslPath
-    state: Mapping[str, Any]
+    state: Mapping[str, object]
     function_id: str | None
     """Logical ID of the invoked function when the template defines it."""
     function_expression: str
@@ -120,7 +120,7 @@ class Retrier:
         return sum(waits) if waits is not None else None
 
 
-def parse_retriers(state: Mapping[str, Any], state_machine: StateMachine) -> list[Retrier]:
+def parse_retriers(state: Mapping[str, object], state_machine: StateMachine) -> list[Retrier]:
     retry = state.get("Retry")
     if not isinstance(retry, list):
         return []
@@ -151,14 +151,14 @@ def first_matching_retrier(retriers: Sequence[Retrier], error: str) -> Retrier |
 
 
 def _number_field(
-    raw: Mapping[str, Any], key: str, default: float | None, state_machine: StateMachine
+    raw: Mapping[str, object], key: str, default: float | None, state_machine: StateMachine
 ) -> float | None:
     if key not in raw:
         return default
     return state_machine.resolve_number(raw[key])
 
 
-def _int_field(raw: Mapping[str, Any], key: str, default: int, state_machine: StateMachine) -> int | None:
+def _int_field(raw: Mapping[str, object], key: str, default: int, state_machine: StateMachine) -> int | None:
     if key not in raw:
         return default
     return state_machine.resolve_int(raw[key])
@@ -171,7 +171,7 @@ def _int_field(raw: Mapping[str, Any], key: str, default: int, state_machine: St
 class StateVisit:
     name: str
     path: AslPath
-    state: Mapping[str, Any]
+    state: Mapping[str, object]
     enclosing_maps: tuple[MapState, ...]
 
 
@@ -184,7 +184,7 @@ def walk_states(state_machine: StateMachine) -> Iterator[StateVisit]:
 
 
 def _walk(
-    states: Any, path: AslPath, maps: tuple[MapState, ...], state_machine: StateMachine
+    states: object, path: AslPath, maps: tuple[MapState, ...], state_machine: StateMachine
 ) -> Iterator[StateVisit]:
     if not isinstance(states, Mapping):
         return
@@ -210,7 +210,7 @@ def _walk(
             )
 
 
-def read_map(name: str, path: AslPath, state: Mapping[str, Any], state_machine: StateMachine) -> MapState:
+def read_map(name: str, path: AslPath, state: Mapping[str, object], state_machine: StateMachine) -> MapState:
     processor = state.get("ItemProcessor")
     config = processor.get("ProcessorConfig") if isinstance(processor, Mapping) else None
     distributed = isinstance(config, Mapping) and config.get("Mode") == "DISTRIBUTED"
@@ -242,7 +242,7 @@ def _as_lambda_task(
     substitutions = state_machine.substitutions
     if isinstance(resource, str) and (invoke := _LAMBDA_INVOKE.match(resource)):
         arguments = visit.state.get("Parameters") or visit.state.get("Arguments") or {}
-        target: Any = None
+        target: object = None
         if isinstance(arguments, Mapping):
             target = arguments.get("FunctionName", arguments.get("FunctionName.$"))
         return LambdaTask(
@@ -270,7 +270,7 @@ def _as_lambda_task(
     )
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     return value if isinstance(value, str) else repr(value)
 
 
@@ -323,7 +323,7 @@ def definition_demand(
 
 
 def states_demand(
-    states: Any,
+    states: object,
     state_machine: StateMachine,
     functions: Mapping[str, LambdaFunction],
     counts: CountsInTotal = _every_function,
@@ -340,7 +340,7 @@ def states_demand(
 
 def _state_demand(
     name: str,
-    state: Mapping[str, Any],
+    state: Mapping[str, object],
     state_machine: StateMachine,
     functions: Mapping[str, LambdaFunction],
     counts: CountsInTotal,
@@ -348,7 +348,8 @@ def _state_demand(
     state_type = state.get("Type")
     if state_type == "Parallel":
         demand = Demand()
-        for branch in state.get("Branches") or []:
+        branches = state.get("Branches")
+        for branch in branches if isinstance(branches, list) else []:
             if isinstance(branch, Mapping):
                 demand = demand.plus(states_demand(branch.get("States"), state_machine, functions, counts))
         return demand

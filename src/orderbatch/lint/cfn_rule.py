@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cfnlint.rules import CloudFormationLintRule, RuleMatch
 
 from orderbatch.lint.checks import DOCS_PATH, RULES, Settings, find_problems
 from orderbatch.lint.template_model import build_model
+
+if TYPE_CHECKING:
+    from cfnlint.template import Template
 
 
 class ThrottleSafetyRule(CloudFormationLintRule):
@@ -30,7 +33,7 @@ class ThrottleSafetyRule(CloudFormationLintRule):
     def settings(self) -> Settings:
         return Settings()
 
-    def match(self, cfn: Any) -> list[RuleMatch]:
+    def match(self, cfn: Template) -> list[RuleMatch]:
         model = build_model(cfn.template, cfn.filename)
         return [
             RuleMatch(list(finding.path), finding.message)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from orderbatch.lint.asl import (
     IN_PROGRESS_ERROR,
@@ -472,7 +471,7 @@ def idempotency_gap(function: LambdaFunction) -> str | None:
     return "no environment variable names an idempotency table (none contains IDEMPOTENCY)"
 
 
-def _truthy(value: Any) -> bool:
+def _truthy(value: object) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 

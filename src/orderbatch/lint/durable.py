@@ -15,7 +15,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from orderbatch.lint.template_model import LambdaFunction, TemplateModel, function_reference, resolve_int
 
@@ -589,7 +588,7 @@ def _leaves_the_loop(handler: ast.ExceptHandler) -> bool:
     return bool(handler.body) and isinstance(handler.body[-1], ast.Raise | ast.Return | ast.Break)
 
 
-def _template_value(value: Any) -> str:
+def _template_value(value: object) -> str:
     if isinstance(value, Mapping) and set(value) == {"Ref"}:
         return f"!Ref {value['Ref']}"
     return repr(value)

@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from cfnlint.match import Match
+    from cfnlint.rules import CloudFormationLintRule
 
 RULES_MODULE = "orderbatch.lint.rules.throttle_safety"
 RULES_DIRECTORY = Path(__file__).parent / "rules"
+
+
+class LintProblemJson(TypedDict):
+    """A finding as ``orderbatch lint --format json`` prints it."""
+
+    rule_id: str
+    severity: str
+    filename: str
+    line: int
+    column: int
+    message: str
+    path: list[str | int]
 
 
 @dataclass(frozen=True)
@@ -21,10 +37,16 @@ class LintProblem:
     message: str
     path: tuple[str | int, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        as_dict = asdict(self)
-        as_dict["path"] = list(self.path)
-        return as_dict
+    def to_json(self) -> LintProblemJson:
+        return {
+            "rule_id": self.rule_id,
+            "severity": self.severity,
+            "filename": self.filename,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+            "path": list(self.path),
+        }
 
 
 def lint_templates(
@@ -33,7 +55,7 @@ def lint_templates(
     account_concurrency: int | None = None,
     min_retry_budget_seconds: int | None = None,
     standard_rules: bool = False,
-    extra_rules: Iterable[Any] = (),
+    extra_rules: Iterable[CloudFormationLintRule] = (),
 ) -> list[LintProblem]:
     """Lint each template with the 95xx rules (plus cfn-lint's standard rules when asked, and
     ``extra_rules``: cfn-lint rule instances the caller builds, such as the planner's W9524)."""
@@ -46,7 +68,7 @@ def lint_templates(
         rules.update(Rules.create_from_directory(_DEFAULT_RULESDIR))
     for rule in extra_rules:
         rules.register(rule)
-    configure_rules: dict[str, dict[str, Any]] = {}
+    configure_rules: dict[str, dict[str, int]] = {}
     if account_concurrency is not None:
         configure_rules["W9523"] = {"account_concurrency": account_concurrency}
         configure_rules["W9561"] = {"account_concurrency": account_concurrency}
@@ -63,7 +85,7 @@ def lint_templates(
     return problems
 
 
-def _problem(match: Any) -> LintProblem:
+def _problem(match: Match) -> LintProblem:
     return LintProblem(
         rule_id=match.rule.id,
         severity=match.rule.severity,

@@ -41,9 +41,9 @@ class LambdaFunction:
 
     logical_id: str
     resource_type: str
-    properties: Mapping[str, Any]
-    metadata: Mapping[str, Any]
-    parameters: Mapping[str, Any] = field(repr=False)
+    properties: Mapping[str, object]
+    metadata: Mapping[str, object]
+    parameters: Mapping[str, object] = field(repr=False)
 
     @property
     def cfn_path(self) -> Path_:
@@ -68,13 +68,13 @@ class LambdaFunction:
         return name if isinstance(name, str) else None
 
     @property
-    def environment_variables(self) -> Mapping[str, Any]:
+    def environment_variables(self) -> Mapping[str, object]:
         environment = self.properties.get("Environment")
         variables = environment.get("Variables") if isinstance(environment, Mapping) else None
         return variables if isinstance(variables, Mapping) else {}
 
     @property
-    def durable_config(self) -> Mapping[str, Any] | None:
+    def durable_config(self) -> Mapping[str, object] | None:
         """``DurableConfig`` of a Lambda durable function (SAM and CloudFormation spell it alike)."""
         config = self.properties.get("DurableConfig")
         return config if isinstance(config, Mapping) else None
@@ -97,16 +97,16 @@ class StateMachine:
     resource_type: str
     definition_property: str
     definition: Mapping[str, Any] | None
-    substitutions: Mapping[str, Any]
+    substitutions: Mapping[str, object]
     problem: str | None = None
     source_file: Path | None = None
-    parameters: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    parameters: Mapping[str, object] = field(default_factory=dict, repr=False)
     """Template parameter defaults, for substitutions that are a ``Ref`` to a parameter."""
 
-    def resolve_int(self, value: Any) -> int | None:
+    def resolve_int(self, value: object) -> int | None:
         return resolve_int(value, self.substitutions, self.parameters)
 
-    def resolve_number(self, value: Any) -> float | None:
+    def resolve_number(self, value: object) -> float | None:
         return resolve_number(value, self.substitutions, self.parameters)
 
     @property
@@ -119,10 +119,10 @@ class TemplateModel:
     template_path: Path | None
     functions: Mapping[str, LambdaFunction]
     state_machines: tuple[StateMachine, ...]
-    parameters: Mapping[str, Any]
+    parameters: Mapping[str, object]
 
 
-def build_model(template: Mapping[str, Any], template_path: str | Path | None = None) -> TemplateModel:
+def build_model(template: Mapping[str, object], template_path: str | Path | None = None) -> TemplateModel:
     """Read functions and state machines out of a decoded template (dict, as cfn-lint decodes it)."""
     path = Path(template_path) if template_path else None
     resources = template.get("Resources")
@@ -168,7 +168,9 @@ def read_template_file(template_path: str | Path) -> TemplateModel:
 # --- value resolution ---------------------------------------------------------------------------
 
 
-def resolve_int(value: Any, substitutions: Mapping[str, Any], parameters: Mapping[str, Any]) -> int | None:
+def resolve_int(
+    value: object, substitutions: Mapping[str, object], parameters: Mapping[str, object]
+) -> int | None:
     """An integer from a literal, a numeric string, a ``${Name}`` substitution or a parameter default."""
     if isinstance(value, bool):
         return None
@@ -193,7 +195,7 @@ def resolve_int(value: Any, substitutions: Mapping[str, Any], parameters: Mappin
 
 
 def resolve_number(
-    value: Any, substitutions: Mapping[str, Any], parameters: Mapping[str, Any]
+    value: object, substitutions: Mapping[str, object], parameters: Mapping[str, object]
 ) -> float | None:
     if isinstance(value, float):
         return value
@@ -207,7 +209,7 @@ def resolve_number(
 
 
 def function_reference(
-    value: Any, substitutions: Mapping[str, Any], functions: Mapping[str, LambdaFunction]
+    value: object, substitutions: Mapping[str, object], functions: Mapping[str, LambdaFunction]
 ) -> str | None:
     """The logical ID of the template function that ``value`` names, if any.
 
@@ -219,7 +221,7 @@ def function_reference(
 
 
 def _function_reference(
-    value: Any, substitutions: Mapping[str, Any], functions: Mapping[str, LambdaFunction], depth: int
+    value: object, substitutions: Mapping[str, object], functions: Mapping[str, LambdaFunction], depth: int
 ) -> str | None:
     if depth > 8:  # substitutions that refer to each other in a loop
         return None
@@ -243,8 +245,8 @@ def _function_reference(
 
 
 def _intrinsic_function_reference(
-    value: Mapping[str, Any],
-    substitutions: Mapping[str, Any],
+    value: Mapping[str, object],
+    substitutions: Mapping[str, object],
     functions: Mapping[str, LambdaFunction],
     depth: int,
 ) -> str | None:
@@ -272,7 +274,7 @@ def _logical_function(name: str, functions: Mapping[str, LambdaFunction]) -> str
     return logical_id if logical_id in functions else None
 
 
-def _sub_parts(argument: Any) -> tuple[str, Mapping[str, Any]]:
+def _sub_parts(argument: object) -> tuple[str, Mapping[str, object]]:
     if isinstance(argument, str):
         return argument, {}
     if isinstance(argument, list) and argument and isinstance(argument[0], str):
@@ -284,7 +286,7 @@ def _sub_parts(argument: Any) -> tuple[str, Mapping[str, Any]]:
 # --- templates ----------------------------------------------------------------------------------
 
 
-def _parameter_defaults(template: Mapping[str, Any]) -> dict[str, Any]:
+def _parameter_defaults(template: Mapping[str, object]) -> dict[str, object]:
     parameters = template.get("Parameters")
     if not isinstance(parameters, Mapping):
         return {}
@@ -295,7 +297,7 @@ def _parameter_defaults(template: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _function_globals(template: Mapping[str, Any]) -> Mapping[str, Any]:
+def _function_globals(template: Mapping[str, object]) -> Mapping[str, object]:
     globals_section = template.get("Globals")
     if not isinstance(globals_section, Mapping):
         return {}
@@ -304,19 +306,19 @@ def _function_globals(template: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _merge_globals(
-    global_properties: Mapping[str, Any], local: Mapping[str, Any], ignore: Any
-) -> Mapping[str, Any]:
+    global_properties: Mapping[str, object], local: Mapping[str, object], ignore: object
+) -> Mapping[str, object]:
     """SAM's merge: local scalars win, maps merge key by key. Safe to apply to an already merged resource."""
     if ignore == "*":
         return local
     ignored = set(ignore) if isinstance(ignore, list) else set()
-    merged: dict[str, Any] = {key: value for key, value in global_properties.items() if key not in ignored}
+    merged: dict[str, object] = {key: value for key, value in global_properties.items() if key not in ignored}
     for key, value in local.items():
         merged[key] = _merge_value(merged[key], value) if key in merged else value
     return merged
 
 
-def _merge_value(global_value: Any, local_value: Any) -> Any:
+def _merge_value(global_value: object, local_value: object) -> object:
     if isinstance(global_value, Mapping) and isinstance(local_value, Mapping):
         if _is_intrinsic(global_value) or _is_intrinsic(local_value):
             return local_value
@@ -327,22 +329,22 @@ def _merge_value(global_value: Any, local_value: Any) -> Any:
     return local_value
 
 
-def _is_intrinsic(value: Mapping[str, Any]) -> bool:
+def _is_intrinsic(value: Mapping[str, object]) -> bool:
     return len(value) == 1 and next(iter(value)).startswith(("Fn::", "Ref", "Condition"))
 
 
 def _read_state_machine(
     logical_id: str,
     resource_type: str,
-    properties: Mapping[str, Any],
+    properties: Mapping[str, object],
     template_path: Path | None,
-    parameters: Mapping[str, Any],
+    parameters: Mapping[str, object],
 ) -> StateMachine | None:
     substitutions = properties.get("DefinitionSubstitutions")
     substitutions = dict(substitutions) if isinstance(substitutions, Mapping) else {}
 
     def machine(
-        prop: str, definition: Any, problem: str | None = None, source_file: Path | None = None
+        prop: str, definition: object, problem: str | None = None, source_file: Path | None = None
     ) -> StateMachine:
         readable = definition if isinstance(definition, Mapping) else None
         if readable is None and problem is None and definition is not None:
@@ -368,7 +370,7 @@ def _read_state_machine(
 
 
 def _read_definition_uri(
-    uri: Any, template_path: Path | None, machine: Callable[..., StateMachine]
+    uri: object, template_path: Path | None, machine: Callable[..., StateMachine]
 ) -> StateMachine:
     if not isinstance(uri, str) or uri.startswith("s3://"):
         return machine("DefinitionUri", None)  # in S3: nothing local to read, not a mistake
@@ -387,7 +389,7 @@ def _read_definition_uri(
     return machine("DefinitionUri", definition, problem, source_file=file_path)
 
 
-def _definition_text(value: Any) -> tuple[str, dict[str, Any]]:
+def _definition_text(value: object) -> tuple[str, dict[str, object]]:
     """The JSON text of a DefinitionString, keeping ``${Name}`` placeholders and their variables."""
     if isinstance(value, str):
         return value, {}
@@ -400,7 +402,7 @@ def _definition_text(value: Any) -> tuple[str, dict[str, Any]]:
             raise ValueError("DefinitionString Fn::Join is not [delimiter, [parts]]")
         delimiter = argument[0] if isinstance(argument[0], str) else ""
         pieces: list[str] = []
-        variables: dict[str, Any] = {}
+        variables: dict[str, object] = {}
         for index, part in enumerate(argument[1]):
             if isinstance(part, str):
                 pieces.append(part)
@@ -417,7 +419,7 @@ def _definition_text(value: Any) -> tuple[str, dict[str, Any]]:
     raise ValueError("DefinitionString is neither a string, Fn::Sub nor Fn::Join")
 
 
-def _parse_definition_text(text: str, label: str) -> tuple[Mapping[str, Any] | None, str | None]:
+def _parse_definition_text(text: str, label: str) -> tuple[Mapping[str, object] | None, str | None]:
     try:
         parsed = json.loads(_quote_bare_placeholders(text))
     except json.JSONDecodeError as error:

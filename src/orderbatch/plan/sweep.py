@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from orderbatch.lint.template_model import TemplateModel
 from orderbatch.plan.durable import DurableModel, DurableResult, simulate_durable
@@ -48,7 +47,7 @@ class PlanRequest:
 
     model: TemplateModel
     settings: PlanSettings
-    parameter_overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    parameter_overrides: Mapping[str, object] = dataclasses.field(default_factory=dict)
     retrier: str = "app"
     state_machine: str | None = None
     map_state: str | None = None

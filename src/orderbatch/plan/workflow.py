@@ -21,12 +21,16 @@ import copy
 import dataclasses
 import re
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from orderbatch.capacity.retriers import with_docs_retrier, without_second_pass, without_throttle_jitter
+from orderbatch.capacity.retriers import (
+    DefinitionTransform,
+    with_docs_retrier,
+    without_second_pass,
+    without_throttle_jitter,
+)
 from orderbatch.lint.asl import (
     LambdaTask,
     MapState,
@@ -58,7 +62,7 @@ TASK_TIMEOUT_ERROR = "States.Timeout"
 FUNCTION_TIMEOUT_ERROR = "States.TaskFailed"
 
 # Named retrier variants, the same rewrites as the benchmark's scenarios (orderbatch.capacity.retriers).
-RETRIER_TRANSFORMS: Mapping[str, Callable[[str, dict[str, Any]], dict[str, Any]] | None] = {
+RETRIER_TRANSFORMS: Mapping[str, DefinitionTransform | None] = {
     "app": None,
     "docs": with_docs_retrier,
     "no-jitter": without_throttle_jitter,
@@ -132,7 +136,7 @@ class Workflow:
     top_level_transitions: int
     """States the batch execution itself enters (around the Map) once per batch."""
     retrier: str
-    parameters: Mapping[str, Any]
+    parameters: Mapping[str, object]
     notes: tuple[str, ...] = ()
     second_pass_map: str | None = None
     """The later Map that runs deferred orders again (module doc), if the workflow has one."""
@@ -187,7 +191,7 @@ class Workflow:
 def load_workflow(
     template: str | Path | TemplateModel,
     *,
-    parameter_overrides: Mapping[str, Any] | None = None,
+    parameter_overrides: Mapping[str, object] | None = None,
     retrier: str = "app",
     state_machine: str | None = None,
     map_state: str | None = None,
@@ -217,7 +221,7 @@ def load_workflow(
 def extract_workflows(
     model: TemplateModel,
     *,
-    parameter_overrides: Mapping[str, Any] | None = None,
+    parameter_overrides: Mapping[str, object] | None = None,
     retrier: str = "app",
     skipped: list[str] | None = None,
 ) -> list[Workflow]:
@@ -264,7 +268,7 @@ def extract_workflows(
     return workflows
 
 
-def with_parameters(model: TemplateModel, overrides: Mapping[str, Any]) -> TemplateModel:
+def with_parameters(model: TemplateModel, overrides: Mapping[str, object]) -> TemplateModel:
     """The model as deployed with ``--parameter-overrides``: every resolution sees the new values."""
     if not overrides:
         return model
@@ -533,7 +537,7 @@ class _WorkflowReader:
         resolved = self._resolve_text(config.get("ExecutionType", "STANDARD"))
         return resolved.upper() if resolved else "STANDARD"
 
-    def _resolve_text(self, value: Any) -> str | None:
+    def _resolve_text(self, value: object) -> str | None:
         if isinstance(value, str):
             whole = _WHOLE_PLACEHOLDER.match(value)
             if not whole:
@@ -585,14 +589,14 @@ class _WorkflowReader:
             self.notes.append(text)
 
 
-def _invokes_lambda(state: Any) -> bool:
+def _invokes_lambda(state: object) -> bool:
     if not isinstance(state, Mapping) or state.get("Type") != "Task":
         return False
     resource = str(state.get("Resource", ""))
     return resource.startswith("arn:aws:states:::lambda:invoke") or ":lambda:" in resource
 
 
-def _matches(errors: Sequence[Any], error: str) -> bool:
+def _matches(errors: Sequence[object], error: str) -> bool:
     """ASL error matching: the name itself, States.ALL, or States.TaskFailed for all but States.Timeout."""
     return (
         error in errors
@@ -601,7 +605,7 @@ def _matches(errors: Sequence[Any], error: str) -> bool:
     )
 
 
-def _shortest_path_length(states: Mapping[str, Any], start: Any, goal: str) -> int | None:
+def _shortest_path_length(states: Mapping[str, object], start: object, goal: str) -> int | None:
     """States entered from ``start`` to ``goal``, both included (breadth first over Next and Choices)."""
     if not isinstance(start, str):
         return None

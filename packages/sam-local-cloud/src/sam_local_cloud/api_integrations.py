@@ -39,6 +39,7 @@ from typing import Any
 from werkzeug.wrappers import Request, Response
 
 from sam_local_cloud import vtl
+from sam_local_cloud.json_types import JsonObject, JsonValue
 
 STATES_ACTION_URI = re.compile(r"^arn:aws[\w-]*:apigateway:[\w-]+:states:action/(\w+)$")
 STATES_ACTIONS = frozenset({"StartSyncExecution", "StartExecution"})
@@ -58,7 +59,7 @@ _HTTP_API_PARAMETERS = {
 REST_API_TIMEOUT_MILLISECONDS = 29_000
 HTTP_API_TIMEOUT_MILLISECONDS = 30_000
 _METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "x-amazon-apigateway-any-method")
-_INTERNAL_ERROR = {"message": "Internal server error"}
+_INTERNAL_ERROR: JsonObject = {"message": "Internal server error"}
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class ActionOutcome:
 
 
 # (action, parameters, the integration's role ARN or None) -> the action's answer
-StatesCaller = Callable[[str, dict[str, Any], str | None], ActionOutcome]
+StatesCaller = Callable[[str, JsonObject, str | None], ActionOutcome]
 
 
 @dataclass
@@ -201,10 +202,10 @@ class _RoutedRequest:
     request: Request
     path_parameters: Mapping[str, str]
     call: StatesCaller
-    context: dict[str, Any]  # the request's ``$context``
+    context: JsonObject  # the request's ``$context``
 
 
-def _context(route: ServiceRoute, request: Request, api_id: str, account_id: str) -> dict[str, Any]:
+def _context(route: ServiceRoute, request: Request, api_id: str, account_id: str) -> JsonObject:
     now = time.time()
     return {
         "requestId": str(uuid.uuid4()),
@@ -261,7 +262,7 @@ def _answer_rest_api(routed: _RoutedRequest) -> Response:
 
 
 def _call_within(
-    routed: _RoutedRequest, parameters: dict[str, Any], default_milliseconds: int
+    routed: _RoutedRequest, parameters: JsonObject, default_milliseconds: int
 ) -> ActionOutcome | None:
     """The action's answer, or None if it did not come within the integration's timeout.
 
@@ -283,7 +284,7 @@ def _call_within(
 
 
 def _integration_response(
-    integration: Mapping[str, Any], outcome: ActionOutcome, context: dict[str, Any]
+    integration: Mapping[str, Any], outcome: ActionOutcome, context: JsonObject
 ) -> Response:
     responses: Mapping[str, Any] = integration.get("responses") or {}
     status_text = str(outcome.status)
@@ -314,7 +315,7 @@ def _integration_response(
     return response
 
 
-def _template_variables(input_variable: vtl.InputVariable, context: dict[str, Any]) -> dict[str, Any]:
+def _template_variables(input_variable: vtl.InputVariable, context: JsonObject) -> dict[str, object]:
     return {
         "input": input_variable,
         "util": vtl.UtilVariable(),
@@ -325,7 +326,7 @@ def _template_variables(input_variable: vtl.InputVariable, context: dict[str, An
 
 def _answer_http_api(routed: _RoutedRequest) -> Response:
     body = routed.request.get_data(as_text=True)
-    parameters: dict[str, Any] = {}
+    parameters: JsonObject = {}
     for name, source in (routed.route.integration.get("requestParameters") or {}).items():
         member = _HTTP_API_PARAMETERS.get(str(name))
         if member is None:
@@ -359,10 +360,10 @@ def _http_api_value(source: str, routed: _RoutedRequest, body: str) -> str | Non
             found = values.get(source[len(prefix) :])
             return None if found is None else str(found)
     if source.startswith("$context."):
-        found = routed.context.get(source[len("$context.") :])
-        return None if found is None else str(found)
+        in_context = routed.context.get(source[len("$context.") :])
+        return None if in_context is None else str(in_context)
     return source
 
 
-def _json(status: int, body: Any) -> Response:
+def _json(status: int, body: JsonValue) -> Response:
     return Response(json.dumps(body), status=status, content_type="application/json")

@@ -20,11 +20,11 @@ import tempfile
 import threading
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.auth import SigV4Auth
@@ -64,7 +64,7 @@ from sam_local_cloud.lambda_service import (
     MetricsPublisher,
     TooManyRequestsError,
 )
-from sam_local_cloud.process_groups import exit_on_sigterm
+from sam_local_cloud.process_groups import SignalHandler, exit_on_sigterm
 from sam_local_cloud.protocol_guard import ProtocolGuard
 from sam_local_cloud.readiness import (
     DEPLOYER_CREDENTIALS,
@@ -79,6 +79,11 @@ from sam_local_cloud.stack import LocalStack, load_stack
 from sam_local_cloud.stepfunctions import HistoryStore, create_moto_app, leave_interpreter_as_released
 from sam_local_cloud.stepfunctions.activities import task_token_resource
 from sam_local_cloud.stepfunctions.mock_config import MockConfig, MockConfigSource, mock_config_path
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+    from sam_local_cloud.json_types import JsonObject
 
 # Added to AWS's answer to a key the local cloud did not issue: the keys LocalCloud.environment() exports.
 UNKNOWN_KEY_HINT = (
@@ -134,12 +139,12 @@ class LocalCloud:
         self._table_locks = TableLocks()
         self._writes = WriteCounter()
         self._dynamodb_app: DynamoDBApp | None = None
-        self._apps_by_target: dict[str, Any] = {}
+        self._apps_by_target: dict[str, WSGIApplication] = {}
         self.mock_config: MockConfig | None = None
         # Until the template is deployed every caller but the deployer gets a 503: a script that waits for
         # the port must not see a half-deployed stack (no functions or state machines yet).
         self._deployed = threading.Event()
-        self._sigterm_before: Any = None
+        self._sigterm_before: SignalHandler = None
         self._event_clients: dict[str, Any] = {}
         self._queue_pollers: QueuePollers | None = None
         self._mock_configs = MockConfigSource()
@@ -232,7 +237,7 @@ class LocalCloud:
         from sam_local_cloud.moto_seam.services import MotoRequestHandler
 
         class QuietRequestHandler(MotoRequestHandler):
-            def log_request(self, *args: Any, **kwargs: Any) -> None:
+            def log_request(self, *args: object, **kwargs: object) -> None:
                 """Thousands of calls per batch; the access log would drown what the commands print."""
 
         claimed = claim_account(self.config.account_id, preferred=self.account_id)
@@ -377,7 +382,7 @@ class LocalCloud:
             return None
         return max(len(self.stack.functions), round(factor * self.config.account_concurrency))
 
-    def _duplicate_child(self, state_machine_name: str, child_input: Callable[[], Any]) -> bool | None:
+    def _duplicate_child(self, state_machine_name: str, child_input: Callable[[], object]) -> bool | None:
         """A ``duplicate_execution`` rule of the state machine (by logical ID) decides whether an EXPRESS
         child runs twice: None for once, else whether the runs overlap."""
         machine = next((m for m in self.stack.state_machines if m.name == state_machine_name), None)
@@ -572,7 +577,7 @@ class LocalCloud:
             self._metrics.publish_once()
 
     # ------------------------------------------------------------------ requests
-    def _dispatch(self, environ: dict[str, Any], start_response: Any) -> Any:
+    def _dispatch(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path == HEALTH_PATH:
             return health_answer(self.deployed, start_response)
@@ -597,7 +602,7 @@ class LocalCloud:
         environ[MOTO_ACCOUNT_ENVIRON_KEY] = self.account_id
         return self._guarded_services(environ, start_response)
 
-    def _aws_services(self, environ: dict[str, Any], start_response: Any) -> Any:
+    def _aws_services(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         """moto's services and the data plane, behind the protocol guard (``_guarded_services``)."""
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if not target:
@@ -614,7 +619,7 @@ class LocalCloud:
                 return list(self._in_process_dynamodb(app)(environ, start_response))
         return app(environ, start_response)
 
-    def _service_app(self, target: str, environ: dict[str, Any]) -> Any:
+    def _service_app(self, target: str, environ: WSGIEnvironment) -> WSGIApplication:
         """moto's app for an X-Amz-Target service, found once: moto infers it for every request, under
         one global lock, which serialised every DynamoDB call of every handler."""
         service = target.partition(".")[0]
@@ -623,7 +628,7 @@ class LocalCloud:
             app = self._apps_by_target.setdefault(service, self._moto_app.get_application(environ))
         return app
 
-    def _in_process_dynamodb(self, moto_app: Any) -> Any:
+    def _in_process_dynamodb(self, moto_app: WSGIApplication) -> DynamoDBApp:
         if self._dynamodb_app is None:
             self._dynamodb_app = DynamoDBApp(moto_app)
         return self._dynamodb_app
@@ -636,9 +641,7 @@ class LocalCloud:
             return InvokeOutcome(payload=b"", throttled=True)
         return InvokeOutcome(payload=result.payload, function_error=result.function_error)
 
-    def _call_states_for_api(
-        self, action: str, parameters: dict[str, Any], role_arn: str | None
-    ) -> ActionOutcome:
+    def _call_states_for_api(self, action: str, request: JsonObject, role_arn: str | None) -> ActionOutcome:
         """A Step Functions action called by an API's integration: signed as its role, answered raw."""
         credentials = (self.iam.task_credentials(role_arn) if self.iam and role_arn else None) or (
             DUMMY_CREDENTIALS["aws_access_key_id"],
@@ -647,7 +650,7 @@ class LocalCloud:
         signed = AWSRequest(
             method="POST",
             url=f"{self.endpoint}/",
-            data=json.dumps(parameters).encode(),
+            data=json.dumps(request).encode(),
             headers={
                 "X-Amz-Target": f"AWSStepFunctions.{action}",
                 "Content-Type": "application/x-amz-json-1.0",

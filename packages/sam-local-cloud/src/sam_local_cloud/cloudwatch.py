@@ -42,10 +42,11 @@ def aggregated_members(metric_data: list[dict[str, Any]]) -> list[dict[str, Any]
 def register_hooks() -> None:
     """PutMetricData stores ``aggregated_members`` of what moto validated (installers.install_cloudwatch)."""
     from sam_local_cloud.moto_seam import hooks
+    from sam_local_cloud.moto_seam.backend_internals import validate_metric_datum
     from sam_local_cloud.moto_seam.services import CloudWatchBackend
 
     @hooks.around(CloudWatchBackend, "put_metric_data", concern="cloudwatch")
     def put_metric_data(proceed: Any, self: Any, namespace: str, metric_data: list[dict[str, Any]]) -> None:
         for number, member in enumerate(metric_data, start=1):
-            self._validate_parameters_put_metric_data(member, number)
+            validate_metric_datum(self, member, number)
         proceed(self, namespace, aggregated_members(metric_data))

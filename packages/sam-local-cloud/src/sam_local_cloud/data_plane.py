@@ -36,14 +36,18 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from sam_local_cloud.accounts import MOTO_ACCOUNT_ENVIRON_KEY
 from sam_local_cloud.dynamodb import RequestCpu, TableLocks, WriteCounter
 from sam_local_cloud.served_paths import HEALTH_PATH
 
 if TYPE_CHECKING:
-    from sam_local_cloud.iam import StackRoles
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+    from sam_local_cloud.iam import IamEnforcer, StackRoles
+    from sam_local_cloud.iam.signatures import SignatureVerifier
+    from sam_local_cloud.moto_seam.backends import AccountSnapshot
 
 # Requests the main process forwards carry this header with the worker's secret: IAM was checked there.
 CHECKED_HEADER = "X-Sam-Local-Cloud-Checked"
@@ -65,6 +69,20 @@ def handles(target: str) -> bool:
 
 class DataPlaneError(RuntimeError):
     pass
+
+
+class _WorkerArguments(TypedDict):
+    """What the main process hands the worker, as JSON in its environment."""
+
+    roles: str | None  # the file of the roles document; None: IAM is off
+    region: str
+    account_id: str
+    iam_report: str | None
+    host: str
+    secret: str
+    known_credentials: dict[str, str] | None
+    unknown_key_hint: str
+    listener_fd: NotRequired[int]
 
 
 class DataPlane:
@@ -96,7 +114,7 @@ class DataPlane:
             work_dir.mkdir(parents=True, exist_ok=True)
             roles_path = work_dir / "data-plane-roles.json"
             roles_path.write_text(json.dumps(roles_document(roles)))
-        arguments: dict[str, Any] = {
+        arguments: _WorkerArguments = {
             "roles": str(roles_path) if roles_path is not None else None,
             "region": region,
             "account_id": account_id,
@@ -158,7 +176,7 @@ class DataPlane:
         """Known from the start: requests sent before the worker serves are answered once it does."""
         return f"http://{self.host}:{self._port}"
 
-    def forward(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    def forward(self, environ: WSGIEnvironment, start_response: StartResponse) -> list[bytes]:
         """Answer a request that reached the main endpoint with the worker's answer, byte for byte."""
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         headers = {
@@ -251,16 +269,16 @@ class DataPlaneApp:
 
     def __init__(
         self,
-        dynamodb_app: Any,
+        dynamodb_app: WSGIApplication,
         *,
-        iam: Any,
+        iam: IamEnforcer | None,
         secret: str,
-        signatures: Any = None,
+        signatures: SignatureVerifier | None = None,
         account_id: str | None = None,
     ) -> None:
         self._dynamodb_app = dynamodb_app
         self._account_id = account_id
-        self._deployed_state: Any = None
+        self._deployed_state: AccountSnapshot | None = None
         self._iam = iam
         self._signatures = signatures
         self._secret = secret
@@ -268,7 +286,7 @@ class DataPlaneApp:
         self._writes = WriteCounter()
         self._cpu = RequestCpu()
 
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         started = time.thread_time()
         answer = self._answer(environ, start_response)
         target = environ.get("HTTP_X_AMZ_TARGET", "")
@@ -277,7 +295,7 @@ class DataPlaneApp:
             self._cpu.record(RequestCpu.kind(target.rpartition(".")[2], body), time.thread_time() - started)
         return answer
 
-    def _answer(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+    def _answer(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         forwarded = environ.get("HTTP_" + CHECKED_HEADER.upper().replace("-", "_")) == self._secret
         if path == HEALTH_PATH:
@@ -309,7 +327,7 @@ class DataPlaneApp:
             # Consumed here, under the locks: moto's answer is computed while the iterable is built.
             return list(self._dynamodb_app(environ, start_response))
 
-    def _deployed_state_answer(self, method: str, start_response: Any) -> list[bytes]:
+    def _deployed_state_answer(self, method: str, start_response: StartResponse) -> list[bytes]:
         from sam_local_cloud.moto_seam.backends import restore_account, snapshot_account
 
         assert self._account_id is not None
@@ -323,20 +341,20 @@ class DataPlaneApp:
         return _answer(start_response, "200 OK", b"{}")
 
 
-def _answer(start_response: Any, status: str, body: bytes) -> list[bytes]:
+def _answer(start_response: StartResponse, status: str, body: bytes) -> list[bytes]:
     start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
     return [body]
 
 
-def _moto_dynamodb_app() -> Any:
+def _moto_dynamodb_app() -> WSGIApplication:
     """moto's own DynamoDB application, found once (moto infers it per request under a global lock)."""
     from sam_local_cloud.moto_seam.services import DomainDispatcherApplication, create_backend_app
 
     dispatcher = DomainDispatcherApplication(create_backend_app)
-    apps: dict[str, Any] = {}
+    apps: dict[str, WSGIApplication] = {}
     lock = threading.Lock()
 
-    def app(environ: dict[str, Any], start_response: Any) -> Any:
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         service = environ.get("HTTP_X_AMZ_TARGET", "").partition(".")[0]
         found = apps.get(service)
         if found is None:
@@ -347,7 +365,7 @@ def _moto_dynamodb_app() -> Any:
     return app
 
 
-def _serve(arguments: Mapping[str, Any]) -> None:
+def _serve(arguments: _WorkerArguments) -> None:
     from sam_local_cloud.dynamodb_service import DynamoDBApp
     from sam_local_cloud.iam import IamEnforcer, roles_from_document
     from sam_local_cloud.iam.signatures import SignatureVerifier, secrets_of
@@ -367,14 +385,16 @@ def _serve(arguments: Mapping[str, Any]) -> None:
     iam = None
     if arguments["roles"] is not None:
         roles = roles_from_document(json.loads(Path(arguments["roles"]).read_text()))
-        report = Path(arguments["iam_report"]) if arguments.get("iam_report") else None
+        iam_report = arguments.get("iam_report")
+        report = Path(iam_report) if iam_report else None
         iam = IamEnforcer(
             roles, region=arguments["region"], account_id=arguments["account_id"], report_to=report
         )
     signatures = None
-    if iam is not None and arguments.get("known_credentials") is not None:
+    known_credentials = arguments.get("known_credentials")
+    if iam is not None and known_credentials is not None:
         signatures = SignatureVerifier(
-            secrets_of(arguments["known_credentials"], iam.identity),
+            secrets_of(known_credentials, iam.identity),
             unknown_key_hint=arguments.get("unknown_key_hint", ""),
         )
     secret = arguments["secret"]
@@ -408,7 +428,7 @@ def main() -> int:
     return 0
 
 
-def _report(line: Mapping[str, Any]) -> bool:
+def _report(line: Mapping[str, str | int]) -> bool:
     """Writes the line the local cloud reads; False if it no longer listens (it stopped during our start)."""
     try:
         sys.stdout.write(json.dumps(line) + "\n")

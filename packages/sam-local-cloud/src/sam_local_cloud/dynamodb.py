@@ -30,7 +30,20 @@ import types
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sam_local_cloud.json_types import JsonValue
+    from sam_local_cloud.moto_seam.services import DynamoDBBackend, Item, Table, dynamo_type
+
+    # Where a Scan page starts in a table's scan order: the hash key, or hash and range key.
+    ScanKey: TypeAlias = dynamo_type.DynamoType | tuple[dynamo_type.DynamoType, dynamo_type.DynamoType]
+    # What moto's Table.query and Table.scan answer: the page's items, the count scanned, the last key.
+    QueryAnswer: TypeAlias = tuple[list[Item], int, dict[str, Any] | None]
+    # (table, hash key, range key, a copy of the item or None), to put back when a transaction fails.
+    ItemBefore: TypeAlias = tuple[Table, dynamo_type.DynamoType, dynamo_type.DynamoType | None, Item | None]
 
 # The table and partition a Query of a table (not an index) reads, while moto answers it on this thread;
 # the table and start key of a Scan of a table.
@@ -59,18 +72,20 @@ def write_units(operation: str, body: bytes) -> int:
 def tables_named(operation: str, body: bytes) -> list[str]:
     """The lock names one request needs, in lock order."""
     try:
-        request: Any = json.loads(body or b"{}")
+        request: JsonValue = json.loads(body or b"{}")
     except ValueError:
         return [CATALOGUE]
     names: set[str] = set()
     if isinstance(request, dict):
-        if isinstance(request.get("TableName"), str):
-            names.add(request["TableName"])
-        if isinstance(request.get("RequestItems"), dict):
-            names.update(request["RequestItems"])
-        for item in request.get("TransactItems") or []:
+        if isinstance(table_name := request.get("TableName"), str):
+            names.add(table_name)
+        if isinstance(request_items := request.get("RequestItems"), dict):
+            names.update(request_items)
+        transact_items = request.get("TransactItems")
+        for item in transact_items if isinstance(transact_items, list) else []:
             for part in _TRANSACTION_PARTS:
-                table = (item.get(part) or {}).get("TableName") if isinstance(item, dict) else None
+                part_request = item.get(part) if isinstance(item, dict) else None
+                table = part_request.get("TableName") if isinstance(part_request, dict) else None
                 if isinstance(table, str):
                     names.add(table)
     if not names or operation in _CATALOGUE_OPERATIONS:
@@ -152,7 +167,7 @@ def register_hooks() -> None:
     from sam_local_cloud.moto_seam import hooks
     from sam_local_cloud.moto_seam.services import DynamoDBBackend, Table, dynamo_type, dynamodb_models
 
-    def deepcopy_except_tables(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    def deepcopy_except_tables(value: object, memo: dict[int, object] | None = None) -> object:
         # The only Table deep-copied in moto's DynamoDB models is the transaction's whole-table backup.
         return value if isinstance(value, Table) else copy.deepcopy(value, memo)
 
@@ -167,7 +182,9 @@ def register_hooks() -> None:
     _register_read_hooks()
 
     @hooks.around(DynamoDBBackend, "transact_write_items", concern="dynamodb")
-    def transact_write_items(proceed: Any, self: Any, transact_items: list[dict[str, Any]]) -> None:
+    def transact_write_items(
+        proceed: Callable[..., None], self: DynamoDBBackend, transact_items: list[dict[str, Any]]
+    ) -> None:
         before = _items_before(self, transact_items)
         try:
             proceed(self, transact_items)
@@ -182,7 +199,13 @@ def _register_read_hooks() -> None:
     from sam_local_cloud.moto_seam.services import Table
 
     @hooks.around(Table, "query", concern="dynamodb")
-    def query(proceed: Any, self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+    def query(
+        proceed: Callable[..., QueryAnswer],
+        self: Table,
+        hash_key: dynamo_type.DynamoType | None,
+        *args: object,
+        **kwargs: object,
+    ) -> QueryAnswer:
         index_name = kwargs["index_name"] if "index_name" in kwargs else (args[6] if len(args) > 6 else None)
         if index_name or hash_key is None:
             return proceed(self, hash_key, *args, **kwargs)
@@ -193,7 +216,9 @@ def _register_read_hooks() -> None:
             _QUERIED_PARTITION.current = None
 
     @hooks.around(Table, "scan", concern="dynamodb")
-    def scan(proceed: Any, self: Any, *args: Any, **kwargs: Any) -> Any:
+    def scan(
+        proceed: Callable[..., QueryAnswer], self: Table, *args: object, **kwargs: object
+    ) -> QueryAnswer:
         index_name = kwargs["index_name"] if "index_name" in kwargs else (args[4] if len(args) > 4 else None)
         if index_name:
             return proceed(self, *args, **kwargs)
@@ -205,7 +230,7 @@ def _register_read_hooks() -> None:
             _SCANNED_FROM.current = None
 
     @hooks.around(Table, "all_items", concern="dynamodb")
-    def all_items(proceed: Any, self: Any) -> Any:
+    def all_items(proceed: Callable[[Table], list[Item]], self: Table) -> list[Item]:
         queried = getattr(_QUERIED_PARTITION, "current", None)
         if queried is not None and queried[0] is self:
             # moto keeps the query's own items and sorts them by range key: the partition is all it needs.
@@ -221,7 +246,9 @@ def _register_read_hooks() -> None:
     for write in ("put_item", "delete_item"):
 
         @hooks.around(Table, write, concern="dynamodb")
-        def changed(proceed: Any, self: Any, *args: Any, **kwargs: Any) -> Any:
+        def changed(
+            proceed: Callable[..., Item | None], self: Table, *args: object, **kwargs: object
+        ) -> Item | None:
             try:
                 return proceed(self, *args, **kwargs)
             finally:
@@ -233,11 +260,11 @@ def _register_read_hooks() -> None:
 ITEM_SIZE_LIMIT = 400 * 1024
 
 
-def _set_attribute_within_the_item_limit(item: dict[str, Any], name: str, value: Any) -> None:
+def _set_attribute_within_the_item_limit(item: dict[str, object], name: str, value: object) -> None:
     """moto's ``LimitedSizeDict.__setitem__`` with AWS's limit: the item's size with this attribute set."""
     from sam_local_cloud.moto_seam.services import dynamo_type
 
-    def size(attribute: Any) -> int:
+    def size(attribute: object) -> int:
         return (
             attribute.size()
             if type(attribute) is dynamo_type.DynamoType
@@ -252,9 +279,9 @@ def _set_attribute_within_the_item_limit(item: dict[str, Any], name: str, value:
     dict.__setitem__(item, name, value)
 
 
-def _items_before(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple[Any, Any, Any, Any]]:
+def _items_before(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> list[ItemBefore]:
     """(table, hash key, range key, a copy of the item or None) for every item the transaction writes."""
-    before = []
+    before: list[ItemBefore] = []
     for entry in transact_items:
         try:
             operation, request = next(iter(entry.items()))
@@ -273,7 +300,7 @@ def _items_before(backend: Any, transact_items: list[dict[str, Any]]) -> list[tu
     return before
 
 
-def _put_back(backend: Any, before: list[tuple[Any, Any, Any, Any]]) -> None:
+def _put_back(backend: DynamoDBBackend, before: list[ItemBefore]) -> None:
     for table, hash_key, range_key, item in reversed(before):
         _keys_changed(table)
         if item is None:
@@ -281,7 +308,8 @@ def _put_back(backend: Any, before: list[tuple[Any, Any, Any, Any]]) -> None:
         elif range_key is not None:
             table.items[hash_key][range_key] = item
         else:
-            table.items[hash_key] = item
+            # moto annotates Table.items for range-keyed tables only, and ignores its own same assignment.
+            table.items[hash_key] = item  # type: ignore[assignment]
 
 
 # A table's scan order and the version of its key set it was taken at, kept on the table itself: it lives
@@ -290,11 +318,13 @@ _SCAN_ORDER = "_sam_local_cloud_scan_order"
 _KEY_VERSION = "_sam_local_cloud_key_version"
 
 
-def _keys_changed(table: Any) -> None:
+def _keys_changed(table: Table) -> None:
     setattr(table, _KEY_VERSION, getattr(table, _KEY_VERSION, 0) + 1)
 
 
-def _items_after(table: Any, start: dict[str, Any] | None, all_items: Any) -> list[Any]:
+def _items_after(
+    table: Table, start: dict[str, Any] | None, all_items: Callable[[Table], list[Item]]
+) -> list[Item]:
     """The table's items in moto's scan order (by hash key, then range key) from where a page resumes.
 
     The order is kept until a write adds, replaces or removes an item (an update changes an item in
@@ -311,7 +341,7 @@ def _items_after(table: Any, start: dict[str, Any] | None, all_items: Any) -> li
     return items[first:] if first else list(items)
 
 
-def _start_position(table: Any, start: dict[str, Any] | None, keys: list[Any]) -> int:
+def _start_position(table: Table, start: dict[str, Any] | None, keys: list[ScanKey]) -> int:
     """Where a page that resumes after ``start`` begins; 0 (moto skips to it) when the key is not whole."""
     from sam_local_cloud.moto_seam.services import dynamo_type
 

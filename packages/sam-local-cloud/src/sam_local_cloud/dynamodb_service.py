@@ -87,7 +87,8 @@ class DynamoDBApp:
 
     # ------------------------------------------------------------------ what is handled here
     def _operation_handled(self, environ: dict[str, Any]) -> str | None:
-        from sam_local_cloud.moto_seam.services import recorder, settings
+        from sam_local_cloud.moto_seam.backend_internals import recorder_enabled
+        from sam_local_cloud.moto_seam.services import settings
 
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if (
@@ -107,7 +108,7 @@ class DynamoDBApp:
                 not _signed_access_key(environ.get("HTTP_AUTHORIZATION", ""))
                 and b"AWSAccessKeyId" in _read_body(environ)
             )
-            or recorder._user_enabled
+            or recorder_enabled()
             # moto authenticates calls once INITIAL_NO_AUTH_ACTION_COUNT is set (infinite by default).
             or math.inf != settings.INITIAL_NO_AUTH_ACTION_COUNT
         ):

@@ -14,11 +14,16 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.type_defs import InvocationResponseTypeDef
+    from mypy_boto3_sqs.client import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 _LOGGER = logging.getLogger(__name__)
 POLL_WAIT_SECONDS = 1
@@ -84,7 +89,11 @@ class QueuePollers:
     """One polling thread per enabled mapping, until ``stop``."""
 
     def __init__(
-        self, mappings: list[QueueMapping], sqs: Any, invoke: Callable[..., Any], region: str
+        self,
+        mappings: list[QueueMapping],
+        sqs: SQSClient | None,
+        invoke: Callable[..., InvocationResponseTypeDef],
+        region: str,
     ) -> None:
         self._mappings = [mapping for mapping in mappings if mapping.enabled]
         self._sqs = sqs
@@ -107,10 +116,13 @@ class QueuePollers:
             thread.join(timeout=POLL_WAIT_SECONDS + 5)
 
     def _poll(self, mapping: QueueMapping) -> None:
-        queue_url = self._sqs.meta.endpoint_url.rstrip("/") + mapping.queue_url_path
+        # No client is given when no mapping is, and then no poller runs.
+        sqs = self._sqs
+        assert sqs is not None
+        queue_url = sqs.meta.endpoint_url.rstrip("/") + mapping.queue_url_path
         while not self._stopped.is_set():
             try:
-                received = self._sqs.receive_message(
+                received = sqs.receive_message(
                     QueueUrl=queue_url,
                     MaxNumberOfMessages=min(mapping.batch_size, 10),
                     WaitTimeSeconds=POLL_WAIT_SECONDS,
@@ -119,7 +131,7 @@ class QueuePollers:
                 )
                 messages = received.get("Messages") or []
                 if messages:
-                    self._deliver(mapping, queue_url, messages)
+                    self._deliver(sqs, mapping, queue_url, messages)
                 else:
                     self._stopped.wait(IDLE_PAUSE_SECONDS)
             except Exception:  # a poller keeps polling, as Lambda's do; the failure is logged
@@ -128,7 +140,9 @@ class QueuePollers:
                 _LOGGER.exception("polling %s for %s failed", mapping.queue_arn, mapping.function_name)
                 self._stopped.wait(1.0)
 
-    def _deliver(self, mapping: QueueMapping, queue_url: str, messages: list[dict[str, Any]]) -> None:
+    def _deliver(
+        self, sqs: SQSClient, mapping: QueueMapping, queue_url: str, messages: Sequence[MessageTypeDef]
+    ) -> None:
         matching = [m for m in messages if _matches(mapping.filters, m)]
         # Lambda deletes messages its filters drop, without invoking the function.
         unmatched = [m for m in messages if m not in matching]
@@ -147,7 +161,7 @@ class QueuePollers:
                 return  # an unreadable batchItemFailures answer fails the whole batch, as on AWS
             unmatched += [m for m in matching if m["MessageId"] not in failed]
         if unmatched:
-            self._sqs.delete_message_batch(
+            sqs.delete_message_batch(
                 QueueUrl=queue_url,
                 Entries=[
                     {"Id": str(index), "ReceiptHandle": m["ReceiptHandle"]}
@@ -156,7 +170,7 @@ class QueuePollers:
             )
 
 
-def _item_failures(answer: Mapping[str, Any]) -> set[str] | None:
+def _item_failures(answer: InvocationResponseTypeDef) -> set[str] | None:
     try:
         body = json.loads(answer["Payload"].read() or b"null")
     except (ValueError, KeyError):
@@ -171,7 +185,7 @@ def _item_failures(answer: Mapping[str, Any]) -> set[str] | None:
     return {str(f["itemIdentifier"]) for f in failures}
 
 
-def _record(message: Mapping[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
+def _record(message: MessageTypeDef, queue_arn: str, region: str) -> dict[str, object]:
     """An SQS message as Lambda's SQS event record shows it."""
     return {
         "messageId": message["MessageId"],
@@ -195,13 +209,13 @@ def _record(message: Mapping[str, Any], queue_arn: str, region: str) -> dict[str
     }
 
 
-def _matches(filters: list[dict[str, Any]], message: Mapping[str, Any]) -> bool:
+def _matches(filters: list[dict[str, Any]], message: MessageTypeDef) -> bool:
     """Lambda's filter criteria: a message passes if any filter's pattern matches its record."""
     if not filters:
         return True
     from sam_local_cloud.moto_seam.services import EventPattern
 
-    record: dict[str, Any] = {"body": message["Body"], "attributes": message.get("Attributes") or {}}
+    record: dict[str, object] = {"body": message["Body"], "attributes": message.get("Attributes") or {}}
     with contextlib.suppress(ValueError):
         record["body"] = json.loads(message["Body"])
     patterns = [EventPattern.load(f.get("Pattern")) for f in filters]

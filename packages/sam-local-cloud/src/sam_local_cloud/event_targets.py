@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sam_local_cloud.accounts import parts_for_account
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.services import Rule
 
 _LOGGER = logging.getLogger(__name__)
 DELIVERED_HERE = ("lambda", "states", "sns")
@@ -28,7 +31,12 @@ def register_hooks() -> None:
     from sam_local_cloud.moto_seam.services import Rule
 
     @hooks.around(Rule, "send_to_targets", concern="event_targets")
-    def send_to_targets(proceed: Any, self: Any, original_event: Any, transform_input: bool = True) -> None:
+    def send_to_targets(
+        proceed: Callable[[Rule, Any, bool], None],
+        self: Rule,
+        original_event: Any,  # moto's EventMessageType, which only the seam may import
+        transform_input: bool = True,
+    ) -> None:
         ours = [target for target in self.targets if _service(target) in DELIVERED_HERE]
         if not ours:
             proceed(self, original_event, transform_input)
@@ -77,8 +85,8 @@ def target_input(target: dict[str, Any], event: Any) -> str:
     return json.dumps(event)
 
 
-def _at_path(event: dict[str, Any], path: str) -> Any:
-    node: Any = event
+def _at_path(event: Mapping[str, object], path: str) -> object:
+    node: object = event
     for key in [part for part in path.removeprefix("$").split(".") if part]:
         node = node.get(key) if isinstance(node, dict) else None
     return node

@@ -21,16 +21,17 @@ import logging
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from email.utils import formatdate
 from http import HTTPStatus
 from time import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from sam_local_cloud.http_framing import LINE_END, FramedReader
 
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication, WSGIEnvironment
 
 SERVER_SOFTWARE = "sam-local-cloud-lean-wsgi"
 _LOG = logging.getLogger(__name__)
@@ -44,7 +45,13 @@ class LeanWsgiServer:
     """``serve_forever`` accepts connections and serves each on a daemon thread; ``shutdown`` stops it."""
 
     def __init__(
-        self, host: str, port: int, app: WsgiApp, *, backlog: int = 128, listener: socket.socket | None = None
+        self,
+        host: str,
+        port: int,
+        app: WSGIApplication,
+        *,
+        backlog: int = 128,
+        listener: socket.socket | None = None,
     ) -> None:
         """``listener``: a socket already listening (handed down by a parent process) instead of a new one
         on ``host``:``port``."""
@@ -85,7 +92,7 @@ class LeanWsgiServer:
 
 class _Connection:
     def __init__(
-        self, peer: socket.socket, address: Any, app: WsgiApp, server_address: tuple[str, int]
+        self, peer: socket.socket, address: object, app: WSGIApplication, server_address: tuple[str, int]
     ) -> None:
         self._peer = peer
         self._address = address
@@ -135,7 +142,7 @@ class _Connection:
         self._send(status, headers, b"" if method == "HEAD" else answer, len(answer), keep_alive)
         return keep_alive
 
-    def _environ(self, method: str, target: str, version: str) -> dict[str, Any]:
+    def _environ(self, method: str, target: str, version: str) -> WSGIEnvironment:
         path, _, query = target.partition("?")
         host, port = self._server_address
         return {
@@ -159,7 +166,7 @@ class _Connection:
             "wsgi.run_once": False,
         }
 
-    def _call(self, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
+    def _call(self, environ: WSGIEnvironment) -> tuple[str, list[tuple[str, str]], bytes]:
         answer: dict[str, Any] = {}
 
         def start_response(
@@ -211,7 +218,7 @@ class _Connection:
             )
 
 
-def _read_headers(header_lines: list[bytes], environ: dict[str, Any]) -> tuple[str, bool, bool]:
+def _read_headers(header_lines: list[bytes], environ: WSGIEnvironment) -> tuple[str, bool, bool]:
     """Put the headers in ``environ``; return the Connection tokens, whether the body is chunked, and
     whether the client waits for ``100 Continue``."""
     connection_tokens = ""

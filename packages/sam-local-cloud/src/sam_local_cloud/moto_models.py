@@ -11,7 +11,11 @@ holds them (a table, a backend), as anything else in Python is.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.services import dynamo_type
 
 # The models moto's reset walks through ``instances_tracked`` (moto.s3.models: FakeKey, FakeMultipart).
 _TRACKED_SERVICES = ("moto.s3.",)
@@ -29,7 +33,7 @@ def _register_untracked_instances() -> None:
     from sam_local_cloud.moto_seam.services import BaseModel, model_data
 
     @hooks.around(BaseModel, "__new__", concern="model_registry")
-    def new_untracked(proceed: Any, cls: type[Any], *args: Any, **kwargs: Any) -> Any:
+    def new_untracked(proceed: Callable[..., object], cls: type, *args: object, **kwargs: object) -> object:
         if cls.__module__.startswith(_TRACKED_SERVICES):
             return proceed(cls, *args, **kwargs)
         return object.__new__(cls)
@@ -68,13 +72,13 @@ def _register_compact_dynamodb_items() -> None:
 
     @hooks.around(dynamo_type.Item, "__init__", concern="model_registry")
     def init_with_interned_names(
-        proceed: Any,
-        self: Any,
-        hash_key: Any,
-        range_key: Any,
-        attrs: dict[str, Any],
-        *args: Any,
-        **kwargs: Any,
+        proceed: Callable[..., None],
+        self: dynamo_type.Item,
+        hash_key: dynamo_type.DynamoType,
+        range_key: dynamo_type.DynamoType | None,
+        attrs: dict[str, Any],  # moto's annotation of an item's attributes
+        *args: object,
+        **kwargs: object,
     ) -> None:
         names = {sys.intern(name): value for name, value in attrs.items()}
         proceed(self, hash_key, range_key, names, *args, **kwargs)

@@ -21,11 +21,15 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from types import FrameType
+from typing import IO, Any, TypeAlias
 
 logger = logging.getLogger(__name__)
+
+# What ``signal.signal`` answers: the handler it replaced, to set again later.
+SignalHandler: TypeAlias = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
 
 _PROC = Path("/proc")
 # Groups the reaper keeps before it forgets the ones that have already ended.
@@ -121,7 +125,7 @@ if __name__ == "__main__":
     reap(sys.stdin)
 
 
-def exit_on_sigterm() -> Any:
+def exit_on_sigterm() -> SignalHandler:
     """Make SIGTERM unwind the ``with`` block, as Ctrl-C does, so the environments stop with the process.
 
     Python's default SIGTERM ends the process without running ``__exit__``; the emulators and runtimes,

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING
 from xml.etree import ElementTree
 from xml.parsers.expat import ExpatError
 
@@ -34,22 +34,24 @@ from sam_local_cloud.request_checks import (
     service_of,
 )
 
-_LOG = logging.getLogger("sam_local_cloud.protocol_guard")
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+_LOG = logging.getLogger("sam_local_cloud.protocol_guard")
 
 
 class ProtocolGuard:
     """WSGI middleware: AWS's front-end checks, then the service; a crash answered in the service's shape."""
 
     def __init__(
-        self, app: WsgiApp, *, checked_before: Callable[[Mapping[str, Any]], bool] | None = None
+        self, app: WSGIApplication, *, checked_before: Callable[[WSGIEnvironment], bool] | None = None
     ) -> None:
         self._app = app
         # A request this says was checked already (forwarded by the local cloud's endpoint) is not again.
         self._checked_before = checked_before
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         model = service_of(environ)
         if model is None:
             return _unrouted(self._app, environ, start_response)
@@ -79,7 +81,9 @@ class ProtocolGuard:
         return [answered]
 
 
-def _unrouted(app: WsgiApp, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+def _unrouted(
+    app: WSGIApplication, environ: WSGIEnvironment, start_response: StartResponse
+) -> Iterable[bytes]:
     """A request no service's signature or target names: moto guesses the service from the host and path,
     and when its guess fails, the client gets a plain 400 in the XML most such protocols speak."""
     try:
@@ -92,9 +96,7 @@ def _unrouted(app: WsgiApp, environ: dict[str, Any], start_response: Callable[..
         return [body]
 
 
-def _failure_answer(
-    model: ServiceModel, environ: Mapping[str, Any], body: bytes, error: Exception
-) -> Refusal:
+def _failure_answer(model: ServiceModel, environ: WSGIEnvironment, body: bytes, error: Exception) -> Refusal:
     """What a request that moto raised on gets.
 
     An operation moto lacks, or a case of one it does not handle, is a gap of the local cloud, not a fault of
@@ -119,7 +121,7 @@ def _failure_answer(
     return Refusal(NOT_IMPLEMENTED_CODE, message)
 
 
-def _rest_operation_name(model: ServiceModel, environ: Mapping[str, Any]) -> str | None:
+def _rest_operation_name(model: ServiceModel, environ: WSGIEnvironment) -> str | None:
     operation = rest_operation(model, str(environ.get("REQUEST_METHOD", "GET")), environ)
     return operation.name if operation is not None else None
 
@@ -127,16 +129,20 @@ def _rest_operation_name(model: ServiceModel, environ: Mapping[str, Any]) -> str
 _JSON_CONTENT_TYPES = ("application/x-amz-json-", "application/json")
 
 
-def _captured(app: WsgiApp, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], Any, bytes]:
+def _captured(
+    app: WSGIApplication, environ: WSGIEnvironment
+) -> tuple[str, list[tuple[str, str]], OptExcInfo | None, bytes]:
     """The app's whole answer, before anything of it is sent: status, headers, exc_info, body."""
-    started: list[Any] = []
+    started: list[tuple[str, list[tuple[str, str]], OptExcInfo | None]] = []
 
-    def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[[bytes], Any]:
-        started[:] = [status, headers, exc_info]
+    def capture(
+        status: str, headers: list[tuple[str, str]], exc_info: OptExcInfo | None = None
+    ) -> Callable[[bytes], object]:
+        started[:] = [(status, headers, exc_info)]
         return lambda _data: None
 
     body = b"".join(app(environ, capture))
-    status, headers, exc_info = started
+    ((status, headers, exc_info),) = started
     return status, headers, exc_info, body
 
 
@@ -218,7 +224,7 @@ def _xml_safe(
     return status, _with_length(headers, body), body
 
 
-def _read_body(environ: dict[str, Any]) -> bytes:
+def _read_body(environ: WSGIEnvironment) -> bytes:
     """The body, read once and put back for whoever reads it next."""
     import io
 
@@ -233,14 +239,14 @@ def _read_body(environ: dict[str, Any]) -> bytes:
 
 # ------------------------------------------------------------------------------------------ answers
 def answer(
-    model: ServiceModel, environ: Mapping[str, Any], refusal: Refusal, start_response: Callable[..., Any]
+    model: ServiceModel, environ: WSGIEnvironment, refusal: Refusal, start_response: StartResponse
 ) -> list[bytes]:
     status, headers, body = error_response(model, environ, refusal)
     start_response(status, headers)
     return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
 
 
-def error_response(model: ServiceModel, environ: Mapping[str, Any], refusal: Refusal) -> Answer:
+def error_response(model: ServiceModel, environ: WSGIEnvironment, refusal: Refusal) -> Answer:
     """The error in the shape the service's protocol gives it: status line, headers, body."""
     protocol = protocol_of(model)
     query_compatible = protocol == "json" and model.metadata.get("awsQueryCompatible") is not None

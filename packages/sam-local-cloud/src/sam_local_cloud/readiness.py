@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 # The deployment's own calls carry this key: they are the only ones served before the template is deployed.
 DEPLOYER_CREDENTIALS = {"aws_access_key_id": "sam-local-cloud-deployer", "aws_secret_access_key": "deployer"}
 
 
-def health_answer(deployed: bool, start_response: Any) -> list[bytes]:
+def health_answer(deployed: bool, start_response: StartResponse) -> list[bytes]:
     body = json.dumps({"status": "deployed" if deployed else "deploying"}).encode()
     start_response(
         "200 OK" if deployed else "503 Service Unavailable",
@@ -21,7 +23,7 @@ def health_answer(deployed: bool, start_response: Any) -> list[bytes]:
     return [body]
 
 
-def still_deploying_answer(as_json: bool, start_response: Any) -> list[bytes]:
+def still_deploying_answer(as_json: bool, start_response: StartResponse) -> list[bytes]:
     """AWS's own 503 shape, so boto3 and the AWS CLI retry it as they retry any ServiceUnavailable."""
     message = "The local cloud is still deploying its template; retry shortly."
     headers = [("Retry-After", "1")]
@@ -42,7 +44,7 @@ def still_deploying_answer(as_json: bool, start_response: Any) -> list[bytes]:
     return [body]
 
 
-def from_deployer(environ: Mapping[str, Any]) -> bool:
+def from_deployer(environ: WSGIEnvironment) -> bool:
     authorization = environ.get("HTTP_AUTHORIZATION", "")
     return f"Credential={DEPLOYER_CREDENTIALS['aws_access_key_id']}/" in authorization
 

@@ -18,15 +18,19 @@ import binascii
 import contextlib
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 from xml.etree import ElementTree
 
 import botocore.session
 from botocore.model import OperationModel, ServiceModel, Shape
+
+from sam_local_cloud.json_types import JsonValue
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
 
 # The services moto serves behind the local cloud's endpoint (botocore's names).
 GUARDED_SERVICES = (
@@ -90,7 +94,7 @@ SIGNING_NAMES = {
 }
 
 
-def service_of(environ: Mapping[str, Any]) -> ServiceModel | None:
+def service_of(environ: WSGIEnvironment) -> ServiceModel | None:
     """The service a request is for: its ``X-Amz-Target`` prefix, else the service its signature names."""
     target = environ.get("HTTP_X_AMZ_TARGET", "")
     if target:
@@ -107,7 +111,7 @@ def protocol_of(model: ServiceModel) -> str:
     return str(getattr(model, "resolved_protocol", None) or model.protocol)
 
 
-def operation_name(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> str | None:
+def operation_name(model: ServiceModel, environ: WSGIEnvironment, body: bytes) -> str | None:
     protocol = protocol_of(model)
     if protocol == "json":
         return str(environ.get("HTTP_X_AMZ_TARGET", "")).rpartition(".")[2] or None
@@ -119,7 +123,7 @@ def operation_name(model: ServiceModel, environ: Mapping[str, Any], body: bytes)
     return None
 
 
-def check_request(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
+def check_request(model: ServiceModel, environ: WSGIEnvironment, body: bytes) -> Refusal | None:
     """AWS's answer to a request its front end refuses, or None to let the service answer."""
     protocol = protocol_of(model)
     if protocol == "json":
@@ -137,7 +141,7 @@ def check_request(model: ServiceModel, environ: Mapping[str, Any], body: bytes) 
     return None
 
 
-def _check_json_payload(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
+def _check_json_payload(model: ServiceModel, environ: WSGIEnvironment, body: bytes) -> Refusal | None:
     """A REST-JSON body that is not JSON, for an operation whose members travel in the body."""
     operation = rest_operation(model, str(environ.get("REQUEST_METHOD", "GET")), environ)
     shape = operation.input_shape if operation is not None else None
@@ -166,7 +170,7 @@ MALFORMED_XML = "The XML you provided was not well-formed or did not validate ag
 S3_MAX_KEY_BYTES = 1024
 
 
-def _check_s3_key(model: ServiceModel, environ: Mapping[str, Any]) -> Refusal | None:
+def _check_s3_key(model: ServiceModel, environ: WSGIEnvironment) -> Refusal | None:
     """A path-style S3 request naming a key longer than S3 takes: ``KeyTooLongError``."""
     if model.service_name != "s3":
         return None
@@ -178,7 +182,7 @@ def _check_s3_key(model: ServiceModel, environ: Mapping[str, Any]) -> Refusal | 
     return None
 
 
-def _check_bucket_policy(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
+def _check_bucket_policy(model: ServiceModel, environ: WSGIEnvironment, body: bytes) -> Refusal | None:
     """A bucket policy S3 cannot read as JSON: ``MalformedPolicy``, in S3's two wordings. (A policy stored
     as sent would come back as bytes no SDK can decode.)"""
     if model.service_name != "s3" or environ.get("REQUEST_METHOD") != "PUT":
@@ -195,7 +199,7 @@ def _check_bucket_policy(model: ServiceModel, environ: Mapping[str, Any], body: 
     return None
 
 
-def _check_xml_payload(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
+def _check_xml_payload(model: ServiceModel, environ: WSGIEnvironment, body: bytes) -> Refusal | None:
     """An XML body that does not parse, or whose root is not the operation's: S3's MalformedXML."""
     operation = rest_operation(model, str(environ.get("REQUEST_METHOD", "GET")), environ)
     shape = operation.input_shape if operation is not None else None
@@ -218,7 +222,7 @@ def _check_xml_payload(model: ServiceModel, environ: Mapping[str, Any], body: by
     return None
 
 
-def rest_operation(model: ServiceModel, method: str, environ: Mapping[str, Any]) -> OperationModel | None:
+def rest_operation(model: ServiceModel, method: str, environ: WSGIEnvironment) -> OperationModel | None:
     """The operation a path-style REST request names: its method, path depth and query markers
     (``?encryption``), the most specific template winning."""
     segments = [segment for segment in str(environ.get("PATH_INFO", "")).split("/") if segment]
@@ -257,7 +261,7 @@ def _path_fits(template: tuple[str, ...], segments: list[str]) -> bool:
     )
 
 
-def _check_json(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
+def _check_json(model: ServiceModel, environ: WSGIEnvironment, body: bytes) -> Refusal | None:
     name = str(environ.get("HTTP_X_AMZ_TARGET", "")).rpartition(".")[2]
     if name not in model.operation_names:
         return Refusal("UnknownOperationException", "")
@@ -280,7 +284,7 @@ def _check_json(model: ServiceModel, environ: Mapping[str, Any], body: bytes) ->
     return refusal
 
 
-def _check_query(model: ServiceModel, environ: Mapping[str, Any], body: bytes) -> Refusal | None:
+def _check_query(model: ServiceModel, environ: WSGIEnvironment, body: bytes) -> Refusal | None:
     pairs = parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True)
     if body and "x-www-form-urlencoded" in str(environ.get("CONTENT_TYPE", "")):
         try:
@@ -361,7 +365,7 @@ _EXPECTED_SCALARS: dict[str, tuple[type, ...]] = {
 }
 
 
-def _walk(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
+def _walk(shape: Shape, value: JsonValue, path: str, problems: _Problems) -> None:
     """Check one value against its shape: Coral's deserialiser (types) and validator (constraints)."""
     kind = shape.type_name
     if kind == "structure":
@@ -374,7 +378,7 @@ def _walk(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
         _walk_scalar(shape, value, path, problems)
 
 
-def _walk_structure(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
+def _walk_structure(shape: Shape, value: JsonValue, path: str, problems: _Problems) -> None:
     if shape.metadata.get("document"):
         return
     if not isinstance(value, dict):
@@ -390,7 +394,7 @@ def _walk_structure(shape: Shape, value: Any, path: str, problems: _Problems) ->
             _walk(member, member_value, _coral_path(path, member_name), problems)
 
 
-def _walk_list(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
+def _walk_list(shape: Shape, value: JsonValue, path: str, problems: _Problems) -> None:
     if not isinstance(value, list):
         problems.wrong_type(_unexpected(value))
         return
@@ -400,7 +404,7 @@ def _walk_list(shape: Shape, value: Any, path: str, problems: _Problems) -> None
             _walk(shape.member, item, f"{path}.{index}.member", problems)  # type: ignore[attr-defined]
 
 
-def _walk_map(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
+def _walk_map(shape: Shape, value: JsonValue, path: str, problems: _Problems) -> None:
     if not isinstance(value, dict):
         problems.wrong_type(_unexpected(value))
         return
@@ -496,13 +500,13 @@ def _check_size(shape: Shape, size: int, path: str, problems: _Problems, shown: 
         problems.constraint(said, path, f"Member must have length less than or equal to {most}")
 
 
-def _json_kind(value: Any) -> str:
+def _json_kind(value: JsonValue) -> str:
     if isinstance(value, bool):
         return "TRUE_VALUE" if value else "FALSE_VALUE"
     return _JSON_KINDS.get(type(value), "VALUE")
 
 
-def _unexpected(value: Any) -> str:
+def _unexpected(value: JsonValue) -> str:
     if isinstance(value, dict):
         return "Start of structure or map found where not expected."
     if isinstance(value, list):

@@ -39,7 +39,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 FAULT_EVENT_KEY = "__sam_local_cloud_fault__"
@@ -116,7 +116,7 @@ def parse_crash_point(point: str) -> tuple[str, int]:
     )
 
 
-def _log_line(document: dict[str, Any]) -> None:
+def _log_line(document: Mapping[str, object]) -> None:
     # Unbuffered: the line must be in the log before a SIGKILL that may follow at once.
     os.write(2, (json.dumps(document, default=str) + "\n").encode())
 
@@ -244,7 +244,7 @@ def describe_call(service: str, operation: str, params: dict[str, Any], number: 
     return call
 
 
-def checkpoint_update_key(update: dict[str, Any]) -> str:
+def checkpoint_update_key(update: Mapping[str, object]) -> str:
     """``<operation Id>:<Action>``: one operation update of a durable checkpoint, the same in every replay."""
     return f"{update.get('Id')}:{update.get('Action')}"
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sam_local_cloud.docker_api.errors import bad_request
+from sam_local_cloud.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from sam_local_cloud.docker_api.images import ImageConfig
 
 RIE_CONTAINER_PORT = "8080/tcp"
 TASK_ROOT = "/var/task"
@@ -50,7 +54,7 @@ class BindMount:
     read_only: bool
     mode: str
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {
             "Type": "bind",
             "Source": str(self.source),
@@ -87,7 +91,7 @@ class ContainerConfig:
 
 
 def parse_create(
-    body: dict[str, Any], image_config: dict[str, Any], *, durable_emulator: bool = False
+    body: dict[str, Any], image_config: ImageConfig, *, durable_emulator: bool = False
 ) -> ContainerConfig:
     """The container to run, or a 400 naming what cannot run here.
 

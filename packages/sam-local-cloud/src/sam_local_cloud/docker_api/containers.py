@@ -31,6 +31,7 @@ from sam_local_cloud.docker_api.execution import (
     function_name_of,
 )
 from sam_local_cloud.docker_api.images import DURABLE_EMULATOR_RUNTIME, Image, ImageStore, Publish
+from sam_local_cloud.docker_api.networks import EndpointSettings
 from sam_local_cloud.docker_api.streams import STDERR, STDOUT, OutputLog
 from sam_local_cloud.lambda_service.environments import PORTS, listens_on
 from sam_local_cloud.lambda_service.forkserver import ForkServerError
@@ -63,7 +64,7 @@ class Container:
     host_port: int = 0
     launch: Launch | None = None
     output: OutputLog = field(default_factory=OutputLog)
-    networks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    networks: dict[str, EndpointSettings] = field(default_factory=dict)
     exited: threading.Event = field(default_factory=threading.Event)
     removed: threading.Event = field(default_factory=threading.Event)
 
@@ -84,7 +85,7 @@ class Container:
         port = self.host_port or binding.host_port
         return {binding.container_port: [{"HostIp": binding.host_ip, "HostPort": str(port)}]}
 
-    def inspect(self) -> dict[str, Any]:
+    def inspect(self) -> dict[str, object]:
         request = self.config.request
         return {
             "Id": self.id,
@@ -130,7 +131,7 @@ class Container:
             },
         }
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         binding = self.config.published_port
         return {
             "Id": self.id,
@@ -192,7 +193,7 @@ class ContainerStore:
             return matches[0]
         raise not_found(f"No such container: {reference}")
 
-    def summaries(self, *, include_stopped: bool, filters: dict[str, list[str]]) -> list[dict[str, Any]]:
+    def summaries(self, *, include_stopped: bool, filters: dict[str, list[str]]) -> list[dict[str, object]]:
         unknown = set(filters) - {"id", "name", "label", "status", "ancestor"}
         if unknown:
             raise bad_request(f"invalid filter '{sorted(unknown)[0]}'")
@@ -395,7 +396,7 @@ class ContainerStore:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(container.launch.process.pid, number)
 
-    def wait(self, reference: str, condition: str) -> dict[str, Any]:
+    def wait(self, reference: str, condition: str) -> dict[str, int | None]:
         container = self.get(reference)
         if condition == "removed":
             container.removed.wait()
@@ -433,7 +434,7 @@ class ContainerStore:
 
     # -- files --------------------------------------------------------------------------------------
 
-    def get_archive(self, reference: str, path: str) -> tuple[bytes, dict[str, Any]]:
+    def get_archive(self, reference: str, path: str) -> tuple[bytes, dict[str, str | int]]:
         """A tar of one path of the container, and the stat Docker sends beside it."""
         container = self.get(reference)
         host = container.paths.to_host(path)
@@ -443,7 +444,7 @@ class ContainerStore:
         with tarfile.open(fileobj=buffer, mode="w") as archive:
             archive.add(host, arcname=os.path.basename(path.rstrip("/")) or ".")
         status = host.lstat()
-        stat_document = {
+        stat_document: dict[str, str | int] = {
             "name": os.path.basename(path.rstrip("/")) or "/",
             "size": status.st_size,
             "mode": status.st_mode,

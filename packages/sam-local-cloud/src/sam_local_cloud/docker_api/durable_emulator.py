@@ -31,7 +31,10 @@ import logging
 import socket
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sam_local_cloud.json_types import JsonObject
 
 LOG = logging.getLogger(__name__)
 DEFAULT_REGION = "us-east-1"
@@ -53,7 +56,7 @@ def resolve_extra_hosts(hosts: Mapping[str, str]) -> None:
     socket.getaddrinfo = getaddrinfo
 
 
-def chained_invoke_targets(endpoint_url: str, region: str) -> dict[str, dict[str, Any]]:
+def chained_invoke_targets(endpoint_url: str, region: str) -> dict[str, JsonObject]:
     """The functions at ``endpoint_url`` a durable function can invoke, in ``--function-configs``' shape.
 
     Only plain functions: the runner would run a durable target as a child execution by invoking its
@@ -64,7 +67,7 @@ def chained_invoke_targets(endpoint_url: str, region: str) -> dict[str, dict[str
     import boto3
 
     client = boto3.client("lambda", endpoint_url=endpoint_url, region_name=region)
-    targets: dict[str, dict[str, Any]] = {}
+    targets: dict[str, JsonObject] = {}
     for page in client.get_paginator("list_functions").paginate():
         for function in page.get("Functions", []):
             if function.get("DurableConfig"):

@@ -9,9 +9,28 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TypedDict
 
 from sam_local_cloud.docker_api.errors import bad_request
+
+
+class EventActor(TypedDict):
+    ID: str
+    Attributes: dict[str, str]
+
+
+class Event(TypedDict):
+    """An event as ``GET /events`` streams it, in Docker's field names."""
+
+    Type: str
+    Action: str
+    Actor: EventActor
+    scope: str
+    time: int
+    timeNano: int
+    status: str
+    id: str
+
 
 _FILTERS = {"type": "Type", "event": "Action", "container": "container", "image": "image"}
 _KEEP = 1000
@@ -21,13 +40,13 @@ HEARTBEAT_SECONDS = 2.0
 
 class EventLog:
     def __init__(self) -> None:
-        self._events: list[tuple[int, dict[str, Any]]] = []  # (sequence number, event), the last _KEEP
+        self._events: list[tuple[int, Event]] = []  # (sequence number, event), the last _KEEP
         self._published = 0
         self._changed = threading.Condition()
 
     def publish(self, kind: str, action: str, actor_id: str, attributes: dict[str, str]) -> None:
         now = time.time_ns()
-        event = {
+        event: Event = {
             "Type": kind,
             "Action": action,
             "Actor": {"ID": actor_id, "Attributes": attributes},
@@ -51,7 +70,7 @@ class EventLog:
         since: float | None,
         until: float | None,
         stop: threading.Event,
-    ) -> Iterator[dict[str, Any] | None]:
+    ) -> Iterator[Event | None]:
         """Matching events (past ones from ``since`` on), then new ones until ``until`` (a time) or
         ``stop``; None now and then while idle."""
         with self._changed:
@@ -84,7 +103,7 @@ def check_filters(filters: dict[str, list[str]]) -> None:
         raise bad_request(f"invalid filter '{sorted(unknown)[0]}'")
 
 
-def _matches(event: dict[str, Any], filters: dict[str, list[str]]) -> bool:
+def _matches(event: Event, filters: dict[str, list[str]]) -> bool:
     for key, values in filters.items():
         if key == "type":
             found = event["Type"]

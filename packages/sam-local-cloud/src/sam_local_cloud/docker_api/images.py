@@ -28,9 +28,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypedDict
 
 from sam_local_cloud.docker_api.errors import ApiError, bad_request, conflict, not_found
+from sam_local_cloud.json_types import JsonObject
 
 LAMBDA_RUNTIME_LABEL = "org.sam-local-cloud.lambda-runtime"
 ONLY_PYTHON = "the local execution environments run Python Lambda runtimes only, each on the Python it names"
@@ -144,12 +145,23 @@ def _digest(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+class ImageConfig(TypedDict, total=False):
+    """An image's ``Config``, as Docker's image inspect answers it."""
+
+    Env: list[str]
+    Entrypoint: list[str] | None
+    Cmd: list[str] | None
+    WorkingDir: str
+    Labels: dict[str, str]
+    ExposedPorts: dict[str, JsonObject]
+
+
 @dataclass
 class Image:
     id: str
     tags: list[str]
     runtime: str
-    config: dict[str, Any]
+    config: ImageConfig
     created: str = field(default_factory=_timestamp)
     repo_digests: list[str] = field(default_factory=list)
     # The image's own files (what its Dockerfile ADDed), or None for a base image: it has none.
@@ -160,7 +172,7 @@ class Image:
     def short_id(self) -> str:
         return self.id.removeprefix("sha256:")[:12]
 
-    def inspect(self) -> dict[str, Any]:
+    def inspect(self) -> dict[str, object]:
         return {
             "Id": self.id,
             "RepoTags": list(self.tags),
@@ -174,7 +186,7 @@ class Image:
             "RootFS": {"Type": "layers", "Layers": []},
         }
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JsonObject:
         return {
             "Id": self.id,
             "ParentId": self.parent_id,
@@ -242,7 +254,7 @@ class ImageStore:
     def registry_digest(reference: str) -> str:
         return _digest(f"sam-local-cloud registry {normalise(reference)}")
 
-    def distribution(self, reference: str) -> dict[str, Any]:
+    def distribution(self, reference: str) -> JsonObject:
         """``GET /distribution/{name}/json``: what the registry would say, for the images present here."""
         if not _is_present_without_download(reference):
             raise ApiError(
@@ -257,7 +269,7 @@ class ImageStore:
             "Platforms": [{"architecture": host_architecture(), "os": "linux"}],
         }
 
-    def summaries(self, filters: dict[str, list[str]]) -> list[dict[str, Any]]:
+    def summaries(self, filters: dict[str, list[str]]) -> list[JsonObject]:
         unknown = set(filters) - {"reference", "dangling", "label"}
         if unknown:
             raise bad_request(f"invalid filter '{sorted(unknown)[0]}'")
@@ -267,7 +279,7 @@ class ImageStore:
 
     # -- pull, tag, remove --------------------------------------------------------------------------
 
-    def pull(self, repository: str, tag: str) -> list[dict[str, Any]]:
+    def pull(self, repository: str, tag: str) -> list[JsonObject]:
         """The progress lines of ``POST /images/create``; a Lambda Python base image is already here."""
         reference = f"{repository}:{tag or 'latest'}"
         if not _is_present_without_download(reference):
@@ -321,9 +333,9 @@ class ImageStore:
 
     def build(
         self, context: IO[bytes], *, tags: Iterable[str], dockerfile: str, target_platform: str
-    ) -> list[dict[str, Any]]:
+    ) -> list[JsonObject]:
         """``POST /build``: the progress lines, ending in an ``error`` line when the build is refused."""
-        lines: list[dict[str, Any]] = []
+        lines: list[JsonObject] = []
         try:
             _check_platform(target_platform)
             image = self._build(context, dockerfile, lines)
@@ -338,7 +350,7 @@ class ImageStore:
         lines += [{"stream": f"Successfully tagged {normalise(tag)}\n"} for tag in tags]
         return lines
 
-    def _build(self, context: IO[bytes], dockerfile: str, lines: list[dict[str, Any]]) -> Image:
+    def _build(self, context: IO[bytes], dockerfile: str, lines: list[JsonObject]) -> Image:
         self.root.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="context-", dir=self.root) as context_folder:
             context_dir = Path(context_folder)
@@ -370,7 +382,7 @@ class ImageStore:
             id=image_id,
             tags=[],
             runtime=parent.runtime,
-            config=dict(parent.config),
+            config=parent.config.copy(),
             rootfs=rootfs,
             parent_id=parent.id,
         )
@@ -404,7 +416,7 @@ def _check_platform(target_platform: str) -> None:
         )
 
 
-def _base_config(runtime: str) -> dict[str, Any]:
+def _base_config(runtime: str) -> ImageConfig:
     return {
         "Env": [*_BASE_ENVIRONMENT, f"AWS_EXECUTION_ENV=AWS_Lambda_{runtime}"],
         "Entrypoint": ["/lambda-entrypoint.sh"],
@@ -414,7 +426,7 @@ def _base_config(runtime: str) -> dict[str, Any]:
     }
 
 
-def _emulator_config() -> dict[str, Any]:
+def _emulator_config() -> ImageConfig:
     return {
         "Env": ["PATH=/usr/local/bin:/usr/bin:/bin"],
         "Entrypoint": None,

@@ -12,22 +12,56 @@ from __future__ import annotations
 import hashlib
 import threading
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypedDict
 
 from sam_local_cloud.docker_api.errors import bad_request, conflict, not_found
+from sam_local_cloud.json_types import JsonObject, JsonValue
 
 PREDEFINED = ("bridge", "host", "none")
 
 
+class NetworkContainer(TypedDict):
+    Name: str
+    IPv4Address: str
+
+
+class Network(TypedDict):
+    """A network as Docker's inspect answers it."""
+
+    Name: str
+    Id: str
+    Created: str
+    Scope: str
+    Driver: str
+    EnableIPv6: bool
+    Internal: bool
+    Attachable: bool
+    Ingress: bool
+    IPAM: JsonObject
+    Containers: dict[str, NetworkContainer]
+    Options: dict[str, str]
+    Labels: JsonValue
+
+
+class EndpointSettings(TypedDict):
+    """A container's endpoint on a network, as Docker's container inspect answers it."""
+
+    NetworkID: str
+    EndpointID: str
+    Gateway: str
+    IPAddress: str
+    IPPrefixLen: int
+
+
 class Networks:
     def __init__(self) -> None:
-        self._networks: dict[str, dict[str, Any]] = {}
+        self._networks: dict[str, Network] = {}
         self._lock = threading.Lock()
         for name in PREDEFINED:
             self._add(name, "null" if name == "none" else name)
 
-    def _add(self, name: str, driver: str) -> dict[str, Any]:
-        network: dict[str, Any] = {
+    def _add(self, name: str, driver: str) -> Network:
+        network: Network = {
             "Name": name,
             "Id": hashlib.sha256(f"sam-local-cloud network {name}".encode()).hexdigest(),
             "Created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
@@ -45,7 +79,7 @@ class Networks:
         self._networks[network["Id"]] = network
         return network
 
-    def get(self, reference: str) -> dict[str, Any]:
+    def get(self, reference: str) -> Network:
         """The network by ID, ID prefix or name; 404 in Docker's words when there is none."""
         with self._lock:
             network = self._find(reference)
@@ -53,7 +87,7 @@ class Networks:
             raise not_found(f"network {reference} not found")
         return network
 
-    def _find(self, reference: str) -> dict[str, Any] | None:
+    def _find(self, reference: str) -> Network | None:
         for network in self._networks.values():
             if reference in {network["Name"], network["Id"]} or (
                 len(reference) >= 12 and network["Id"].startswith(reference)
@@ -61,24 +95,24 @@ class Networks:
                 return network
         return None
 
-    def all(self) -> list[dict[str, Any]]:
+    def all(self) -> list[Network]:
         with self._lock:
             return list(self._networks.values())
 
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        name = body.get("Name") or ""
+    def create(self, body: JsonObject) -> dict[str, str]:
+        name = str(body.get("Name") or "")
         if not name:
             raise bad_request("network name is required")
         with self._lock:
             if self._find(name) is not None:
                 raise conflict(f"network with name {name} already exists")
-            network = self._add(name, body.get("Driver") or "bridge")
+            network = self._add(name, str(body.get("Driver") or "bridge"))
             network["Labels"] = body.get("Labels") or {}
         return {"Id": network["Id"], "Warning": ""}
 
-    def connect(self, reference: str, container_id: str, container_name: str) -> dict[str, Any]:
+    def connect(self, reference: str, container_id: str, container_name: str) -> EndpointSettings:
         network = self.get(reference)
-        endpoint = {
+        endpoint: EndpointSettings = {
             "NetworkID": network["Id"],
             "EndpointID": hashlib.sha256(f"{network['Id']}:{container_id}".encode()).hexdigest(),
             "Gateway": "127.0.0.1",

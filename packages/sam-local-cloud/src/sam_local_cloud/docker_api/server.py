@@ -26,7 +26,7 @@ from base64 import b64encode
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from werkzeug.exceptions import MethodNotAllowed, NotFound
@@ -48,6 +48,10 @@ from sam_local_cloud.docker_api.streams import (
     json_line,
 )
 from sam_local_cloud.runtime_forkserver import peer_closed
+
+if TYPE_CHECKING:
+    from email.message import Message
+    from io import BufferedIOBase
 
 API_VERSION = "1.45"
 MIN_API_VERSION = "1.24"
@@ -102,8 +106,8 @@ class Request:
     method: str
     path: str
     query: dict[str, list[str]]
-    headers: Any
-    rfile: Any  # the connection's buffered reader
+    headers: Message
+    rfile: BufferedIOBase  # the connection's buffered reader
     args: dict[str, str] = field(default_factory=dict)
     _body_read: bool = False
 
@@ -165,7 +169,7 @@ class Reply:
     hijack: Callable[[Callable[[bytes], None]], None] | None = None
 
 
-def json_reply(status: int, document: Any) -> Reply:
+def json_reply(status: int, document: object) -> Reply:
     return Reply(status, json.dumps(document).encode())
 
 
@@ -520,7 +524,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._serve()
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Calls are recorded by the API (with the route they matched), not as access log lines."""
 
     def _serve(self) -> None:

@@ -17,7 +17,11 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from email.message import Message
+    from io import BufferedIOBase
 
 STDOUT = 1
 STDERR = 2
@@ -37,11 +41,11 @@ def chunk(payload: bytes) -> bytes:
 LAST_CHUNK = b"0\r\n\r\n"
 
 
-def json_line(document: dict[str, Any]) -> bytes:
+def json_line(document: object) -> bytes:
     return json.dumps(document).encode() + b"\r\n"
 
 
-def copy_body(source: IO[bytes], headers: Any, target: IO[bytes]) -> int:
+def copy_body(source: BufferedIOBase, headers: Message, target: IO[bytes]) -> int:
     """Copy a request body (Content-Length or chunked) from ``source`` to ``target``; returns its size.
 
     docker-py streams a build context as chunked when it cannot tell the file's length.
@@ -53,7 +57,7 @@ def copy_body(source: IO[bytes], headers: Any, target: IO[bytes]) -> int:
     return length
 
 
-def _copy_exactly(source: IO[bytes], target: IO[bytes], size: int, what: str) -> None:
+def _copy_exactly(source: BufferedIOBase, target: IO[bytes], size: int, what: str) -> None:
     remaining = size
     while remaining > 0:
         data = source.read(min(remaining, _COPY_CHUNK_BYTES))
@@ -63,7 +67,7 @@ def _copy_exactly(source: IO[bytes], target: IO[bytes], size: int, what: str) ->
         remaining -= len(data)
 
 
-def _copy_chunked(source: IO[bytes], target: IO[bytes]) -> int:
+def _copy_chunked(source: BufferedIOBase, target: IO[bytes]) -> int:
     copied = 0
     while True:
         size_line = source.readline()

@@ -6,7 +6,7 @@ import json
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sam_local_cloud.iam.digests import digest
 from sam_local_cloud.iam.identities import Denial, Identity, session_name
@@ -20,7 +20,23 @@ from sam_local_cloud.iam.resources import (
 from sam_local_cloud.iam.responses import access_denied_client_error, denied_response
 from sam_local_cloud.iam.roles import Role, StackRoles
 
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse
+    from mypy_boto3_lambda.type_defs import InvocationResponseTypeDef
+
+    from sam_local_cloud.lambda_service.in_process import InProcessLambdaClient
+
 _LOG = logging.getLogger("sam_local_cloud.iam")
+
+
+class WouldBeDenial(TypedDict):
+    """A call the roles would deny, as report mode logs it (one JSON line each)."""
+
+    principal: str
+    action: str
+    resource: str
+    why: str
+    explicit_deny: bool
 
 
 class IamEnforcer:
@@ -131,7 +147,7 @@ class IamEnforcer:
         denial = self.first_denied(identity, accesses)
         if denial is None or self.report_to is None:
             return denial
-        record = {
+        record: WouldBeDenial = {
             "principal": identity.arn,
             "action": denial.access.action,
             "resource": denial.access.resource,
@@ -144,14 +160,14 @@ class IamEnforcer:
             report.write(line + "\n")
         return None
 
-    def would_be_denials(self) -> list[dict[str, Any]]:
+    def would_be_denials(self) -> list[WouldBeDenial]:
         """In report mode, every call a role did not allow, in order (from every process); else []."""
         if self.report_to is None or not self.report_to.exists():
             return []
         lines = self.report_to.read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
 
-    def refuse(self, environ: dict[str, Any], start_response: Any) -> list[bytes] | None:
+    def refuse(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes] | None:
         """AWS's access-denied answer if the request's signer may not do what it asks, else None."""
         scope = credential_scope(environ)
         if scope is None:
@@ -168,7 +184,7 @@ class IamEnforcer:
         start_response(status, headers)
         return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
 
-    def lambda_tasks_client(self, client: Any) -> AuthorizingLambdaClient:
+    def lambda_tasks_client(self, client: InProcessLambdaClient) -> AuthorizingLambdaClient:
         return AuthorizingLambdaClient(client, self)
 
 
@@ -182,11 +198,13 @@ class AuthorizingLambdaClient:
     here, and a denial raises the ``ClientError`` boto3 would (HTTP 403, ``AccessDeniedException``).
     """
 
-    def __init__(self, client: Any, enforcer: IamEnforcer) -> None:
+    def __init__(self, client: InProcessLambdaClient, enforcer: IamEnforcer) -> None:
         self._client = client
         self._enforcer = enforcer
 
-    def invoke(self, *, caller_access_key_id: str | None = None, **parameters: Any) -> Any:
+    def invoke(
+        self, *, caller_access_key_id: str | None = None, **parameters: Any
+    ) -> InvocationResponseTypeDef:
         identity = self._enforcer.identity(caller_access_key_id) if caller_access_key_id else None
         if identity is not None:
             arn = function_arn(

@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sam_local_cloud.iam.roles import Role, statements
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from sam_local_cloud.moto_seam.services import IAMPolicy
 
 
-def _policy_for_moto(document: Mapping[str, Any]) -> str:
+def _policy_for_moto(document: Mapping[str, object]) -> str:
     """The document as moto's ``IAMPolicy`` should match it.
 
     moto turns a pattern into a regular expression by replacing ``*`` only, so a ``.``, ``$`` or ``+`` in
@@ -40,7 +40,7 @@ def _policy_for_moto(document: Mapping[str, Any]) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": kept})
 
 
-def _on_any_resource(document: Mapping[str, Any]) -> dict[str, Any]:
+def _on_any_resource(document: Mapping[str, object]) -> dict[str, object]:
     """The document for a request whose resource is unknown: an Allow counts whatever its resources, a
     Deny only if it is on every resource (one on a named resource may not be this one)."""
     kept = []
@@ -53,7 +53,7 @@ def _on_any_resource(document: Mapping[str, Any]) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": kept}
 
 
-def _as_list(value: Any) -> list[str]:
+def _as_list(value: object) -> list[str]:
     return [str(item) for item in value] if isinstance(value, list) else [str(value)]
 
 
@@ -142,7 +142,7 @@ def explain_denial(role: Role, access: Access) -> str:
     return f"role {role.name} evaluated: " + "; ".join(shown)
 
 
-def _why_not(statement: Mapping[str, Any], access: Access) -> tuple[int, str]:
+def _why_not(statement: Mapping[str, object], access: Access) -> tuple[int, str]:
     """Why the statement does not allow the access, ranked: an explicit Deny first, then an Allow it
     overrides, resources that differ, a NotResource statement, actions that differ."""
     actions = _as_list(statement.get("Action", statement.get("NotAction", [])))
@@ -167,7 +167,7 @@ def _why_not(statement: Mapping[str, Any], access: Access) -> tuple[int, str]:
     return 0, "allows it, an explicit Deny overrides it"
 
 
-def _listed(key: str, statement: Mapping[str, Any]) -> str:
+def _listed(key: str, statement: Mapping[str, object]) -> str:
     key = key if key in statement else f"Not{key}"
     return f"{key} {', '.join(_as_list(statement.get(key, [])))}"
 

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from sam_local_cloud.iam.policies import Access
+from sam_local_cloud.json_types import JsonValue
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def requested_access(
     )
 
 
-def _routed_operation(service: str, environ: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+def _routed_operation(service: str, environ: dict[str, Any]) -> tuple[str | None, Mapping[str, JsonValue]]:
     """The operation and URI parameters of a REST request, matched by moto's router on botocore's model."""
     from botocore.exceptions import UnknownServiceError
     from werkzeug.exceptions import NotFound
@@ -131,6 +132,20 @@ def _router(service: str) -> Any:
     return get_service_router(service)
 
 
+def _objects(value: JsonValue) -> list[JsonValue]:
+    """A request member that must be a JSON array, as a list."""
+    if not isinstance(value, list):
+        raise TypeError(f"expected a JSON array, found {type(value).__name__}")
+    return value
+
+
+def _object(value: JsonValue) -> dict[str, JsonValue]:
+    """A request member that must be a JSON object, as a dict."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a JSON object, found {type(value).__name__}")
+    return value
+
+
 def _unique(accesses: Iterable[Access]) -> list[Access]:
     return list(dict.fromkeys(accesses))
 
@@ -144,7 +159,7 @@ _TRANSACTION_ACTIONS = {
 }
 
 
-def _dynamodb_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
+def _dynamodb_accesses(action: str, params: Mapping[str, JsonValue], arn_prefix: str) -> Iterator[Access]:
     """DynamoDB authorises a transaction per item (PutItem, UpdateItem, ... on each item's table) and a
     batch per table; a Query or Scan of an index on the index's ARN."""
 
@@ -153,13 +168,14 @@ def _dynamodb_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) 
 
     operation = action.partition(":")[2]
     if operation in ("TransactWriteItems", "TransactGetItems"):
-        for item in params.get("TransactItems") or []:
-            for kind, request in item.items():
+        for item in _objects(params.get("TransactItems") or []):
+            for kind, request in _object(item).items():
                 yield Access(
-                    f"dynamodb:{_TRANSACTION_ACTIONS.get(kind, kind)}", table_arn(request["TableName"])
+                    f"dynamodb:{_TRANSACTION_ACTIONS.get(kind, kind)}",
+                    table_arn(str(_object(request)["TableName"])),
                 )
     elif operation in ("BatchWriteItem", "BatchGetItem"):
-        for table in params.get("RequestItems") or {}:
+        for table in _object(params.get("RequestItems") or {}):
             yield Access(action, table_arn(table))
     elif "TableName" in params:
         arn = table_arn(str(params["TableName"]))
@@ -195,7 +211,7 @@ _ARN_PARAMETERS = (
 )
 
 
-def _generic_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
+def _generic_accesses(action: str, params: Mapping[str, JsonValue], arn_prefix: str) -> Iterator[Access]:
     named = [params.get(name) for name in _ARN_PARAMETERS]
     others = [value for name, value in params.items() if name.lower().endswith("arn")]
     for value in (*named, *others):
@@ -209,7 +225,7 @@ def _generic_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -
 _STATES_CREATED = {"states:CreateStateMachine": "stateMachine", "states:CreateActivity": "activity"}
 
 
-def _states_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
+def _states_accesses(action: str, params: Mapping[str, JsonValue], arn_prefix: str) -> Iterator[Access]:
     kind = _STATES_CREATED.get(action)
     if kind and params.get("name"):
         yield Access(action, f"{arn_prefix}:{kind}:{params['name']}")
@@ -217,7 +233,7 @@ def _states_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) ->
         yield from _generic_accesses(action, params, arn_prefix)
 
 
-def _sns_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
+def _sns_accesses(action: str, params: Mapping[str, JsonValue], arn_prefix: str) -> Iterator[Access]:
     if action == "sns:CreateTopic" and params.get("Name"):
         yield Access(action, f"{arn_prefix}:{params['Name']}")
     elif action == "sns:Unsubscribe" and str(params.get("SubscriptionArn", "")).startswith("arn:"):
@@ -230,7 +246,7 @@ def _sns_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> It
         yield from _generic_accesses(action, params, arn_prefix)
 
 
-def _sqs_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
+def _sqs_accesses(action: str, params: Mapping[str, JsonValue], arn_prefix: str) -> Iterator[Access]:
     """SQS authorises on the queue's ARN; requests name the queue by URL (``.../<account>/<name>``), or
     by name when creating it or asking for its URL."""
     url = params.get("QueueUrl")
@@ -261,19 +277,19 @@ _EVENTS_RULE_OPERATIONS = {
 _EVENTS_BUS_OPERATIONS = {"CreateEventBus", "DeleteEventBus", "DescribeEventBus", "UpdateEventBus"}
 
 
-def _events_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
+def _events_accesses(action: str, params: Mapping[str, JsonValue], arn_prefix: str) -> Iterator[Access]:
     """EventBridge authorises PutEvents per entry on the entry's bus (by name or ARN; ``default`` when
     none is named), rule operations on ``rule/<name>`` (``rule/<bus>/<name>`` off the default bus)."""
 
-    def bus_name(value: Any) -> str:
+    def bus_name(value: JsonValue) -> str:
         named = str(value or "default")
         return named.rpartition("event-bus/")[2] if named.startswith("arn:") else named
 
     operation = action.partition(":")[2]
     if operation == "PutEvents":
-        entries = params.get("Entries") or [{}]
+        entries = _objects(params.get("Entries") or [{}])
         for entry in entries:
-            yield Access(action, f"{arn_prefix}:event-bus/{bus_name(entry.get('EventBusName'))}")
+            yield Access(action, f"{arn_prefix}:event-bus/{bus_name(_object(entry).get('EventBusName'))}")
     elif operation in _EVENTS_RULE_OPERATIONS and (params.get("Name") or params.get("Rule")):
         rule = params.get("Name") or params.get("Rule")
         bus = bus_name(params.get("EventBusName"))
@@ -286,7 +302,7 @@ def _events_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) ->
         yield from _generic_accesses(action, params, arn_prefix)
 
 
-def _logs_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
+def _logs_accesses(action: str, params: Mapping[str, JsonValue], arn_prefix: str) -> Iterator[Access]:
     group = params.get("logGroupName")
     if not group:
         yield from _generic_accesses(action, params, arn_prefix)
@@ -296,8 +312,8 @@ def _logs_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> I
         yield Access(action, f"{arn_prefix}:log-group:{group}")
 
 
-def _cloudwatch_accesses(action: str, params: Mapping[str, Any], arn_prefix: str) -> Iterator[Access]:
-    names = params.get("AlarmNames") or ([params["AlarmName"]] if params.get("AlarmName") else [])
+def _cloudwatch_accesses(action: str, params: Mapping[str, JsonValue], arn_prefix: str) -> Iterator[Access]:
+    names = _objects(params.get("AlarmNames") or ([params["AlarmName"]] if params.get("AlarmName") else []))
     if not names:
         yield Access(action, "*")
     for name in names:
@@ -350,7 +366,7 @@ _S3_ACTIONS = {
 }
 
 
-def _s3_accesses(operation: str, params: Mapping[str, Any], environ: dict[str, Any]) -> list[Access]:
+def _s3_accesses(operation: str, params: Mapping[str, JsonValue], environ: dict[str, Any]) -> list[Access]:
     action = f"s3:{_S3_ACTIONS.get(operation, operation)}"
     bucket, key = params.get("Bucket"), params.get("Key")
     if not bucket:
@@ -377,7 +393,7 @@ _LAMBDA_ACTIONS = {"Invoke": "InvokeFunction", "InvokeWithResponseStream": "Invo
 
 
 def _lambda_accesses(
-    operation: str, params: Mapping[str, Any], environ: Mapping[str, Any], region: str, account_id: str
+    operation: str, params: Mapping[str, JsonValue], environ: Mapping[str, Any], region: str, account_id: str
 ) -> list[Access]:
     action = f"lambda:{_LAMBDA_ACTIONS.get(operation, operation)}"
     execution = params.get("DurableExecutionArn")

@@ -32,7 +32,7 @@ def access_denied_client_error(message: str, operation: str) -> ClientError:
 _QUERY_COMPATIBLE = {"monitoring": 400, "sqs": 403}
 
 
-def denied_response(service: str, environ: Mapping[str, Any], denial: Denial) -> Answer:
+def denied_response(service: str, environ: Mapping[str, object], denial: Denial) -> Answer:
     """The access-denied answer in the shape the service's protocol gives it (status, headers, body)."""
     if service == "s3":
         return _s3_error("AccessDenied", denial.message(quote_resource=True))
@@ -56,7 +56,7 @@ _SIGNATURE_CODES = {
 }
 
 
-def signature_refused_response(environ: Mapping[str, Any], refusal: SignatureRefusal) -> Answer:
+def signature_refused_response(environ: Mapping[str, object], refusal: SignatureRefusal) -> Answer:
     """A refused signature's answer in the service's protocol: 400 for the JSON protocols, 403 for
     Lambda, S3 and the query protocols (and the query-compatible JSON services, SQS's and CloudWatch's)."""
     json_code, s3_code, query_code = _SIGNATURE_CODES[refusal.reason]
@@ -80,9 +80,9 @@ def _lambda_error(code: str, message: str) -> Answer:
 
 
 def _json_error(
-    environ: Mapping[str, Any], code: str, message: str, status: int, query_code: str | None
+    environ: Mapping[str, object], code: str, message: str, status: int, query_code: str | None
 ) -> Answer:
-    content_type = environ.get("CONTENT_TYPE") or "application/x-amz-json-1.0"
+    content_type = str(environ.get("CONTENT_TYPE") or "application/x-amz-json-1.0")
     # DynamoDB spells an access denial's key "Message", a refused signature's "message".
     message_key = "Message" if code == "AccessDeniedException" else "message"
     return error_answer(

@@ -35,6 +35,8 @@ from sam_local_cloud.iam.identities import SignatureRefusal
 from sam_local_cloud.iam.responses import signature_refused_response
 
 if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse
+
     from sam_local_cloud.iam.identities import Identity
 
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -95,7 +97,7 @@ class SignatureVerifier:
         self._clock = clock
         self.signing_key = functools.lru_cache(maxsize=256)(_derive_signing_key)
 
-    def refuse(self, environ: dict[str, Any], start_response: Any) -> list[bytes] | None:
+    def refuse(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes] | None:
         """AWS's answer if the request's signature is refused (started on ``start_response``), else None."""
         refusal = self.check(environ)
         if refusal is None:
@@ -175,7 +177,7 @@ class _ReceivedRequestSigner(SigV4Auth):
         self._s3 = s3
         self._presigned = presigned
 
-    def headers_to_sign(self, request: Any) -> HTTPHeaders:
+    def headers_to_sign(self, request: AWSRequest) -> HTTPHeaders:
         # The request carries the signed headers only (see _as_signed): all of them, none added.
         headers: HTTPHeaders = request.headers
         return headers
@@ -184,19 +186,19 @@ class _ReceivedRequestSigner(SigV4Auth):
         # S3 signs the path as sent (S3SigV4Auth); the others encode it once more.
         return path if self._s3 else quote(normalize_url_path(path), safe="/~")
 
-    def canonical_query_string(self, request: Any) -> str:
+    def canonical_query_string(self, request: AWSRequest) -> str:
         # Decoded and encoded again, sorted by key then value: the specification's canonical query, whatever
         # encoding the client chose (spaces as %20 or not, unreserved characters escaped or not).
         pairs: list[tuple[str, str]] = request.context["query"]
         encoded = sorted((quote(key, safe="-_.~"), quote(value, safe="-_.~")) for key, value in pairs)
         return "&".join(f"{key}={value}" for key, value in encoded)
 
-    def payload(self, request: Any) -> str:
+    def payload(self, request: AWSRequest) -> str:
         if self._presigned and self._s3:
             return UNSIGNED_PAYLOAD  # a presigned URL is made before any payload is known
         return hashlib.sha256(request.context.get("received_body", b"")).hexdigest()
 
-    def signature(self, string_to_sign: str, request: Any) -> str:
+    def signature(self, string_to_sign: str, request: AWSRequest) -> str:
         date = request.context["timestamp"][0:8]
         region, service = self._scope
         key = self._signing_key(str(self.credentials.secret_key), date, region, service)
@@ -345,7 +347,7 @@ def _raw_target(environ: Mapping[str, Any]) -> tuple[str, str]:
     return quote(environ.get("PATH_INFO", "").encode("latin-1"), safe="/~") or "/", query
 
 
-def _header(environ: Mapping[str, Any], name: str) -> str:
+def _header(environ: Mapping[str, object], name: str) -> str:
     if name == "host":
         return _as_sent(str(environ.get("HTTP_HOST", "")))
     if name in ("content-type", "content-length"):

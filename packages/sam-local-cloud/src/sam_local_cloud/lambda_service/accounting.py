@@ -9,14 +9,90 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NotRequired, TypedDict
 
+from sam_local_cloud.json_types import JsonObject
 from sam_local_cloud.lambda_service.errors import (
     CONCURRENT_INVOCATION_LIMIT_EXCEEDED,
     RESERVED_FUNCTION_CONCURRENT_INVOCATION_LIMIT_EXCEEDED,
     InvalidParameterValueError,
     TooManyRequestsError,
 )
+
+
+class ColdStartStats(TypedDict):
+    total: float
+    max: float
+    mean: float
+
+
+class DurationStats(TypedDict):
+    count: int
+    total: float
+    min: float
+    max: float
+    mean: float
+
+
+class ConcurrencyStats(TypedDict):
+    current: int
+    max: int
+
+
+class AsyncStats(TypedDict):
+    accepted: int
+    dropped: int
+
+
+# The functional form: "async" is a keyword.
+FunctionStats = TypedDict(
+    "FunctionStats",
+    {
+        "reserved_concurrency": int | None,
+        "invocations": int,
+        "errors": int,
+        "timeouts": int,
+        "throttles": dict[str, int],
+        "throttles_total": int,
+        "cold_starts": int,
+        "cold_start_ms": ColdStartStats,
+        "duration_ms": DurationStats,
+        "concurrency": ConcurrencyStats,
+        "async": AsyncStats,
+        # Added by the service: its backend's count of environments by state.
+        "environments": NotRequired[dict[str, int]],
+    },
+)
+
+
+class AccountStats(TypedDict):
+    limit: int
+    unreserved_limit: int
+    current: int
+    max: int
+    noisy_neighbour_slots: int
+
+
+class TimeseriesSample(TypedDict):
+    t: float
+    account: int
+    functions: dict[str, int]
+
+
+class Timeseries(TypedDict):
+    interval_seconds: float
+    samples: list[TimeseriesSample]
+
+
+class LambdaStats(TypedDict):
+    """The counters of ``GET /_sam_local_cloud/lambda/stats``; the accounting fills the first two, the
+    service the rest."""
+
+    account: AccountStats
+    functions: dict[str, FunctionStats]
+    async_in_flight: NotRequired[int]
+    fault_plan: NotRequired[JsonObject]
+    timeseries: NotRequired[Timeseries]
 
 
 @dataclass
@@ -256,9 +332,9 @@ class Accounting:
                 counters.window = MetricsWindow()
             return account_peak, windows
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> LambdaStats:
         with self._lock:
-            functions = {}
+            functions: dict[str, FunctionStats] = {}
             for name, c in self._functions.items():
                 duration = c.lifetime
                 functions[name] = {

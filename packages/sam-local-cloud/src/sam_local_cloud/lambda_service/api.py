@@ -25,6 +25,10 @@ from sam_local_cloud.lambda_service.errors import (
 )
 
 if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse
+
+    from sam_local_cloud.json_types import JsonObject
+    from sam_local_cloud.lambda_service.accounting import LambdaStats
     from sam_local_cloud.lambda_service.faults import FaultPlan
 
 
@@ -80,13 +84,13 @@ class LambdaOperations(Protocol):
     ) -> InvokeAnswer: ...
     @property
     def durable(self) -> DurableApi: ...
-    def list_functions(self) -> dict[str, Any]: ...
-    def get_function(self, name: str, qualifier: str | None = ...) -> dict[str, Any]: ...
-    def account_settings(self) -> dict[str, Any]: ...
-    def put_function_concurrency(self, name: str, reserved: Any) -> dict[str, int]: ...
+    def list_functions(self) -> JsonObject: ...
+    def get_function(self, name: str, qualifier: str | None = ...) -> JsonObject: ...
+    def account_settings(self) -> JsonObject: ...
+    def put_function_concurrency(self, name: str, reserved: object) -> dict[str, int]: ...
     def get_function_concurrency(self, name: str) -> dict[str, int]: ...
     def delete_function_concurrency(self, name: str) -> None: ...
-    def stats(self, *, include_timeseries: bool = ...) -> dict[str, Any]: ...
+    def stats(self, *, include_timeseries: bool = ...) -> LambdaStats: ...
 
 
 logger = logging.getLogger(__name__)
@@ -137,7 +141,7 @@ def _request_id() -> str:
     return str(uuid.uuid4())
 
 
-def _json(status: int, document: Any, headers: dict[str, str] | None = None) -> Response:
+def _json(status: int, document: object, headers: dict[str, str] | None = None) -> Response:
     return status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(document).encode()
 
 
@@ -168,7 +172,7 @@ class LambdaApi:
         """Whether the front server should hand this path to the Lambda service."""
         return path.startswith(ROUTED_PREFIXES)
 
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         status, headers, body = self._dispatch(environ)
         headers.setdefault("x-amzn-RequestId", _request_id())
         headers["Content-Length"] = str(len(body))

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import quote, urlsplit
 
 from sam_local_cloud.lambda_service.environments import (
@@ -354,7 +354,7 @@ class RemoteBackend:
     def reap(self, idle_timeout_seconds: float) -> None:
         """Nothing to reap: the external endpoint manages its own environments."""
 
-    def environments(self) -> dict[str, dict[str, Any]]:
+    def environments(self) -> dict[str, dict[str, int]]:
         return {name: {"forwarded": count} for name, count in self._invocations.items()}
 
     def close(self) -> None:

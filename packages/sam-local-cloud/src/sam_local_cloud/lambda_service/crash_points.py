@@ -140,7 +140,7 @@ class ResourceNames:
     by_physical_name: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_outputs(cls, outputs: Mapping[str, Any]) -> ResourceNames:
+    def from_outputs(cls, outputs: Mapping[str, object]) -> ResourceNames:
         names: dict[str, str] = {}
         for output, value in outputs.items():
             for suffix, kind in ((TABLE_OUTPUT_SUFFIX, ""), (BUCKET_OUTPUT_SUFFIX, " bucket")):

@@ -26,10 +26,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import parse_qs
 
-from aws_durable_execution_sdk_python.execution import InvocationStatus
+from aws_durable_execution_sdk_python.execution import DurableExecutionInvocationInput, InvocationStatus
 from aws_durable_execution_sdk_python.lambda_service import ErrorObject, OperationStatus
 from aws_durable_execution_sdk_python_testing.checkpoint.processor import CheckpointProcessor
 from aws_durable_execution_sdk_python_testing.child_dispatcher import (
@@ -115,7 +114,7 @@ class ServiceInvoker(LambdaInvoker):
     def invoke(
         self,
         function_name: str,
-        input: Any,
+        input: DurableExecutionInvocationInput,
         endpoint_url: str | None = None,
         tenant_id: str | None = None,
         account_id: str | None = None,

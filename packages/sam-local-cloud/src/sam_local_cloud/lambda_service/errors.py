@@ -6,8 +6,6 @@ parses AWS's own answers (``ClientError.response["Error"]["Code"]``, ``response[
 
 from __future__ import annotations
 
-from typing import Any
-
 CONCURRENT_INVOCATION_LIMIT_EXCEEDED = "ConcurrentInvocationLimitExceeded"
 RESERVED_FUNCTION_CONCURRENT_INVOCATION_LIMIT_EXCEEDED = "ReservedFunctionConcurrentInvocationLimitExceeded"
 
@@ -23,7 +21,7 @@ class LambdaApiError(Exception):
         super().__init__(message)
         self.message = message
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> dict[str, str]:
         return {"Type": "User" if self.status < 500 else "Service", self.message_field: self.message}
 
     def headers(self) -> dict[str, str]:
@@ -39,7 +37,7 @@ class TooManyRequestsError(LambdaApiError):
         super().__init__("Rate Exceeded.")
         self.reason = reason
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> dict[str, str]:
         return {**super().body(), "Reason": self.reason}
 
     def headers(self) -> dict[str, str]:

@@ -12,10 +12,11 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+
+from sam_local_cloud.json_types import JsonValue
 
 
-def _no_key(event: Any) -> str | None:
+def _no_key(event: JsonValue) -> str | None:
     return None
 
 
@@ -24,14 +25,14 @@ class EventKeys:
     """What a fault plan counts attempts by (the item) and filters on (the item and the batch), read
     from an invocation's parsed event. Each returns None for an event that has none."""
 
-    item: Callable[[Any], str | None] = _no_key
-    batch: Callable[[Any], str | None] = _no_key
+    item: Callable[[JsonValue], str | None] = _no_key
+    batch: Callable[[JsonValue], str | None] = _no_key
 
-    def item_of(self, event: Any, payload: bytes) -> str:
+    def item_of(self, event: JsonValue, payload: bytes) -> str:
         key = self.item(event)
         return key if key is not None else hashlib.sha256(payload).hexdigest()
 
-    def keys_of(self, event: Any, payload: bytes) -> tuple[str, str | None]:
+    def keys_of(self, event: JsonValue, payload: bytes) -> tuple[str, str | None]:
         """(item, batch) of an invocation's event.
 
         A durable function's replay is keyed by its execution: the item is the execution's ARN (so its
@@ -45,19 +46,23 @@ class EventKeys:
         return self.item_of(event, payload), self.batch(event)
 
 
-def durable_replay(event: Any) -> tuple[str, Any] | None:
+def durable_replay(event: JsonValue) -> tuple[str, JsonValue] | None:
     """(execution ARN, the execution's input) when ``event`` is a durable function's invocation input."""
-    if not isinstance(event, dict) or not isinstance(event.get("DurableExecutionArn"), str):
+    if not isinstance(event, dict):
+        return None
+    execution_arn = event.get("DurableExecutionArn")
+    if not isinstance(execution_arn, str):
         return None
     state = event.get("InitialExecutionState")
     operations = state.get("Operations") if isinstance(state, dict) else None
-    execution_input: Any = None
-    for operation in operations or ():
+    execution_input: JsonValue = None
+    for operation in operations if isinstance(operations, list) else ():
         if isinstance(operation, dict) and operation.get("Type") == "EXECUTION":
-            payload = (operation.get("ExecutionDetails") or {}).get("InputPayload")
+            details = operation.get("ExecutionDetails") or {}
+            payload = details.get("InputPayload") if isinstance(details, dict) else None
             try:
                 execution_input = json.loads(payload) if isinstance(payload, str) else None
             except ValueError:
                 execution_input = None
             break
-    return event["DurableExecutionArn"], execution_input
+    return execution_arn, execution_input

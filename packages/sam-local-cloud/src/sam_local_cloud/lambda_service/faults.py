@@ -56,6 +56,7 @@ from typing import Any, ClassVar
 import yaml
 
 from sam_local_cloud import runtime_shim
+from sam_local_cloud.json_types import JsonObject
 from sam_local_cloud.lambda_service.backends import BackendResult
 from sam_local_cloud.lambda_service.errors import (
     CONCURRENT_INVOCATION_LIMIT_EXCEEDED,
@@ -123,7 +124,7 @@ class FaultRule:
     # -- the plan file ---------------------------------------------------------------------------
 
     @staticmethod
-    def from_dict(document: Mapping[str, Any]) -> FaultRule:
+    def from_dict(document: Mapping[str, object]) -> FaultRule:
         """The rule of the kind ``document["kind"]`` names, its fields checked against that kind's."""
         if "kind" not in document:
             raise ValueError("a fault rule needs a kind")
@@ -139,20 +140,20 @@ class FaultRule:
             raise ValueError(f"fault {kind_class.kind}: only a {owners} has a {name}")
         return kind_class(**_parsed_fields(values))
 
-    def to_dict(self) -> dict[str, Any]:
-        document: dict[str, Any] = {"kind": self.kind}
+    def to_dict(self) -> JsonObject:
+        document: JsonObject = {"kind": self.kind}
         if self.probability is not None:
             document["probability"] = self.probability
         if self.attempts:
-            document["attempts"] = sorted(self.attempts)
+            document["attempts"] = [*sorted(self.attempts)]
         document.update(self.own_fields())
         if self.item_ids:
-            document["item_ids"] = sorted(self.item_ids)
+            document["item_ids"] = [*sorted(self.item_ids)]
         if self.batch_ids:
-            document["batch_ids"] = sorted(self.batch_ids)
+            document["batch_ids"] = [*sorted(self.batch_ids)]
         return document
 
-    def own_fields(self) -> dict[str, Any]:
+    def own_fields(self) -> JsonObject:
         """The kind's own fields as the plan file has them."""
         return {}
 
@@ -183,7 +184,7 @@ class FaultRule:
 
     # -- the runtime part ------------------------------------------------------------------------
 
-    def directive(self) -> dict[str, Any] | None:
+    def directive(self) -> JsonObject | None:
         """The runtime shim's instruction (keyed ``kind`` by this kind's name), None if it has no part."""
         return None
 
@@ -211,7 +212,7 @@ class _HeldFor(FaultRule):
         if self.seconds <= 0:
             raise ValueError(f"fault {self.kind}: seconds must be positive")
 
-    def own_fields(self) -> dict[str, Any]:
+    def own_fields(self) -> JsonObject:
         return {"seconds": self.seconds}
 
 
@@ -244,7 +245,7 @@ class _ErrorOutcome(FaultRule):
     error_type: str = DEFAULT_ERROR_TYPE
     error_message: str = DEFAULT_ERROR_MESSAGE
 
-    def own_fields(self) -> dict[str, Any]:
+    def own_fields(self) -> JsonObject:
         return {"error_type": self.error_type, "error_message": self.error_message}
 
     def error_document(self, emulation: Emulation) -> bytes:
@@ -268,7 +269,7 @@ class ErrorAfterBody(_ErrorOutcome):
 
     kind: ClassVar[str] = "error_after_body"
 
-    def directive(self) -> dict[str, Any] | None:
+    def directive(self) -> JsonObject | None:
         return {"kind": self.kind, "error_type": self.error_type, "error_message": self.error_message}
 
     def emulate_after_body(
@@ -293,10 +294,10 @@ class Timeout(FaultRule):
         if self.phase not in TIMEOUT_PHASES:
             raise ValueError(f"fault {self.kind}: phase must be one of {sorted(TIMEOUT_PHASES)}")
 
-    def own_fields(self) -> dict[str, Any]:
+    def own_fields(self) -> JsonObject:
         return {"phase": self.phase}
 
-    def directive(self) -> dict[str, Any] | None:
+    def directive(self) -> JsonObject | None:
         return {"kind": self.kind, "phase": self.phase}
 
     def emulate_before_body(self, emulation: Emulation) -> BackendResult | None:
@@ -325,7 +326,7 @@ class Throttle(FaultRule):
         if self.reason not in THROTTLE_REASONS:
             raise ValueError(f"fault {self.kind}: reason must be one of {sorted(THROTTLE_REASONS)}")
 
-    def own_fields(self) -> dict[str, Any]:
+    def own_fields(self) -> JsonObject:
         return {"reason": self.reason}
 
 
@@ -369,8 +370,8 @@ class Crash(FaultRule):
         if self.overrun_seconds < 0:
             raise ValueError(f"fault {self.kind}: overrun_seconds cannot be negative")
 
-    def own_fields(self) -> dict[str, Any]:
-        document: dict[str, Any] = {"point": self.point}
+    def own_fields(self) -> JsonObject:
+        document: JsonObject = {"point": self.point}
         if self.once:
             document["once"] = True
         if self.call:
@@ -381,11 +382,11 @@ class Crash(FaultRule):
     def fires_once(self) -> bool:
         return self.once
 
-    def directive(self) -> dict[str, Any] | None:
+    def directive(self) -> JsonObject | None:
         return {"kind": self.kind, "point": self.point, "call": self.call, **self._time_left_fields()}
 
-    def _time_left_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {
+    def _time_left_fields(self) -> JsonObject:
+        fields: JsonObject = {
             "no_time_left": self.no_time_left,
             "drop_in_progress_expiry": self.drop_in_progress_expiry,
             "overrun_seconds": self.overrun_seconds,
@@ -414,7 +415,7 @@ class RecordCalls(FaultRule):
     def add_to(self, decision: FaultDecision) -> FaultDecision:
         return replace(decision, record_calls=True)
 
-    def directive(self) -> dict[str, Any] | None:
+    def directive(self) -> JsonObject | None:
         return {"kind": self.kind}
 
 
@@ -438,7 +439,7 @@ class DuplicateExecution(FaultRule):
         if self.overlap not in DUPLICATE_OVERLAPS:
             raise ValueError(f"fault {self.kind}: overlap must be one of {sorted(DUPLICATE_OVERLAPS)}")
 
-    def own_fields(self) -> dict[str, Any]:
+    def own_fields(self) -> JsonObject:
         return {"overlap": self.overlap}
 
     def add_to(self, decision: FaultDecision) -> FaultDecision:
@@ -542,8 +543,8 @@ class FaultPlan:
         rules_by_function = MappingProxyType({name: tuple(rules) for name, rules in functions.items()})
         return replace(self, functions=rules_by_function)
 
-    def to_dict(self) -> dict[str, Any]:
-        document: dict[str, Any] = {
+    def to_dict(self) -> JsonObject:
+        document: JsonObject = {
             "functions": {name: [rule.to_dict() for rule in rules] for name, rules in self.functions.items()}
         }
         if self.noisy_neighbour:
@@ -590,9 +591,9 @@ class FaultDecision:
             kinds.append(DuplicateExecution.kind)
         return kinds
 
-    def directive(self) -> dict[str, Any] | None:
+    def directive(self) -> JsonObject | None:
         """The runtime shim's instruction, or None when the runtime has no part in this invocation."""
-        directive: dict[str, Any] | None
+        directive: JsonObject | None
         if self.outcome is not None:
             directive = self.outcome.directive()
             if directive is None:

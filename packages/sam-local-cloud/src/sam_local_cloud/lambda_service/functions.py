@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote
 
+from sam_local_cloud.json_types import JsonObject
 from sam_local_cloud.lambda_service.errors import ResourceNotFoundError
 from sam_local_cloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
 
@@ -131,7 +132,7 @@ class FunctionRegistry:
         described = decoded if decoded.startswith("arn:") else self.arn(decoded.rsplit(":function:", 1)[-1])
         return f"{described}:{qualifier}" if qualifier else described
 
-    def configuration(self, spec: FunctionSpec) -> dict[str, Any]:
+    def configuration(self, spec: FunctionSpec) -> JsonObject:
         """The ``FunctionConfiguration`` shape of GetFunction/ListFunctions."""
         code_sha = hashlib.sha256(f"{spec.code_dir}:{spec.handler}".encode()).digest()
         return {
@@ -168,7 +169,7 @@ class FunctionRegistry:
         }
 
 
-def durable_config_of(configuration: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def durable_config_of(configuration: Mapping[str, Any] | None) -> JsonObject | None:
     """A function's ``DurableConfig`` as GetFunctionConfiguration returns it (Lambda fills the defaults)."""
     if configuration is None:
         return None

@@ -21,6 +21,7 @@ from botocore.response import StreamingBody
 
 if TYPE_CHECKING:
     from botocore.model import OperationModel, ServiceModel
+    from mypy_boto3_lambda.type_defs import InvocationResponseTypeDef
 
     from sam_local_cloud.lambda_service.api import LambdaApi
 
@@ -50,29 +51,29 @@ class InProcessLambdaClient:
         InvocationType: str = "RequestResponse",  # noqa: N803
         Qualifier: str | None = None,  # noqa: N803
         LogType: str | None = None,  # noqa: N803
-        **_ignored: Any,
-    ) -> dict[str, Any]:
+        **_ignored: object,
+    ) -> InvocationResponseTypeDef:
         payload = Payload.encode() if isinstance(Payload, str) else (Payload or b"")
         status, headers, body = self._api.invoke_response(
             FunctionName, payload, InvocationType, qualifier=Qualifier, log_type=LogType
         )
         return self._parse(status, headers, body)
 
-    def _parse(self, status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    def _parse(self, status: int, headers: dict[str, str], body: bytes) -> InvocationResponseTypeDef:
         service_model, operation = _lambda_model()
         output_shape = operation.output_shape
         assert output_shape is not None  # Invoke has an output in every botocore model
         http_headers = HTTPHeaders()
         for name, value in headers.items():
             http_headers[name] = value
-        response: dict[str, Any] = {"status_code": status, "headers": http_headers}
+        response: dict[str, object] = {"status_code": status, "headers": http_headers}
         if status < 300:
             response["body"] = StreamingBody(io.BytesIO(body), len(body))
-            parsed: dict[str, Any] = self._parser.parse(response, output_shape)
-            parsed["ResponseMetadata"]["RetryAttempts"] = 0
-            return parsed
+            answer: InvocationResponseTypeDef = self._parser.parse(response, output_shape)
+            answer["ResponseMetadata"]["RetryAttempts"] = 0
+            return answer
         response["body"] = body
-        parsed = self._parser.parse(response, output_shape)
+        parsed: dict[str, Any] = self._parser.parse(response, output_shape)
         # As botocore's endpoint does for modelled errors: Type, Reason, message at the top level too.
         error_shape = service_model.shape_for_error_code(parsed.get("Error", {}).get("Code", ""))
         if error_shape is not None:

@@ -6,11 +6,15 @@ import logging
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sam_local_cloud.lambda_service.accounting import MetricsWindow
 
 if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch.client import CloudWatchClient
+    from mypy_boto3_cloudwatch.literals import StandardUnitType
+    from mypy_boto3_cloudwatch.type_defs import DimensionTypeDef, MetricDatumTypeDef, StatisticSetTypeDef
+
     from sam_local_cloud.lambda_service.service import LambdaService
 
 logger = logging.getLogger(__name__)
@@ -21,28 +25,44 @@ _DATUMS_PER_CALL = 20
 
 
 def _datums(
-    window: MetricsWindow, dimensions: list[dict[str, str]], timestamp: datetime
-) -> list[dict[str, Any]]:
-    def datum(name: str, unit: str, **value: Any) -> dict[str, Any]:
-        return {"MetricName": name, "Dimensions": dimensions, "Timestamp": timestamp, "Unit": unit, **value}
+    window: MetricsWindow, dimensions: list[DimensionTypeDef], timestamp: datetime
+) -> list[MetricDatumTypeDef]:
+    def datum(
+        name: str,
+        unit: StandardUnitType,
+        *,
+        value: float | None = None,
+        statistics: StatisticSetTypeDef | None = None,
+    ) -> MetricDatumTypeDef:
+        metric: MetricDatumTypeDef = {
+            "MetricName": name,
+            "Dimensions": dimensions,
+            "Timestamp": timestamp,
+            "Unit": unit,
+        }
+        if value is not None:
+            metric["Value"] = value
+        if statistics is not None:
+            metric["StatisticValues"] = statistics
+        return metric
 
-    def single(value: float) -> dict[str, float]:
+    def single(value: float) -> StatisticSetTypeDef:
         return {"SampleCount": 1, "Sum": value, "Minimum": value, "Maximum": value}
 
     datums = [
-        datum("Invocations", "Count", Value=window.invocations),
-        datum("Throttles", "Count", Value=window.throttles),
-        datum("Errors", "Count", Value=window.errors),
-        datum("ConcurrentExecutions", "Count", StatisticValues=single(window.concurrency_peak)),
+        datum("Invocations", "Count", value=window.invocations),
+        datum("Throttles", "Count", value=window.throttles),
+        datum("Errors", "Count", value=window.errors),
+        datum("ConcurrentExecutions", "Count", statistics=single(window.concurrency_peak)),
     ]
     if window.duration_count:
-        statistics = {
+        statistics: StatisticSetTypeDef = {
             "SampleCount": window.duration_count,
             "Sum": window.duration_sum_ms,
             "Minimum": window.duration_min_ms,
             "Maximum": window.duration_max_ms,
         }
-        datums.append(datum("Duration", "Milliseconds", StatisticValues=statistics))
+        datums.append(datum("Duration", "Milliseconds", statistics=statistics))
     return datums
 
 
@@ -72,7 +92,7 @@ class MetricsPublisher:
     def __init__(
         self,
         service: LambdaService,
-        cloudwatch_client: Any,
+        cloudwatch_client: CloudWatchClient,
         *,
         interval_seconds: float = 1.0,
         namespace: str = NAMESPACE,
@@ -93,7 +113,7 @@ class MetricsPublisher:
         """Publish what happened since the previous call; returns the number of datums sent."""
         account_peak, windows = self.service.take_metrics_windows()
         timestamp = datetime.now(UTC)
-        datums: list[dict[str, Any]] = []
+        datums: list[MetricDatumTypeDef] = []
         for name, window in windows.items():
             if not window.is_empty():
                 datums += _datums(window, [{"Name": "FunctionName", "Value": name}], timestamp)

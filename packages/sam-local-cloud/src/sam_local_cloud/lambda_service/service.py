@@ -44,6 +44,10 @@ from sam_local_cloud.lambda_service.in_process import InProcessLambdaClient
 from sam_local_cloud.lambda_service.noisy_neighbour import NoisyNeighbourRunner
 
 if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse
+
+    from sam_local_cloud.json_types import JsonObject, JsonValue
+    from sam_local_cloud.lambda_service.accounting import LambdaStats
     from sam_local_cloud.lambda_service.durable import ChainedInvokeAuthorizer, DurableExecutions
 
 logger = logging.getLogger(__name__)
@@ -204,9 +208,9 @@ class LambdaService:
         if isinstance(self.backend, RieBackend):
             self.backend.launch_runtime_servers(self._defined_at_start)
 
-    def get_function(self, name: str, qualifier: str | None = None) -> dict[str, Any]:
+    def get_function(self, name: str, qualifier: str | None = None) -> JsonObject:
         spec = self.registry.resolve(name, qualifier)
-        answer: dict[str, Any] = {
+        answer: JsonObject = {
             "Configuration": self.registry.configuration(spec),
             "Code": {"RepositoryType": "S3", "Location": spec.code_dir.resolve().as_uri()},
         }
@@ -215,11 +219,13 @@ class LambdaService:
             answer["Concurrency"] = {"ReservedConcurrentExecutions": reserved}
         return answer
 
-    def list_functions(self) -> dict[str, Any]:
-        configurations = [self.registry.configuration(self.registry.get(n)) for n in self.registry.names()]
+    def list_functions(self) -> JsonObject:
+        configurations: list[JsonValue] = [
+            self.registry.configuration(self.registry.get(n)) for n in self.registry.names()
+        ]
         return {"Functions": configurations}
 
-    def account_settings(self) -> dict[str, Any]:
+    def account_settings(self) -> JsonObject:
         return {
             "AccountLimit": {
                 "TotalCodeSize": 80_530_636_800,
@@ -231,7 +237,7 @@ class LambdaService:
             "AccountUsage": {"TotalCodeSize": 0, "FunctionCount": len(self.registry.names())},
         }
 
-    def put_function_concurrency(self, name: str, reserved: Any) -> dict[str, int]:
+    def put_function_concurrency(self, name: str, reserved: object) -> dict[str, int]:
         spec = self.registry.resolve(name)
         if isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 0:
             raise InvalidParameterValueError("ReservedConcurrentExecutions must be a non-negative integer.")
@@ -553,7 +559,7 @@ class LambdaService:
         """A client whose ``invoke`` answers as boto3's would, for callers in this process."""
         return InProcessLambdaClient(self._api)
 
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         return self._api(environ, start_response)
 
     @property
@@ -561,7 +567,7 @@ class LambdaService:
         """`time.monotonic()` when the service started: the origin of the time series' `t`."""
         return self._started
 
-    def stats(self, *, include_timeseries: bool = True) -> dict[str, Any]:
+    def stats(self, *, include_timeseries: bool = True) -> LambdaStats:
         snapshot = self.accounting.snapshot()
         environments = self.backend.environments()
         for name, counters in snapshot["functions"].items():
@@ -622,7 +628,7 @@ class LambdaService:
         self.close()
 
 
-def _with_directive(payload: bytes, directive: dict[str, Any]) -> bytes | None:
+def _with_directive(payload: bytes, directive: JsonObject) -> bytes | None:
     """The payload with the shim's directive added, or None when the event is not a JSON object."""
     event = json.loads(payload)
     if not isinstance(event, dict):

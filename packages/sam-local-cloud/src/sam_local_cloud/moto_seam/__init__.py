@@ -8,6 +8,10 @@
   objects instead of as attributes on them.
 - ``stepfunctions`` and ``services``: every moto class, function and module the rest of the engine uses,
   imported here and handed on by name, so moto's layout is spelled in one place.
+- ``interpreter_objects``: ``Protocol``s of the moto objects the engine reads (an execution, its worker, an
+  interpreter environment, a Map's job pool...), with only the members it uses.
+- ``interpreter_internals`` and ``backend_internals``: every private member of moto's the engine reads, one
+  function each under a name of our own; nothing outside the seam reads one (``tests/test_private_reads.py``).
 - ``installers``: installs every group of hooks (Step Functions' interpreter, DynamoDB, EventBridge,
   moto's model registry) for a process.
 - ``fingerprints``: the signature and source hash of everything above, recorded against the pinned moto

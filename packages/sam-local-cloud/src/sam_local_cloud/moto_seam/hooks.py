@@ -26,9 +26,12 @@ import threading
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 HookKind = Literal["around", "replace", "add"]
+# What a hook targets an attribute of: one of moto's classes or modules.
+Owner = type | types.ModuleType
+ListenerT = TypeVar("ListenerT", bound=Callable[..., object])
 
 
 class HookError(RuntimeError):
@@ -39,19 +42,19 @@ class HookError(RuntimeError):
 class _Listener:
     concern: str
     kind: HookKind
-    value: Any
+    value: object
 
 
 @dataclass
 class Target:
     """One attribute of a moto class or module that the local cloud changes."""
 
-    owner: Any
+    owner: Owner
     name: str
     listeners: list[_Listener] = field(default_factory=list)
     installed: bool = False
     # moto's own attribute, as found before anything was installed; absent for an ``add``.
-    original: Any = None
+    original: object = None
 
     @property
     def path(self) -> str:
@@ -121,21 +124,19 @@ class HookRegistry:
                     )
         return ordered + [listener for listener in target.listeners if listener.kind != "around"]
 
-    def around(
-        self, owner: Any, name: str, *, concern: str
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def around(self, owner: Owner, name: str, *, concern: str) -> Callable[[ListenerT], ListenerT]:
         _named(concern)
 
-        def register(listener: Callable[..., Any]) -> Callable[..., Any]:
+        def register(listener: ListenerT) -> ListenerT:
             self._register(owner, name, _Listener(concern, "around", listener))
             return listener
 
         return register
 
-    def replace(self, owner: Any, name: str, value: Any, *, concern: str) -> None:
+    def replace(self, owner: Owner, name: str, value: object, *, concern: str) -> None:
         self._register(owner, name, _Listener(concern, "replace", value))
 
-    def add(self, owner: Any, name: str, value: Any, *, concern: str) -> None:
+    def add(self, owner: Owner, name: str, value: object, *, concern: str) -> None:
         self._register(owner, name, _Listener(concern, "add", value))
 
     def install(self) -> list[Target]:
@@ -154,7 +155,7 @@ class HookRegistry:
         with self._lock:
             return list(self._targets.values())
 
-    def _motos_own(self, target: Target) -> Any:
+    def _motos_own(self, target: Target) -> object:
         """moto's own value; for an inherited method also hooked on its base, the base's original."""
         owner, name = target.owner, target.name
         if not isinstance(owner, type):
@@ -167,7 +168,7 @@ class HookRegistry:
                 return vars(klass)[name]
         return _MISSING
 
-    def _register(self, owner: Any, name: str, listener: _Listener) -> None:
+    def _register(self, owner: Owner, name: str, listener: _Listener) -> None:
         _named(listener.concern)
         with self._lock:
             key = (id(owner), name)
@@ -200,17 +201,17 @@ def _named(concern: str) -> None:
 _registry = HookRegistry()
 
 
-def around(owner: Any, name: str, *, concern: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def around(owner: Owner, name: str, *, concern: str) -> Callable[[ListenerT], ListenerT]:
     """Decorator: ``listener(proceed, *args, **kwargs)`` runs whenever moto's ``owner.name`` is called."""
     return _registry.around(owner, name, concern=concern)
 
 
-def replace(owner: Any, name: str, value: Any, *, concern: str) -> None:
+def replace(owner: Owner, name: str, value: object, *, concern: str) -> None:
     """Put ``value`` where moto has ``owner.name`` (a class, a constant, a descriptor)."""
     _registry.replace(owner, name, value, concern=concern)
 
 
-def add(owner: Any, name: str, value: Any, *, concern: str) -> None:
+def add(owner: Owner, name: str, value: object, *, concern: str) -> None:
     """Give moto's ``owner`` an attribute it lacks (an API moto does not implement)."""
     _registry.add(owner, name, value, concern=concern)
 
@@ -230,7 +231,7 @@ def targets() -> list[Target]:
     return _registry.targets()
 
 
-def _install(target: Target, motos_own: Any, listeners: list[_Listener]) -> None:
+def _install(target: Target, motos_own: object, listeners: list[_Listener]) -> None:
     owner, name = target.owner, target.name
     raw = _raw_attribute(owner, name)
     base = next((listener for listener in listeners if listener.kind != "around"), None)
@@ -252,7 +253,7 @@ def _install(target: Target, motos_own: Any, listeners: list[_Listener]) -> None
 _MISSING = object()
 
 
-def _raw_attribute(owner: Any, name: str) -> Any:
+def _raw_attribute(owner: Owner, name: str) -> object:
     """The attribute as the owner (or the first class of its MRO that has it) stores it: descriptors kept."""
     if isinstance(owner, type):
         for klass in owner.__mro__:
@@ -262,7 +263,7 @@ def _raw_attribute(owner: Any, name: str) -> Any:
     return getattr(owner, name, _MISSING)
 
 
-def _chained(innermost: Any, arounds: list[_Listener]) -> Any:
+def _chained(innermost: object, arounds: list[_Listener]) -> object:
     """One callable for the whole chain, with the descriptor kind (static, class method) of moto's own."""
     if isinstance(innermost, staticmethod):
         return staticmethod(_chain(innermost.__func__, arounds))
@@ -274,17 +275,19 @@ def _chained(innermost: Any, arounds: list[_Listener]) -> Any:
     return _chain(innermost, arounds)
 
 
-def _chain(innermost: Callable[..., Any], arounds: list[_Listener]) -> Callable[..., Any]:
+def _chain(innermost: Callable[..., object], arounds: list[_Listener]) -> Callable[..., object]:
     call = innermost
     for listener in reversed(arounds):
+        if not callable(listener.value):
+            raise HookError(f"{listener.concern}'s listener {listener.value!r} is not callable")
         call = _wrapped(listener.value, call)
     if inspect.isfunction(innermost):
         functools.update_wrapper(call, innermost)
     return call
 
 
-def _wrapped(listener: Callable[..., Any], proceed: Callable[..., Any]) -> Callable[..., Any]:
-    def hooked(*args: Any, **kwargs: Any) -> Any:
+def _wrapped(listener: Callable[..., object], proceed: Callable[..., object]) -> Callable[..., object]:
+    def hooked(*args: object, **kwargs: object) -> object:
         return listener(proceed, *args, **kwargs)
 
     return hooked

@@ -17,7 +17,7 @@ IMPLICIT_REST_API_STAGE = "Prod"
 
 
 def add_state_machine_api_events(
-    stack: LocalStack, resources: Mapping[str, Any], physical: Mapping[str, Any]
+    stack: LocalStack, resources: Mapping[str, Any], physical: Mapping[str, Mapping[str, str]]
 ) -> None:
     """A state machine's ``Events`` of type Api: the StartExecution route SAM writes into the REST API."""
     stages = {
@@ -41,7 +41,8 @@ def add_state_machine_api_events(
                 continue
             props = event.get("Properties") or {}
             api_id = props.get("RestApiId")
-            api_logical_id, stage = stages.get(api_id, (IMPLICIT_REST_API, IMPLICIT_REST_API_STAGE))
+            implicit = (IMPLICIT_REST_API, IMPLICIT_REST_API_STAGE)
+            api_logical_id, stage = stages.get(api_id, implicit) if api_id is not None else implicit
             stack.service_routes.append(
                 state_machine_event_route(
                     api_logical_id,
@@ -77,7 +78,7 @@ def add_definition_routes(
 
 
 def http_routes(
-    function_name: str, events: Mapping[str, Any], physical: Mapping[str, Any]
+    function_name: str, events: Mapping[str, Any], physical: Mapping[str, Mapping[str, str]]
 ) -> list[HttpRoute]:
     routes = []
     for event in events.values():
@@ -107,7 +108,9 @@ def http_routes(
     return routes
 
 
-def set_rest_api_stages(stack: LocalStack, resources: Mapping[str, Any], physical: Mapping[str, Any]) -> None:
+def set_rest_api_stages(
+    stack: LocalStack, resources: Mapping[str, Any], physical: Mapping[str, Mapping[str, str]]
+) -> None:
     """Each REST API proxy route is served under its API's ``StageName`` (SAM's implicit API: ``Prod``)."""
     stages = {
         str(physical[logical_id]["Ref"]).lower(): str((body.get("Properties") or {}).get("StageName", "Prod"))

@@ -10,21 +10,20 @@ name starts with a serverless resource's logical ID or with ``Serverless``, and 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from sam_local_cloud.stack.model import TemplateError
 
 SERVERLESS_PREFIX = "AWS::Serverless::"
 
 
-def depends_on(resource: Any) -> list[str]:
+def depends_on(resource: object) -> list[str]:
     names = resource.get("DependsOn") if isinstance(resource, Mapping) else None
     if isinstance(names, str):
         return [names]
     return [str(name) for name in names] if isinstance(names, list) else []
 
 
-def check_dependencies(resources: Mapping[str, Any]) -> None:
+def check_dependencies(resources: Mapping[str, object]) -> None:
     serverless = [
         logical_id
         for logical_id, resource in resources.items()

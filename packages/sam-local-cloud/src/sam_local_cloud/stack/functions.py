@@ -24,7 +24,7 @@ def add_layer(
     stack: LocalStack,
     logical_id: str,
     resource: Mapping[str, Any],
-    physical: Mapping[str, Any],
+    physical: Mapping[str, Mapping[str, str]],
     base_dir: Path,
 ) -> None:
     """A layer version whose content is a local folder or zip (``ContentUri``, or ``Content`` as
@@ -107,7 +107,7 @@ def function_spec(
     )
 
 
-def local_code_path(logical_id: str, property_name: str, location: Any, base_dir: Path) -> Path:
+def local_code_path(logical_id: str, property_name: str, location: object, base_dir: Path) -> Path:
     """A code location as ``sam deploy`` takes it before uploading: a folder or a .zip, relative to the
     template. One already in S3 (an ``s3://`` URI or ``{Bucket, Key}``) is AWS's to fetch, not ours."""
     in_s3 = isinstance(location, Mapping) and bool({"Bucket", "S3Bucket"} & set(location))
@@ -123,7 +123,7 @@ def local_code_path(logical_id: str, property_name: str, location: Any, base_dir
     return (base_dir / location).resolve()
 
 
-def task_root(logical_id: str, property_name: str, location: Any, base_dir: Path) -> Path:
+def task_root(logical_id: str, property_name: str, location: object, base_dir: Path) -> Path:
     """The folder the function runs from (/var/task): its code folder, or its .zip extracted as Lambda
     extracts it (once per content, in the build cache)."""
     path = local_code_path(logical_id, property_name, location, base_dir)
@@ -135,7 +135,7 @@ def task_root(logical_id: str, property_name: str, location: Any, base_dir: Path
         raise TemplateError(f"{logical_id}: {property_name} {path}: {error}") from error
 
 
-def _env_string(value: Any) -> str:
+def _env_string(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

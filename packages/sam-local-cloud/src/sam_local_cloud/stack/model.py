@@ -211,7 +211,7 @@ class TemplateError(ValueError):
     """The template cannot be run locally; the message says which resource and why."""
 
 
-def note_unhonoured(stack: LocalStack, logical_id: str, kind: str, props: Mapping[str, Any]) -> None:
+def note_unhonoured(stack: LocalStack, logical_id: str, kind: str, props: Mapping[str, object]) -> None:
     """Each property of a resource the local cloud does not honour, by name; a type without a list of
     properties that change nothing locally notes only what NOT_ENFORCED_LOCALLY names."""
     for prop in props:

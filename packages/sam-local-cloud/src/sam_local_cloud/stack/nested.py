@@ -21,10 +21,22 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
-from sam_local_cloud.stack.model import LocalStack, TemplateError, note_unhonoured
+from sam_local_cloud.stack.model import (
+    EventRuleSpec,
+    LocalStack,
+    QueueSpec,
+    StateMachineSpec,
+    SubscriptionSpec,
+    TableSpec,
+    TemplateError,
+    note_unhonoured,
+)
+
+# The resources a nested stack's own lists hold, each known by its logical ID.
+_Spec = TypeVar("_Spec", TableSpec, StateMachineSpec, QueueSpec, EventRuleSpec, SubscriptionSpec)
 
 NESTED_STACK_TYPES = ("AWS::CloudFormation::Stack", "AWS::Serverless::Application")
 _FUNCTION_TYPES = ("AWS::Serverless::Function", "AWS::Lambda::Function")
@@ -49,7 +61,7 @@ def nested_templates(template: Mapping[str, Any], base_dir: Path) -> dict[str, P
     return found
 
 
-def _local_template(logical_id: str, location_property: str, location: Any, base_dir: Path) -> Path:
+def _local_template(logical_id: str, location_property: str, location: object, base_dir: Path) -> Path:
     if isinstance(location, Mapping) and "ApplicationId" in location:
         raise TemplateError(
             f"{logical_id}: {location_property} is the Serverless Application Repository application "
@@ -103,7 +115,7 @@ def deployment_order(resources: Mapping[str, Any], nested: Mapping[str, Path]) -
     return order
 
 
-def _references(node: Any) -> Iterator[str]:
+def _references(node: object) -> Iterator[str]:
     """Logical IDs a resource body names: Ref, Fn::GetAtt, ${...} of Fn::Sub, DependsOn."""
     if isinstance(node, list):
         for item in node:
@@ -153,14 +165,14 @@ def stack_return_values(child: LocalStack) -> dict[str, str]:
 
 
 def merge_child(
-    parent: LocalStack, logical_id: str, kind: str, props: Mapping[str, Any], child: LocalStack
+    parent: LocalStack, logical_id: str, kind: str, props: Mapping[str, object], child: LocalStack
 ) -> None:
     """The child's resources deployed with the parent's, known by their full path ``<LogicalId>/<Id>``."""
 
     def path(child_id: str) -> str:
         return f"{logical_id}/{child_id}"
 
-    def renamed(specs: list[Any]) -> list[Any]:
+    def renamed(specs: list[_Spec]) -> list[_Spec]:
         return [dataclasses.replace(spec, logical_id=path(spec.logical_id)) for spec in specs]
 
     parent.nested_stacks[logical_id] = child

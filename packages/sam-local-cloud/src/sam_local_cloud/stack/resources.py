@@ -24,7 +24,7 @@ def add_resource(
     stack: LocalStack,
     logical_id: str,
     resource: Mapping[str, Any],
-    physical: Mapping[str, Any],
+    physical: Mapping[str, Mapping[str, str]],
     base_dir: Path,
 ) -> None:
     kind = resource.get("Type", "")
@@ -75,7 +75,7 @@ def _add_serverless_compute(
     logical_id: str,
     kind: str,
     props: Mapping[str, Any],
-    physical: Mapping[str, Any],
+    physical: Mapping[str, Mapping[str, str]],
     base_dir: Path,
 ) -> None:
     """A SAM function or state machine, and what its ``Events`` make: routes, rules, queue pollers."""

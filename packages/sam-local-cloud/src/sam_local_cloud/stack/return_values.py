@@ -403,7 +403,7 @@ def unsupported_attributes(template: Mapping[str, Any]) -> list[str]:
 _SUB_REFERENCE = re.compile(r"\$\{([A-Za-z0-9]+)\.([A-Za-z0-9.]+)\}")
 
 
-def _attribute_references(node: Any) -> Iterator[tuple[str, str]]:
+def _attribute_references(node: object) -> Iterator[tuple[str, str]]:
     if isinstance(node, list):
         for item in node:
             yield from _attribute_references(item)
@@ -420,10 +420,10 @@ def _attribute_references(node: Any) -> Iterator[tuple[str, str]]:
             yield from _attribute_references(value)
 
 
-def _property_value(props: Mapping[str, Any], attribute: str) -> str | None:
+def _property_value(props: Mapping[str, object], attribute: str) -> str | None:
     """A documented attribute that is a property's value (``VisibilityTimeout``,
     ``RedrivePolicy.deadLetterTargetArn``), when the template sets it to a scalar."""
-    value: Any = props
+    value: object = props
     for part in attribute.split("."):
         if not isinstance(value, Mapping) or part not in value:
             return None
@@ -433,7 +433,7 @@ def _property_value(props: Mapping[str, Any], attribute: str) -> str | None:
     return str(value) if isinstance(value, str | int | float) else None
 
 
-def _function_name(resources: Mapping[str, Any], function: Any) -> str:
+def _function_name(resources: Mapping[str, object], function: object) -> str:
     """An alias's function as the first pass left it: a function's logical ID (an unresolved Ref), a name
     or an ARN."""
     target = resources.get(str(function))
@@ -442,7 +442,7 @@ def _function_name(resources: Mapping[str, Any], function: Any) -> str:
     return str(function).rsplit(":function:", 1)[-1].split(":", 1)[0]
 
 
-def _published_alias_ids(logical_id: str, function_arn: str, alias: Any) -> dict[str, dict[str, str]]:
+def _published_alias_ids(logical_id: str, function_arn: str, alias: object) -> dict[str, dict[str, str]]:
     """SAM's ``AutoPublishAlias`` makes an AWS::Lambda::Alias whose Ref is the alias ARN: templates name
     it ``!Ref <Function>.Alias`` (SAM's shorthand) or SAM's logical ID for it, ``<Function>Alias<name>``."""
     if not alias:
@@ -452,7 +452,7 @@ def _published_alias_ids(logical_id: str, function_arn: str, alias: Any) -> dict
     return {f"{logical_id}.Alias": alias_arn, generated_id: alias_arn}
 
 
-def _is_true(value: Any) -> bool:
+def _is_true(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
 
 

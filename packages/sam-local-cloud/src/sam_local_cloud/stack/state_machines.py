@@ -33,13 +33,13 @@ def definition_refusal(definition: str) -> str | None:
     import logging
 
     from sam_local_cloud.moto_seam.installers import install_step_functions
-    from sam_local_cloud.moto_seam.stepfunctions import StepFunctionsParserBackend
+    from sam_local_cloud.moto_seam.interpreter_internals import validate_definition
 
     install_step_functions()
     # The parser logs a warning per definition for fields it ignores; the local cloud silences moto too.
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     try:
-        StepFunctionsParserBackend._validate_definition(definition)
+        validate_definition(definition)
     except Exception as error:
         message = str(getattr(error, "message", "") or error)
         return f"CreateStateMachine rejected the definition: {message.splitlines()[0][:160]}"

@@ -92,7 +92,7 @@ def load_stack(
     child_templates = nested_templates(raw, template_path.parent)
     expanded = SamTranslatorWrapper(raw, parameter_values={**parameters, **pseudo}).run_plugins()
 
-    def resolve(template: dict[str, Any], translator: dict[str, Any]) -> dict[str, Any]:
+    def resolve(template: dict[str, Any], translator: Mapping[str, object]) -> dict[str, Any]:
         # Each resource body and output is resolved on its own: SAM CLI's resolve_template would also
         # translate the Resources' keys, which our richer symbol table (Ref, Arn, Name) turns into dicts.
         symbols = IntrinsicsSymbolTable(logical_id_translator=translator, template=template)
@@ -196,7 +196,7 @@ _NO_VALUE = {"Ref": "AWS::NoValue"}
 class _Conditions:
     """The template's `Conditions`, decided once from the parameter values."""
 
-    def __init__(self, definitions: Mapping[str, Any], values: Mapping[str, str]) -> None:
+    def __init__(self, definitions: Mapping[str, object], values: Mapping[str, str]) -> None:
         self._definitions = definitions
         self._values = values
         self._decided: dict[str, bool] = {}
@@ -206,12 +206,12 @@ class _Conditions:
             self._decided[name] = self._holds(self._definitions[name])
         return self._decided[name]
 
-    def _value_of(self, node: Any) -> Any:
+    def _value_of(self, node: object) -> object:
         if isinstance(node, dict) and set(node) == {"Ref"} and node["Ref"] in self._values:
             return self._values[node["Ref"]]
         return node
 
-    def _holds(self, node: Any) -> bool:
+    def _holds(self, node: object) -> bool:
         if isinstance(node, dict) and len(node) == 1:
             ((function, argument),) = node.items()
             if function == "Condition":

@@ -28,7 +28,7 @@ class _TemplateLoader(_Base):
 
 
 @cache
-def _template_loader() -> Any:
+def _template_loader() -> type[_TemplateLoader]:
     """The loader, its constructors taken from SAM CLI on first use (not when this module is imported)."""
     from samcli.yamlhelper import TAG_STR, TIMESTAMP_TAG, _dict_constructor, intrinsics_multi_constructor
 
@@ -60,6 +60,6 @@ def read_template(path: Path) -> dict[str, Any]:
         raise TemplateFailedParsingException(f"Failed to parse template: {error}") from error
 
 
-def safe_load(text: str) -> Any:
+def safe_load(text: str) -> object:
     """``yaml.safe_load``, on the C parser where it is built."""
     return yaml.load(text, Loader=_SafeLoader)

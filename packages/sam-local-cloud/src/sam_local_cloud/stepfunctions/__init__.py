@@ -12,13 +12,17 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import threading
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from sam_local_cloud.aws_limits import INLINE_MAP_CONCURRENCY_LIMIT
 from sam_local_cloud.moto_seam import hooks
 from sam_local_cloud.stepfunctions.distributed_map import RESULTS_PER_FILE
 from sam_local_cloud.stepfunctions.express import EXPRESS_MAX_DURATION_SECONDS
 from sam_local_cloud.stepfunctions.histories import DEFAULT_MAX_EVENTS_IN_MEMORY, HistoryStore
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.stepfunctions import DomainDispatcherApplication
 
 __all__ = [
     "DEFAULT_MAX_EVENTS_IN_MEMORY",
@@ -38,7 +42,7 @@ _patched = False
 _left_as_released = False
 
 
-def create_moto_app() -> Any:
+def create_moto_app() -> DomainDispatcherApplication:
     """The WSGI application moto's own server runs (`moto_server`), with state machine execution on."""
     from sam_local_cloud.moto_seam.stepfunctions import (
         DomainDispatcherApplication,
@@ -76,7 +80,7 @@ def leave_interpreter_as_released() -> None:
         _left_as_released = True
 
 
-def _concern_modules() -> list[Any]:
+def _concern_modules() -> list[ModuleType]:
     """Every module and subpackage of this package that defines ``register_hooks``, imported.
 
     The order of their listeners on a shared target is what each declares (``hooks.order``), not this one.

@@ -20,10 +20,18 @@ instead of States.Timeout whenever that wait woke before the state's own timer.
 from __future__ import annotations
 
 import time
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+from sam_local_cloud.moto_seam.interpreter_objects import (
+    ExecutionRecord,
+    StepFunctionsRequest,
+)
 from sam_local_cloud.moto_seam.records import EngineRecords
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _CONCERN: Final = "activities"
 # AWS's long poll: GetActivityTask waits up to 60 seconds for a task.
@@ -34,7 +42,7 @@ _POLL_INTERVAL_SECONDS: Final = 0.05
 _stores: EngineRecords[dict[str, Any]] = EngineRecords(dict)
 
 
-def activity_store(backend: Any) -> dict[str, Any]:
+def activity_store(backend: object) -> dict[str, Any]:
     return _stores.of(backend)
 
 
@@ -49,7 +57,7 @@ def register_hooks() -> None:
     )
 
     @hooks.around(StepFunctionsParserBackend, "create_activity", concern=_CONCERN)
-    def create_activity(proceed: Any, self: Any, *args: Any, **kwargs: Any) -> Any:
+    def create_activity(proceed: Callable[..., Any], self: object, *args: object, **kwargs: object) -> Any:
         from sam_local_cloud.moto_seam.stepfunctions import activity
 
         created = proceed(self, *args, **kwargs)
@@ -59,24 +67,24 @@ def register_hooks() -> None:
         return created
 
     @hooks.around(StepFunctionsParserBackend, "delete_activity", concern=_CONCERN)
-    def delete_activity(proceed: Any, self: Any, activity_arn: str) -> Any:
+    def delete_activity(proceed: Callable[[object, str], object], self: object, activity_arn: str) -> object:
         result = proceed(self, activity_arn)
         activity_store(self).pop(activity_arn, None)
         return result
 
     @hooks.around(Execution, "__init__", concern=_CONCERN)
-    def execution_init(proceed: Any, self: Any, *args: Any, **kwargs: Any) -> None:
+    def execution_init(proceed: Callable[..., None], self: object, *args: object, **kwargs: Any) -> None:
         account, region = kwargs.get("account_id"), kwargs.get("region_name")
         if account and region:
             kwargs["activity_store"] = activity_store(stepfunctions_parser_backends[account][region])
         proceed(self, *args, **kwargs)
 
     @hooks.around(ActivityTaskStartEndpoint, "__init__", concern=_CONCERN)
-    def start_endpoint_init(proceed: Any, self: Any) -> None:
+    def start_endpoint_init(proceed: Callable[[object], None], self: object) -> None:
         proceed(self)
-        self._outcome = None  # a wait that ends with no worker answers None: the Task times out
+        internals.answer_no_outcome(self)  # a wait that ends with no worker: the Task times out
 
-    def add_activity_task(self: Any, callback_id: str, activity_arn: str, activity_input: str) -> Any:
+    def add_activity_task(self: object, callback_id: str, activity_arn: str, activity_input: str) -> object:
         """moto's order swapped: a worker must find the endpoint as soon as it can take the task."""
         from sam_local_cloud.moto_seam.stepfunctions import (
             ActivityCallbackEndpoint,
@@ -84,30 +92,31 @@ def register_hooks() -> None:
             activity,
         )
 
-        if callback_id in self._pool:
+        endpoints = internals.callback_endpoints(self)
+        if callback_id in endpoints:
             raise ValueError("Duplicate callback token id value.")
-        queue = self._activity_store.get(activity_arn)
+        queue = internals.activity_store_of(self).get(activity_arn)
         if queue is None:
             raise ActivityDoesNotExist(f"Activity Does Not Exist: '{activity_arn}'")
         endpoint: Any = ActivityCallbackEndpoint(callback_id=callback_id, activity_input=activity_input)
         endpoint.activity_arn = activity_arn  # what IAM authorises the worker's SendTask* calls on
-        self._pool[callback_id] = endpoint
+        endpoints[callback_id] = endpoint
         queue.add_task(activity.ActivityTask(task_token=callback_id, task_input=activity_input))
         return endpoint
 
     hooks.replace(CallbackPoolManager, "add_activity_task", add_activity_task, concern=_CONCERN)
 
-    def get_activity_task(self: Any) -> Any:
+    def get_activity_task(self: StepFunctionsRequest) -> object:
         from sam_local_cloud.moto_seam.stepfunctions import ActionResult
 
-        activity_arn = self._get_param("activityArn")
+        activity_arn = internals.required_text(self, "activityArn")
         backend = self.stepfunction_backend
         backend.describe_activity(activity_arn)  # ActivityDoesNotExist / InvalidArn, as AWS answers
         activity = activity_store(backend).get(activity_arn)
         task = _next_task(activity) if activity is not None else None
         if task is None:
             return ActionResult({})
-        _notify_started(backend, task.task_token, self._get_param("workerName"))
+        _notify_started(backend, task.task_token, internals.request_text(self, "workerName"))
         return ActionResult({"taskToken": task.task_token, "input": task.task_input})
 
     hooks.add(StepFunctionResponse, "get_activity_task", get_activity_task, concern=_CONCERN)
@@ -124,7 +133,7 @@ def _next_task(activity: Any) -> Any:
             time.sleep(_POLL_INTERVAL_SECONDS)
 
 
-def _notify_started(backend: Any, task_token: str, worker_name: str | None) -> None:
+def _notify_started(backend: object, task_token: str, worker_name: str | None) -> None:
     """ActivityStarted for the Task waiting on this token, in whichever execution it runs."""
     from sam_local_cloud.moto_seam.stepfunctions import ActivityCallbackEndpoint
 
@@ -140,16 +149,16 @@ def task_token_resource(account_id: str, region: str, task_token: str) -> str | 
     from sam_local_cloud.moto_seam.stepfunctions import stepfunctions_parser_backends
 
     execution, endpoint = _waiting_on(stepfunctions_parser_backends[account_id][region], task_token)
-    if endpoint is None:
+    if endpoint is None or execution is None:  # found together
         return None
     return getattr(endpoint, "activity_arn", None) or str(execution.state_machine_arn)
 
 
-def _waiting_on(backend: Any, task_token: str) -> tuple[Any, Any]:
+def _waiting_on(backend: object, task_token: str) -> tuple[ExecutionRecord | None, object]:
     """The running execution whose callback pool holds this token, and the token's endpoint there."""
     from sam_local_cloud.moto_seam.stepfunctions import ExecutionStatus
 
-    for execution in backend._get_executions(ExecutionStatus.RUNNING):
+    for execution in internals.executions_with_status(backend, ExecutionStatus.RUNNING):
         env = execution.exec_worker.env if execution.exec_worker is not None else None
         endpoint = env.callback_pool_manager.get(callback_id=task_token) if env is not None else None
         if endpoint is not None:

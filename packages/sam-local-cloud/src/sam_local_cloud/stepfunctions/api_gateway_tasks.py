@@ -19,11 +19,18 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from sam_local_cloud.accounts import parts_for_arn
+from sam_local_cloud.json_types import JsonValue
 from sam_local_cloud.moto_seam import hooks
+
+if TYPE_CHECKING:
+    import requests
+
+    from sam_local_cloud.moto_seam.stepfunctions import Environment, StateTaskServiceApiGateway
 
 _CONCERN = "api_gateway_tasks"
 
@@ -72,10 +79,12 @@ def _local_url(parameters: dict[str, Any]) -> str:
 class _BoundedRequests:
     """``requests`` as moto's integration calls it, with a timeout and SigV4 when the Task asks for it."""
 
-    def __getattr__(self, method: str) -> Any:
+    def __getattr__(self, method: str) -> Callable[..., requests.Response]:
         import requests
 
-        def send(url: str, *, headers: dict[str, str] | None = None, json: Any = None) -> Any:
+        def send(
+            url: str, *, headers: dict[str, str] | None = None, json: JsonValue = None
+        ) -> requests.Response:
             request = requests.Request(method.upper(), url, headers=headers or {}, json=json).prepare()
             credentials = getattr(_signing, "credentials", None)
             if credentials is not None:
@@ -86,7 +95,7 @@ class _BoundedRequests:
         return send
 
 
-def _sign(request: Any, credentials: tuple[str, str], region: str) -> None:
+def _sign(request: requests.PreparedRequest, credentials: tuple[str, str], region: str) -> None:
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
@@ -117,7 +126,9 @@ def register_hooks() -> None:
     hooks.replace(state_task_service_api_gateway, "JSONDecodeError", ValueError, concern=_CONCERN)
 
     @hooks.around(task, "_eval_service_task", concern=_CONCERN)
-    def eval_service_task(proceed: Any, self: Any, env: Any, **arguments: Any) -> None:
+    def eval_service_task(
+        proceed: Callable[..., None], self: StateTaskServiceApiGateway, env: Environment, **arguments: Any
+    ) -> None:
         parameters = arguments["normalised_parameters"]
         role_arn = getattr(arguments.get("state_credentials"), "role_arn", None)
         parts = parts_for_arn(env.states.context_object.context_object_data["Execution"]["Id"])
@@ -142,7 +153,7 @@ def register_hooks() -> None:
             _signing.credentials = None
             _signing.port = None
 
-    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+    def from_error(self: StateTaskServiceApiGateway, env: Environment, ex: Exception) -> object:
         if isinstance(ex, FailureEventException):
             return ex.failure_event
         if isinstance(ex, state_task_service_api_gateway.SfnGatewayException):

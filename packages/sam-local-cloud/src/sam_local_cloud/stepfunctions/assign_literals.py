@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
 
 
 def register_hooks() -> None:
@@ -21,7 +22,7 @@ def register_hooks() -> None:
         try:
             value = json.loads(source)
         except json.JSONDecodeError:
-            value = self._inner_string_of(ctx.string_literal())
+            value = internals.inner_string_of(self, ctx.string_literal())
         return AssignTemplateValueTerminalLit(value=value)
 
     hooks.replace(

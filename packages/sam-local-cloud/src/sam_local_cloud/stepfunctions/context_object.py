@@ -9,7 +9,11 @@ JSON cannot carry (DescribeExecution answered HTTP 500 for an output holding ``$
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.stepfunctions import Environment, ExecutionWorker
 
 
 def millisecond_timestamp(moment: datetime.datetime) -> str:
@@ -25,7 +29,7 @@ def aws_timestamp(moment: datetime.datetime) -> str:
     return millisecond_timestamp(moment.astimezone(datetime.UTC))
 
 
-def _aws_state_data(**fields: Any) -> dict[str, Any]:
+def _aws_state_data(**fields: object) -> dict[str, object]:
     entered = fields.get("EnteredTime")
     if isinstance(entered, str):
         fields["EnteredTime"] = aws_timestamp(datetime.datetime.fromisoformat(entered))
@@ -37,11 +41,14 @@ def register_hooks() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import ExecutionWorker, state
 
     @hooks.around(ExecutionWorker, "_get_evaluation_environment", concern="context_object")
-    def evaluation_environment(proceed: Any, self: Any) -> Any:
-        env: Any = proceed(self)
+    def evaluation_environment(
+        proceed: Callable[[ExecutionWorker], Environment], self: ExecutionWorker
+    ) -> Environment:
+        env = proceed(self)
         execution = env.states.context_object.context_object_data["Execution"]
-        if isinstance(execution.get("StartTime"), datetime.datetime):
-            execution["StartTime"] = aws_timestamp(execution["StartTime"])
+        # moto's ExecutionData declares a string; its worker puts the datetime there.
+        if isinstance(start := execution.get("StartTime"), datetime.datetime):
+            execution["StartTime"] = aws_timestamp(start)
         return env
 
     # State entry builds the State part of the context object through this name, looked up at call time.

@@ -31,11 +31,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from jsonata import Jsonata
 from jsonata.jexception import JException
 
+from sam_local_cloud.json_types import JsonValue
 from sam_local_cloud.stepfunctions.jsonpath_syntax import JsonPathSyntaxError, compile_path
 
 STATE_TYPES = ("Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map")
@@ -70,7 +70,7 @@ def invalid_definition_message(problems: list[Problem]) -> str:
     return "Invalid State Machine Definition: '" + ", ".join(str(problem) for problem in problems) + "'"
 
 
-def definition_problems(definition: Mapping[str, Any]) -> list[Problem]:
+def definition_problems(definition: Mapping[str, JsonValue]) -> list[Problem]:
     """What AWS refuses in this definition, in the order AWS lists it; empty when it would accept it."""
     programs = list(_programs(definition, ""))
     schema = [
@@ -94,7 +94,7 @@ def definition_problems(definition: Mapping[str, Any]) -> list[Problem]:
 # --- Programs and states -------------------------------------------------------------------------------
 
 
-def _programs(program: Mapping[str, Any], prefix: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _programs(program: Mapping[str, JsonValue], prefix: str) -> Iterator[tuple[str, Mapping[str, JsonValue]]]:
     """The top-level program and every program nested in it (Map processors, Parallel branches), with
     the location prefix AWS prints for their states, depth first."""
     yield prefix, program
@@ -111,7 +111,7 @@ def _programs(program: Mapping[str, Any], prefix: str) -> Iterator[tuple[str, Ma
                     yield from _programs(branch, f"{path}/Branches[{index}]")
 
 
-def _states(program: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _states(program: Mapping[str, JsonValue]) -> Iterator[tuple[str, Mapping[str, JsonValue]]]:
     states = program.get("States")
     if not isinstance(states, Mapping):
         return
@@ -121,7 +121,7 @@ def _states(program: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]
             yield str(name), state
 
 
-def _query_language(definition: Mapping[str, Any], state: Mapping[str, Any]) -> str:
+def _query_language(definition: Mapping[str, JsonValue], state: Mapping[str, JsonValue]) -> str:
     # A state inside a Map processor or a Parallel branch inherits the machine's language, not the
     # Map's or the Parallel's (measured on AWS, floci-io/floci#2968).
     language = state.get("QueryLanguage", definition.get("QueryLanguage", "JSONPath"))
@@ -131,7 +131,7 @@ def _query_language(definition: Mapping[str, Any], state: Mapping[str, Any]) -> 
 # --- Schema ----------------------------------------------------------------------------------------------
 
 
-def _state_schema_problems(path: str, state: Mapping[str, Any], language: str) -> list[Problem]:
+def _state_schema_problems(path: str, state: Mapping[str, JsonValue], language: str) -> list[Problem]:
     state_type = state.get("Type")
     if state_type not in STATE_TYPES:
         return [_schema(f"Value should be one of the following: [{', '.join(STATE_TYPES)}]", f"{path}/Type")]
@@ -147,7 +147,7 @@ def _schema(message: str, location: str) -> Problem:
     return Problem("SCHEMA_VALIDATION_FAILED", message, location)
 
 
-def _next_or_end(path: str, state: Mapping[str, Any]) -> list[Problem]:
+def _next_or_end(path: str, state: Mapping[str, JsonValue]) -> list[Problem]:
     has_next = "Next" in state
     ends = state.get("End") is True
     if has_next and ends:
@@ -157,7 +157,7 @@ def _next_or_end(path: str, state: Mapping[str, Any]) -> list[Problem]:
     return []
 
 
-def _path_problems(path: str, state: Mapping[str, Any]) -> list[Problem]:
+def _path_problems(path: str, state: Mapping[str, JsonValue]) -> list[Problem]:
     problems = [
         _schema("Value must be a valid JSONPath.", f"{path}/{name}")
         for name in PATH_FIELDS
@@ -182,7 +182,7 @@ def _path_problems(path: str, state: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
-def _template_problems(template: Any, location: str) -> list[Problem]:
+def _template_problems(template: JsonValue, location: str) -> list[Problem]:
     """Each ``<key>.$`` of a payload template (at any depth) whose value is neither a path nor an
     intrinsic function call."""
     if isinstance(template, list):
@@ -200,7 +200,7 @@ def _template_problems(template: Any, location: str) -> list[Problem]:
     return problems
 
 
-def _is_path(value: Any) -> bool:
+def _is_path(value: JsonValue) -> bool:
     """A JSONPath as Step Functions reads one: from the input (``$``), the context object (``$$``) or a
     variable (``$name``)."""
     if not isinstance(value, str) or not value.startswith("$"):
@@ -214,7 +214,7 @@ def _is_path(value: Any) -> bool:
     return True
 
 
-def _jsonata_problems(path: str, state: Mapping[str, Any]) -> list[Problem]:
+def _jsonata_problems(path: str, state: Mapping[str, JsonValue]) -> list[Problem]:
     return [
         Problem("INVALID_JSONATA_EXPRESSION", message, location)
         for location, expression in _expressions(state, path)
@@ -222,7 +222,7 @@ def _jsonata_problems(path: str, state: Mapping[str, Any]) -> list[Problem]:
     ]
 
 
-def _expressions(value: Any, location: str) -> Iterator[tuple[str, str]]:
+def _expressions(value: JsonValue | Mapping[str, JsonValue], location: str) -> Iterator[tuple[str, str]]:
     """Every ``{% ... %}`` string of a JSONata state's own fields (its children are states of their own)."""
     if isinstance(value, str):
         match = _EXPRESSION.match(value.strip())
@@ -249,7 +249,7 @@ def _jsonata_syntax_error(expression: str) -> str | None:
 # --- The graph -------------------------------------------------------------------------------------------
 
 
-def _transitions(path: str, state: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+def _transitions(path: str, state: Mapping[str, JsonValue]) -> Iterator[tuple[str, JsonValue]]:
     """Where a state can go next, with the location of the field that says so."""
     if "Next" in state:
         yield f"{path}/Next", state["Next"]
@@ -263,11 +263,11 @@ def _transitions(path: str, state: Mapping[str, Any]) -> Iterator[tuple[str, Any
                     yield f"{path}/{field_name}[{index}]/Next", rule["Next"]
 
 
-def _missing_target(target: Any, location: str) -> Problem:
+def _missing_target(target: JsonValue, location: str) -> Problem:
     return Problem("MISSING_TRANSITION_TARGET", f"Missing 'Next' target: {target}", location)
 
 
-def _missing_targets(prefix: str, program: Mapping[str, Any]) -> list[Problem]:
+def _missing_targets(prefix: str, program: Mapping[str, JsonValue]) -> list[Problem]:
     names = {name for name, _ in _states(program)}
     problems = []
     if program.get("StartAt") not in names:
@@ -279,7 +279,7 @@ def _missing_targets(prefix: str, program: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
-def _unreachable_states(prefix: str, program: Mapping[str, Any]) -> list[Problem]:
+def _unreachable_states(prefix: str, program: Mapping[str, JsonValue]) -> list[Problem]:
     states = dict(_states(program))
     reached: set[str] = set()
     pending = [program.get("StartAt")]
@@ -296,7 +296,7 @@ def _unreachable_states(prefix: str, program: Mapping[str, Any]) -> list[Problem
     ]
 
 
-def _has_terminal_state(definition: Mapping[str, Any]) -> bool:
+def _has_terminal_state(definition: Mapping[str, JsonValue]) -> bool:
     return any(
         state.get("End") is True or state.get("Type") in TERMINAL_TYPES for _, state in _states(definition)
     )

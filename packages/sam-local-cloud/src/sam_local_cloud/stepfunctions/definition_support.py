@@ -36,8 +36,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
+from sam_local_cloud.json_types import JsonObject, JsonValue
 from sam_local_cloud.moto_seam import hooks
 from sam_local_cloud.moto_seam.records import EngineRecords
 
@@ -72,7 +72,7 @@ class ItemBatcher:
     max_items_per_batch_path: str | None = None
     max_input_bytes_per_batch: int | None = None
     max_input_bytes_per_batch_path: str | None = None
-    batch_input: Any = None
+    batch_input: JsonObject | None = None
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def canonical_text(text: str, *, single_state: bool = False) -> str:
     return _dump_state(document) if single_state else _dump_program(document)
 
 
-def _states_of(program: dict[str, Any], prefix: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def _states_of(program: JsonObject, prefix: str) -> Iterator[tuple[str, JsonObject]]:
     """Every state of a program and of the programs nested in it (Map processors, Parallel branches)."""
     states = program.get("States")
     if not isinstance(states, dict):
@@ -152,8 +152,8 @@ def _states_of(program: dict[str, Any], prefix: str) -> Iterator[tuple[str, dict
         path = f"{prefix}/States/{name}"
         yield path, state
         for key in ("ItemProcessor", "Iterator"):
-            if isinstance(state.get(key), dict):
-                yield from _states_of(state[key], f"{path}/{key}")
+            if isinstance(nested := state.get(key), dict):
+                yield from _states_of(nested, f"{path}/{key}")
         branches = state.get("Branches")
         if isinstance(branches, list):
             for index, branch in enumerate(branches):
@@ -163,25 +163,24 @@ def _states_of(program: dict[str, Any], prefix: str) -> Iterator[tuple[str, dict
 
 # --- One rule per construct ------------------------------------------------------------------------------
 
-StateRule = Callable[[dict[str, Any], str, dict[str, MapSupport]], None]
+StateRule = Callable[[JsonObject, str, dict[str, MapSupport]], None]
 
 
-def _map_support(state: dict[str, Any], path: str, maps: dict[str, MapSupport]) -> MapSupport | None:
+def _map_support(state: JsonObject, path: str, maps: dict[str, MapSupport]) -> MapSupport | None:
     if state.get("Type") != "Map":
         return None
     return maps.setdefault(path, MapSupport(path=path))
 
 
-def _processor_config(state: dict[str, Any]) -> dict[str, Any]:
+def _processor_config(state: JsonObject) -> JsonObject:
     for key in ("ItemProcessor", "Iterator"):
         processor = state.get(key)
-        if isinstance(processor, dict) and isinstance(processor.get("ProcessorConfig"), dict):
-            config: dict[str, Any] = processor["ProcessorConfig"]
+        if isinstance(processor, dict) and isinstance(config := processor.get("ProcessorConfig"), dict):
             return config
     return {}
 
 
-def _refuse_unless_distributed(state: dict[str, Any], field_name: str, path: str) -> None:
+def _refuse_unless_distributed(state: JsonObject, field_name: str, path: str) -> None:
     if _processor_config(state).get("Mode") != "DISTRIBUTED":
         raise DefinitionRefusedError(
             _schema_failure(
@@ -191,7 +190,7 @@ def _refuse_unless_distributed(state: dict[str, Any], field_name: str, path: str
         )
 
 
-def _express_children(state: dict[str, Any], path: str, maps: dict[str, MapSupport]) -> None:
+def _express_children(state: JsonObject, path: str, maps: dict[str, MapSupport]) -> None:
     support = _map_support(state, path, maps)
     if support is None:
         return
@@ -201,7 +200,7 @@ def _express_children(state: dict[str, Any], path: str, maps: dict[str, MapSuppo
         support.express_children = True
 
 
-def _item_batcher(state: dict[str, Any], path: str, maps: dict[str, MapSupport]) -> None:
+def _item_batcher(state: JsonObject, path: str, maps: dict[str, MapSupport]) -> None:
     support = _map_support(state, path, maps)
     if support is None or "ItemBatcher" not in state:
         return
@@ -244,7 +243,7 @@ def _item_batcher(state: dict[str, Any], path: str, maps: dict[str, MapSupport])
     )
 
 
-def _reader_config(state: dict[str, Any], path: str, maps: dict[str, MapSupport]) -> None:
+def _reader_config(state: JsonObject, path: str, maps: dict[str, MapSupport]) -> None:
     support = _map_support(state, path, maps)
     reader = state.get("ItemReader")
     if support is None or not isinstance(reader, dict):
@@ -277,18 +276,18 @@ def _reader_config(state: dict[str, Any], path: str, maps: dict[str, MapSupport]
     support.reader_config = ReaderConfig(
         input_type=input_type,
         csv_header_location=location,
-        csv_headers=tuple(str(header) for header in headers or ()),
+        csv_headers=tuple(str(header) for header in headers) if isinstance(headers, list) else (),
         csv_delimiter=_enum(config, "CSVDelimiter", tuple(CSV_DELIMITERS), where) or "COMMA",
     )
     # What moto's grammar reads stays for moto: MaxItems(Path) in every form (literal, path, variable,
     # JSONata) is evaluated by moto, and its CSV header checks still apply. The input type it is given only
     # satisfies the grammar; the items are read by ``distributed_map`` with the real one.
-    moto_config = {"InputType": "CSV" if input_type == "CSV" else "JSON"}
+    moto_config: JsonObject = {"InputType": "CSV" if input_type == "CSV" else "JSON"}
     moto_config.update({k: v for k, v in config.items() if k not in ("InputType", "CSVDelimiter")})
     reader["ReaderConfig"] = moto_config
 
 
-def _writer_config(state: dict[str, Any], path: str, maps: dict[str, MapSupport]) -> None:
+def _writer_config(state: JsonObject, path: str, maps: dict[str, MapSupport]) -> None:
     support = _map_support(state, path, maps)
     writer = state.get("ResultWriter")
     if support is None or not isinstance(writer, dict):
@@ -313,7 +312,7 @@ def _writer_config(state: dict[str, Any], path: str, maps: dict[str, MapSupport]
     )
 
 
-def _tolerated_failures(state: dict[str, Any], path: str, maps: dict[str, MapSupport]) -> None:
+def _tolerated_failures(state: JsonObject, path: str, maps: dict[str, MapSupport]) -> None:
     support = _map_support(state, path, maps)
     if support is None:
         return
@@ -351,18 +350,18 @@ def _schema_failure(problem: str, where: str) -> str:
     return f"Invalid State Machine Definition: 'SCHEMA_VALIDATION_FAILED: {problem} at {where}'"
 
 
-def _refuse_unknown_fields(config: dict[str, Any], known: set[str], where: str) -> None:
+def _refuse_unknown_fields(config: JsonObject, known: set[str], where: str) -> None:
     for name in config:
         if name not in known:
             raise DefinitionRefusedError(_schema_failure(f"Field '{name}' is not supported", where))
 
 
-def _refuse_both(config: dict[str, Any], name: str, where: str) -> None:
+def _refuse_both(config: JsonObject, name: str, where: str) -> None:
     if name in config and f"{name}Path" in config:
         raise DefinitionRefusedError(_schema_failure(f"{name} and {name}Path cannot both be set", where))
 
 
-def _enum(config: dict[str, Any], name: str, allowed: tuple[str, ...], where: str) -> str | None:
+def _enum(config: JsonObject, name: str, allowed: tuple[str, ...], where: str) -> str | None:
     value = config.get(name)
     if value is None:
         return None
@@ -371,7 +370,7 @@ def _enum(config: dict[str, Any], name: str, allowed: tuple[str, ...], where: st
     return str(value)
 
 
-def _non_negative_int(config: dict[str, Any], name: str, where: str) -> int | None:
+def _non_negative_int(config: JsonObject, name: str, where: str) -> int | None:
     value = config.get(name)
     if value is None:
         return None
@@ -380,14 +379,14 @@ def _non_negative_int(config: dict[str, Any], name: str, where: str) -> int | No
     return value
 
 
-def _positive_int(config: dict[str, Any], name: str, where: str) -> int | None:
+def _positive_int(config: JsonObject, name: str, where: str) -> int | None:
     value = _non_negative_int(config, name, where)
     if value == 0:
         raise DefinitionRefusedError(_schema_failure("Expected a positive integer", f"{where}/{name}"))
     return value
 
 
-def _path_string(config: dict[str, Any], name: str, where: str) -> str | None:
+def _path_string(config: JsonObject, name: str, where: str) -> str | None:
     value = config.get(name)
     if value is None:
         return None
@@ -399,7 +398,7 @@ def _path_string(config: dict[str, Any], name: str, where: str) -> str | None:
 # --- Serialising for moto's lexer ------------------------------------------------------------------------
 
 
-def _dump_program(program: dict[str, Any]) -> str:
+def _dump_program(program: JsonObject) -> str:
     """The definition as JSON moto's lexer reads as AWS reads the original.
 
     Grammar positions (program, state and processor objects) are written as they are; every string where the
@@ -417,7 +416,7 @@ def _dump_program(program: dict[str, Any]) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _dump_state(state: Any) -> str:
+def _dump_state(state: JsonValue) -> str:
     if not isinstance(state, dict):
         return _dump_payload(state)
     parts = []
@@ -435,7 +434,7 @@ def _dump_state(state: Any) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _dump_payload(value: Any) -> str:
+def _dump_payload(value: JsonValue) -> str:
     if isinstance(value, str):
         return _text(value)
     if isinstance(value, dict):
@@ -451,7 +450,7 @@ def _text(value: str) -> str:
     return _json(value)
 
 
-def _json(value: Any) -> str:
+def _json(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -466,14 +465,14 @@ class _BoundSupport:
 _bound_support: EngineRecords[_BoundSupport] = EngineRecords(_BoundSupport)
 
 
-def support_of(component: Any) -> MapSupport | None:
+def support_of(component: object) -> MapSupport | None:
     """What was taken out of the definition of the Map state this component belongs to (the state itself,
     its ItemReader or its iteration component); None for a component of no Map."""
     bound = _bound_support.get(component)
     return bound.support if bound is not None else None
 
 
-def _bind(program: Any, prepared: PreparedDefinition) -> None:
+def _bind(program: object, prepared: PreparedDefinition) -> None:
     if not prepared.maps:
         return
     from sam_local_cloud.moto_seam.stepfunctions import StateMap
@@ -487,12 +486,12 @@ def _bind(program: Any, prepared: PreparedDefinition) -> None:
                     _bound_support.of(part).support = support
 
 
-def _components(root: Any) -> Iterator[Any]:
+def _components(root: object) -> Iterator[object]:
     """Every moto component reachable from ``root`` (its attributes, lists and dicts), each once."""
     from sam_local_cloud.moto_seam.stepfunctions import Component
 
     seen: set[int] = set()
-    pending = [root]
+    pending: list[object] = [root]
     while pending:
         item = pending.pop()
         if id(item) in seen:
@@ -521,7 +520,7 @@ def _prepare_before_parsing() -> None:
     # Every caller (CreateStateMachine's validation, the execution worker, the static analyser) calls
     # this static method through the class.
     @hooks.around(AmazonStateLanguageParser, "parse", concern="definition_support")
-    def parse(proceed: Callable[[str], tuple[Any, Any]], definition: str) -> tuple[Any, Any]:
+    def parse(proceed: Callable[[str], tuple[object, object]], definition: str) -> tuple[object, object]:
         try:
             prepared = prepare_definition(definition)
         except DefinitionRefusedError as refused:
@@ -544,7 +543,7 @@ def _decode_escapes_in_literal_strings() -> None:
     )
 
     @hooks.around(Preprocessor, "_inner_string_of", concern="definition_support")
-    def inner_string_of(proceed: Callable[[Any], str | None], parser_rule_context: Any) -> str | None:
+    def inner_string_of(proceed: Callable[[object], str | None], parser_rule_context: object) -> str | None:
         text = proceed(parser_rule_context)
         if text is None or "\\" not in text or isinstance(parser_rule_context, paths):
             return text

@@ -28,10 +28,18 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from sam_local_cloud.accounts import parts_for_arn
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+from sam_local_cloud.moto_seam.interpreter_objects import (
+    Evaluation,
+    JobEvaluation,
+    MapJob,
+    MapRunRecord,
+    ProgramEnvironment,
+)
 from sam_local_cloud.moto_seam.records import EngineRecords
 from sam_local_cloud.stepfunctions.definition_support import (
     ItemBatcher,
@@ -41,6 +49,11 @@ from sam_local_cloud.stepfunctions.definition_support import (
 )
 from sam_local_cloud.stepfunctions.item_reader import ItemReaderFailedError, read_items
 from sam_local_cloud.stepfunctions.shared_inputs import share_map_input
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mypy_boto3_s3 import S3Client
 
 RESULTS_PER_FILE = 1000
 # AWS ends an Express execution after five minutes; a Distributed Map's Express child is one.
@@ -66,9 +79,9 @@ def register_hooks() -> None:
 @dataclass
 class ChildOutcome:
     index: int
-    input: Any
+    input: object
     succeeded: bool
-    output: Any = None
+    output: object = None
     error: str | None = None
     cause: str | None = None
     started: str = ""
@@ -97,7 +110,7 @@ def _read_items_as_documented() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import ItemReader, StateCredentials
 
     @hooks.around(ItemReader, "_eval_body", concern=_CONCERN)
-    def eval_body(proceed: Any, self: Any, env: Any) -> None:
+    def eval_body(proceed: Evaluation, self: Any, env: ProgramEnvironment) -> None:  # moto's ItemReader
         support = support_of(self)
         if support is None or support.reader_config is None or self.reader_config is None:
             proceed(self, env)
@@ -112,7 +125,8 @@ def _read_items_as_documented() -> None:
         parameters = env.stack.pop()
         self.resource.eval(env=env)
         resource_runtime_part = env.stack.pop()
-        s3 = self.resource_eval._get_s3_client(
+        s3 = internals.s3_client_of(
+            self.resource_eval,
             resource_runtime_part=resource_runtime_part,
             state_credentials=StateCredentials(role_arn=env.aws_execution_details.role_arn),
         )
@@ -127,7 +141,12 @@ def _run_children_with_batches_and_tolerance() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import DistributedIterationComponent
 
     @hooks.around(DistributedIterationComponent, "_map_run", concern=_CONCERN)
-    def map_run(proceed: Any, self: Any, env: Any, eval_input: Any) -> None:
+    def map_run(
+        proceed: Callable[[object, ProgramEnvironment, object], None],
+        self: object,
+        env: ProgramEnvironment,
+        eval_input: Any,  # moto's Map input: copied and changed as moto's own
+    ) -> None:
         support = support_of(self)
         _runs.forget(eval_input.map_run_record)
         run = _runs.of(eval_input.map_run_record)
@@ -183,7 +202,7 @@ def child_outcomes_held() -> int:
     return sum(len(run.outcomes) for run in _runs.records())
 
 
-def _selected_items(env: Any, eval_input: Any, items: list[Any]) -> list[Any]:
+def _selected_items(env: ProgramEnvironment, eval_input: Any, items: list[object]) -> list[object]:
     """Each item through ``ItemSelector`` (or ``Parameters``) as a child would apply it, before batching."""
     selector = eval_input.item_selector or eval_input.parameters
     if selector is None:
@@ -207,16 +226,16 @@ def _selected_items(env: Any, eval_input: Any, items: list[Any]) -> list[Any]:
         env.delete_frame(frame)
 
 
-def _batches(env: Any, batcher: ItemBatcher, items: list[Any]) -> list[dict[str, Any]]:
+def _batches(env: ProgramEnvironment, batcher: ItemBatcher, items: list[object]) -> list[dict[str, object]]:
     max_items = _batcher_limit(env, batcher.max_items_per_batch, batcher.max_items_per_batch_path)
     max_bytes = _batcher_limit(env, batcher.max_input_bytes_per_batch, batcher.max_input_bytes_per_batch_path)
     batch_input = _resolved_template(batcher.batch_input, env) if batcher.batch_input is not None else None
 
-    def child_input(batch: list[Any]) -> dict[str, Any]:
+    def child_input(batch: list[object]) -> dict[str, object]:
         return {"BatchInput": batch_input, "Items": batch} if batch_input is not None else {"Items": batch}
 
-    batches: list[dict[str, Any]] = []
-    current: list[Any] = []
+    batches: list[dict[str, object]] = []
+    current: list[object] = []
     for item in items:
         candidate = [*current, item]
         too_many = max_items is not None and len(candidate) > max_items
@@ -230,7 +249,7 @@ def _batches(env: Any, batcher: ItemBatcher, items: list[Any]) -> list[dict[str,
     return batches
 
 
-def _batcher_limit(env: Any, value: int | None, path: str | None) -> int | None:
+def _batcher_limit(env: ProgramEnvironment, value: int | None, path: str | None) -> int | None:
     if path is None:
         return value
     resolved = _value_at(path, env)
@@ -243,15 +262,15 @@ def _batcher_limit(env: Any, value: int | None, path: str | None) -> int | None:
     return int(resolved)
 
 
-def _size(value: Any) -> int:
+def _size(value: object) -> int:
     return len(_compact(value).encode())
 
 
-def _compact(value: Any) -> str:
+def _compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _resolved_template(template: Any, env: Any) -> Any:
+def _resolved_template(template: object, env: ProgramEnvironment) -> object:
     """A payload template (``"name.$": "$.path"``) resolved against the state's input and context."""
     if isinstance(template, dict):
         resolved = {}
@@ -266,7 +285,7 @@ def _resolved_template(template: Any, env: Any) -> Any:
     return template
 
 
-def _value_at(path: str, env: Any) -> Any:
+def _value_at(path: str, env: ProgramEnvironment) -> object:
     from sam_local_cloud.moto_seam.stepfunctions import extract_json
 
     try:
@@ -292,7 +311,7 @@ def _tolerance_exceeded(support: MapSupport | None, eval_input: Any, outcomes: l
     return percentage_declared and failed * 100.0 / total > eval_input.tolerated_failure_percentage
 
 
-def _count_items_not_batches(record: Any, outcomes: list[ChildOutcome], ran: set[int]) -> None:
+def _count_items_not_batches(record: MapRunRecord, outcomes: list[ChildOutcome], ran: set[int]) -> None:
     """moto counts one item per child; with batches DescribeMapRun's itemCounts count the batches' items."""
     counter = record.item_counter
     for outcome in outcomes:
@@ -317,10 +336,13 @@ def _keep_each_child_outcome() -> None:
         hooks.around(worker, "_eval_job", concern=_CONCERN)(_eval_job_keeping_outcome)
 
 
-def _eval_job_keeping_outcome(proceed: Any, self: Any, env: Any, job: Any) -> None:
+def _eval_job_keeping_outcome(
+    proceed: JobEvaluation, self: object, env: ProgramEnvironment, job: MapJob
+) -> None:
     from sam_local_cloud.moto_seam.stepfunctions import ProgramEnded, ProgramError
 
-    run = _runs.get(self._map_run_record)
+    record = internals.map_run_record_of(self)
+    run = _runs.get(record)
     express = run is not None and run.support is not None and run.support.express_children
     overlap = _duplicate_overlap(self, job) if express else None
     twin: threading.Thread | None = None
@@ -350,13 +372,15 @@ def _eval_job_keeping_outcome(proceed: Any, self: Any, env: Any, job: Any) -> No
         else:
             outcome.error = "States.Runtime"
         # moto stops counting a child as running only when it succeeds.
-        self._map_run_record.execution_counter.running.offset(-1)
+        record.execution_counter.running.offset(-1)
     outcome.stopped = stopped
     with run.lock:
         run.outcomes[job.job_index] = outcome
 
 
-def _run_child(proceed: Any, worker: Any, env: Any, job: Any, *, express: bool) -> None:
+def _run_child(
+    proceed: JobEvaluation, worker: object, env: ProgramEnvironment, job: MapJob, *, express: bool
+) -> None:
     timer = None
     if express:
         timer = threading.Timer(EXPRESS_CHILD_TIME_LIMIT_SECONDS, _time_out, args=(env,))
@@ -369,9 +393,9 @@ def _run_child(proceed: Any, worker: Any, env: Any, job: Any, *, express: bool) 
             timer.cancel()
 
 
-def _duplicate_overlap(worker: Any, job: Any) -> bool | None:
+def _duplicate_overlap(worker: object, job: MapJob) -> bool | None:
     # arn:aws:states:<region>:<account>:mapRun:<state machine name>/<Map label>:<id>
-    map_run_arn = worker._map_run_record.map_run_arn
+    map_run_arn = internals.map_run_record_of(worker).map_run_arn
     parts = parts_for_arn(map_run_arn)
     decider = parts.duplicate_decider if parts is not None else None
     if decider is None:
@@ -380,27 +404,28 @@ def _duplicate_overlap(worker: Any, job: Any) -> bool | None:
     return decider(state_machine_name, lambda: _child_input(worker, job))
 
 
-def _child_input(worker: Any, job: Any) -> Any:
+def _child_input(worker: object, job: MapJob) -> object:
     """The child execution's input: the item through ``ItemSelector`` (or ``Parameters``), as the worker
     evaluates it when the child starts, in a scratch frame."""
     from sam_local_cloud.moto_seam.stepfunctions import ItemData, MapData
 
-    frame = worker._env.open_inner_frame()
+    worker_env = internals.worker_environment(worker)
+    frame = worker_env.open_inner_frame()
     try:
         frame.states.context_object.context_object_data["Map"] = MapData(
             Item=ItemData(Index=job.job_index, Value=job.job_input)
         )
         frame.states.reset(job.job_input)
         frame.stack.append(frame.states.get_input())
-        worker._eval_input(env_frame=frame)
+        internals.eval_item_input(worker, frame)
         return frame.states.get_input()
     except Exception:  # a selector that fails here fails the child itself; decide on the item
         return job.job_input
     finally:
-        worker._env.delete_frame(frame)
+        worker_env.delete_frame(frame)
 
 
-def _run_twin(proceed: Any, worker: Any, job: Any) -> None:
+def _run_twin(proceed: JobEvaluation, worker: object, job: MapJob) -> None:
     """A second execution of the child: the same program and input, a frame of its own, its own time limit.
 
     It counts nothing in the Map Run (DescribeMapRun counts each item once) and its outcome is dropped:
@@ -409,17 +434,18 @@ def _run_twin(proceed: Any, worker: Any, job: Any) -> None:
     from sam_local_cloud.moto_seam.stepfunctions import job as job_module
 
     twin_worker = copy.copy(worker)
-    twin_worker._map_run_record = _UNCOUNTED
+    internals.set_map_run_record(twin_worker, _UNCOUNTED)
     twin_job = job_module.Job(
         job_index=job.job_index, job_program=job.job_program, job_input=copy.deepcopy(job.job_input)
     )
-    frame = worker._env.open_inner_frame()
+    worker_env = internals.worker_environment(worker)
+    frame = worker_env.open_inner_frame()
     try:
         _run_child(proceed, twin_worker, frame, twin_job, express=True)
     except Exception:  # the twin's failure is its own; the first run's outcome is the child's
         _LOG.exception("duplicate run of Map child %s failed", job.job_index)
     finally:
-        worker._env.delete_frame(frame)
+        worker_env.delete_frame(frame)
 
 
 class _UncountedCounters:
@@ -438,7 +464,7 @@ class _UncountedCounters:
 _UNCOUNTED = _UncountedCounters()
 
 
-def _time_out(env: Any) -> None:
+def _time_out(env: ProgramEnvironment) -> None:
     from sam_local_cloud.moto_seam.stepfunctions import ExecutionFailedEventDetails
 
     if env.is_running():
@@ -496,7 +522,9 @@ def _write_results_as_documented() -> None:
 
     writer_resource = result_writer_resource_eval_s3.ResourceEvalS3
 
-    def handle_put_object(env: Any, resource_runtime_part: Any, state_credentials: Any) -> None:
+    def handle_put_object(
+        env: ProgramEnvironment, resource_runtime_part: object, state_credentials: object
+    ) -> None:
         parameters = env.stack.pop()
         results = env.stack.pop()
         record = env.map_run_record_pool_manager.get_all().pop()
@@ -511,8 +539,10 @@ def _write_results_as_documented() -> None:
         )
         writer = run.support.writer_config if run is not None and run.support is not None else None
         try:
-            s3 = writer_resource._get_s3_client(
-                resource_runtime_part=resource_runtime_part, state_credentials=state_credentials
+            s3 = internals.s3_client_of(
+                writer_resource,
+                resource_runtime_part=resource_runtime_part,
+                state_credentials=state_credentials,
             )
             manifest = write_results(s3, parameters, record.map_run_arn, outcomes, writer)
         except Exception as error:  # S3 refused: AWS names it the writer's failure
@@ -531,7 +561,7 @@ def _write_results_as_documented() -> None:
 
 
 def write_results(
-    s3: Any,
+    s3: S3Client,
     parameters: dict[str, Any],
     map_run_arn: str,
     outcomes: list[ChildOutcome],
@@ -569,7 +599,7 @@ def write_results(
 # --- Failing the Map -----------------------------------------------------------------------------------
 
 
-def _raise_failure(env: Any, error_type: str, cause: str) -> NoReturn:
+def _raise_failure(env: Any, error_type: str, cause: str) -> NoReturn:  # moto's Environment, for FailureEvent
     from sam_local_cloud.moto_seam.stepfunctions import (
         EventDetails,
         FailureEvent,

@@ -16,9 +16,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sam_local_cloud.moto_seam import hooks
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.stepfunctions import (
+        CustomErrorName,
+        ExecutionFailedEventDetails,
+        FailureEventException,
+    )
 
 _CONCERN = "error_names"
 
@@ -32,7 +39,9 @@ def _accept_every_error_name() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import CustomErrorName, ErrorName
 
     @hooks.around(CustomErrorName, "__init__", concern=_CONCERN)
-    def init(_proceed: Callable[[Any, str | None], None], self: Any, error_name: str | None) -> None:
+    def init(
+        _proceed: Callable[[CustomErrorName, str | None], None], self: CustomErrorName, error_name: str | None
+    ) -> None:
         ErrorName.__init__(self, error_name=error_name)
 
 
@@ -44,7 +53,10 @@ def _decorate_only_the_interpreters_own_causes() -> None:
     )
 
     @hooks.around(FailureEventException, "get_execution_failed_event_details", concern=_CONCERN)
-    def execution_failed_event_details(proceed: Callable[[Any], Any], self: Any) -> Any:
+    def execution_failed_event_details(
+        proceed: Callable[[FailureEventException], ExecutionFailedEventDetails | None],
+        self: FailureEventException,
+    ) -> ExecutionFailedEventDetails | None:
         details = proceed(self)
         event = self.failure_event
         raised_by_interpreter = isinstance(event.error_name, StatesErrorName)

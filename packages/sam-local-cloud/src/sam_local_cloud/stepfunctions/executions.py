@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.stepfunctions import Execution
 
 _CLOSED_WITHOUT_STOP_DATE_IN_MOTO = "TIMED_OUT"
 
@@ -23,8 +27,13 @@ def register_hooks() -> None:
 
     @hooks.around(StepFunctionsParserBackend, "start_execution", concern="executions")
     def start_execution(
-        proceed: Any, self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any
-    ) -> Any:
+        proceed: Callable[..., Execution],
+        self: StepFunctionsParserBackend,
+        state_machine_arn: str,
+        name: str | None = None,
+        *args: object,
+        **kwargs: object,
+    ) -> Execution:
         return proceed(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
 
     @hooks.around(StepFunctionResponse, "describe_execution", concern="executions")

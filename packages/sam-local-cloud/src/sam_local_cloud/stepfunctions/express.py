@@ -35,11 +35,25 @@ import uuid
 import weakref
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from sam_local_cloud.accounts import parts_for_arn
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+from sam_local_cloud.moto_seam.interpreter_objects import (
+    ExecutionRecord,
+    HistoryEvent,
+    ProgramEnvironment,
+    StateMachineRecord,
+    StepFunctionsBackend,
+    StepFunctionsRequest,
+)
 from sam_local_cloud.moto_seam.records import EngineRecords
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from sam_local_cloud.moto_seam.stepfunctions import Execution
 
 EXPRESS: Final = "EXPRESS"
 # AWS's quota for an Express execution's duration.
@@ -59,10 +73,25 @@ _EXECUTION_ARN_APIS: Final = (
 )
 
 # Every Express execution not yet collected: what a finished execution still holds shows here.
-_alive: weakref.WeakSet[Any] = weakref.WeakSet()
+_alive: weakref.WeakSet[ExpressRun] = weakref.WeakSet()
 # Per backend, its Express executions by ARN while something holds them: a ``.sync`` parent follows its
 # child here, since no API describes an Express execution.
-_by_arn: EngineRecords[weakref.WeakValueDictionary[str, Any]] = EngineRecords(weakref.WeakValueDictionary)
+_by_arn: EngineRecords[weakref.WeakValueDictionary[str, ExpressRun]] = EngineRecords(
+    weakref.WeakValueDictionary
+)
+
+
+class ExpressRun(ExecutionRecord, Protocol):
+    """An Express execution (``_execution_class``): moto's execution, ending by itself once."""
+
+    synchronous: bool
+    closed: threading.Event
+
+    def start(self) -> None: ...
+
+    def end_within(self, seconds: float) -> None: ...
+
+    def close(self, broken_by: Exception | None = None) -> None: ...
 
 
 class ExpressRequestError(Exception):
@@ -106,19 +135,19 @@ def is_top_level_express_arn(arn: str | None) -> bool:
 
 
 def start_express_execution(
-    backend: Any,
-    state_machine: Any,
+    backend: Any,  # moto's backend, deep-copied from with its own names
+    state_machine: Any,  # moto's StateMachine, deep-copied
     name: str | None,
     execution_input: str | None,
     trace_header: str | None = None,
     *,
     synchronous: bool = False,
-) -> Any:
+) -> ExpressRun:
     """Start an Express execution of ``state_machine`` (a moto StateMachine) and return it, running."""
     input_text = "{}" if execution_input is None else execution_input
     check_execution_input(input_text)
     if name:
-        backend._validate_name(name)
+        internals.validate_execution_name(backend, name)
     name = name or str(uuid.uuid4())
     # A snapshot of the definition, as moto's StartExecution takes: later updates leave this run alone.
     clone = copy.deepcopy(
@@ -127,7 +156,7 @@ def start_express_execution(
     )
     clone.sm_type = EXPRESS
     execution_arn = express_execution_arn(state_machine.arn, name)
-    execution = _execution_class()(
+    execution: ExpressRun = _execution_class()(
         name=name,
         sm_type=EXPRESS,
         role_arn=clone.roleArn,
@@ -151,7 +180,7 @@ def start_express_execution(
     return execution
 
 
-def express_execution(backend: Any, execution_arn: str) -> Any | None:
+def express_execution(backend: object, execution_arn: str) -> ExpressRun | None:
     """The Express execution of that ARN started on ``backend``, while it is still referenced.
 
     Its ``closed`` event is set once it has ended; its status, output, error and cause are then final.
@@ -171,7 +200,7 @@ def check_execution_input(input_text: str | None) -> None:
         ) from None
 
 
-def start_sync_execution(backend: Any, parameters: dict[str, Any]) -> dict[str, Any]:
+def start_sync_execution(backend: StepFunctionsBackend, parameters: Mapping[str, Any]) -> dict[str, object]:
     """StartSyncExecution's answer: the execution run to its end, or ExpressRequestError."""
     state_machine = backend.describe_state_machine(parameters.get("stateMachineArn"))
     if state_machine.type != EXPRESS:
@@ -188,11 +217,11 @@ def start_sync_execution(backend: Any, parameters: dict[str, Any]) -> dict[str, 
     return sync_answer(execution)
 
 
-def sync_answer(execution: Any) -> dict[str, Any]:
+def sync_answer(execution: ExecutionRecord) -> dict[str, object]:
     """StartSyncExecution's response members for a finished execution."""
     stop_date = execution.stop_date or datetime.now(UTC)
     status = execution.status
-    answer: dict[str, Any] = {
+    answer: dict[str, object] = {
         "executionArn": execution.exec_arn,
         "stateMachineArn": execution.state_machine_arn,
         "name": execution.name,
@@ -225,8 +254,8 @@ def billing_details(start: datetime, stop: datetime) -> dict[str, int]:
     }
 
 
-class _KeepsNoEvents(list[Any]):
-    def append(self, event: Any) -> None:
+class _KeepsNoEvents(list[HistoryEvent]):
+    def append(self, event: HistoryEvent) -> None:
         """AWS keeps no history of an Express execution; its log record goes to CloudWatch Logs."""
 
 
@@ -235,22 +264,22 @@ def _worker_class() -> type:
     from sam_local_cloud.moto_seam.stepfunctions import ExecutionWorker
 
     class ExpressWorker(ExecutionWorker):
-        def _get_evaluation_environment(self) -> Any:
-            env: Any = super()._get_evaluation_environment()
-            env.event_manager._history_event_list = _KeepsNoEvents()
-            execution: Any = getattr(self._execution_communication, "execution", None)
+        def _get_evaluation_environment(self) -> Any:  # moto's Environment, as moto's own returns it
+            env: ProgramEnvironment = internals.motos_evaluation_environment(self)
+            internals.replace_history_events(env.event_manager, _KeepsNoEvents())
+            execution = internals.worker_execution(self)
             if getattr(execution, "synchronous", False):
                 # AWS-recorded: a synchronous execution's $$.Execution has no RedriveCount (it can never
                 # be redriven); an asynchronous one's has 0, as a Standard execution's.
-                context: Any = env.states.context_object.context_object_data["Execution"]
+                context = env.states.context_object.context_object_data["Execution"]
                 context.pop("RedriveCount", None)
             return env
 
         def _execution_logic(self) -> None:
             try:
-                super()._execution_logic()  # type: ignore[no-untyped-call]  # moto's, unannotated
+                internals.run_motos_execution_logic(self)
             except Exception as error:  # the interpreter broke before the program could end
-                execution: Any = getattr(self._execution_communication, "execution", None)
+                execution: ExpressRun | None = internals.worker_execution(self)
                 if execution is not None:
                     execution.close(broken_by=error)
 
@@ -265,7 +294,7 @@ def _communication_class() -> type:
         """Closes the execution once: at its end, or at the duration limit, whichever comes first."""
 
         def terminated(self) -> None:
-            execution: Any = self.execution
+            execution: Any = self.execution  # an ExpressExecution, which moto's annotation does not know
             execution.close()
 
     return ExpressCommunication
@@ -282,16 +311,11 @@ def _execution_class() -> type:
             self.closed = threading.Event()
             self._close_lock = threading.Lock()
 
-        def _get_start_execution_worker_comm(self) -> Any:
+        def _get_start_execution_worker_comm(self) -> Any:  # moto's communication, as moto's own returns
             return _communication_class()(self)
 
-        def _get_start_execution_worker(self) -> Any:
-            return _worker_class()(
-                evaluation_details=_evaluation_details(self),
-                exec_comm=self._get_start_execution_worker_comm(),
-                cloud_watch_logging_session=self._cloud_watch_logging_session,
-                activity_store=self._activity_store,
-            )
+        def _get_start_execution_worker(self) -> Any:  # moto's ExecutionWorker, as moto's own returns
+            return internals.new_execution_worker(_worker_class(), self)
 
         def close(self, broken_by: Exception | None = None) -> None:
             with self._close_lock:
@@ -307,7 +331,7 @@ def _execution_class() -> type:
             if env is None:
                 self.close(broken_by=RuntimeError("the execution did not start within its time"))
                 return
-            with env._state_mutex:  # re-entrant: set_timed_out takes it too
+            with internals.state_mutex(env):  # re-entrant: set_timed_out takes it too
                 if env.is_running():
                     env.set_timed_out()
             if isinstance(env.program_state(), ProgramTimedOut):
@@ -316,12 +340,9 @@ def _execution_class() -> type:
     return ExpressExecution
 
 
-def _record_the_end(execution: Any, broken_by: Exception | None) -> None:
+def _record_the_end(execution: Execution, broken_by: Exception | None) -> None:
     """The execution's status, stop date, output or error, from how its program ended."""
-    from sam_local_cloud.moto_seam.stepfunctions import (
-        BaseExecutionWorkerCommunication,
-        ExecutionStatus,
-    )
+    from sam_local_cloud.moto_seam.stepfunctions import ExecutionStatus
 
     env = execution.exec_worker.env if execution.exec_worker is not None else None
     if broken_by is not None or env is None:
@@ -331,25 +352,15 @@ def _record_the_end(execution: Any, broken_by: Exception | None) -> None:
         execution.error = "States.Runtime"
         execution.cause = f"{type(broken_by).__name__}({broken_by})" if broken_by else None
     else:
-        BaseExecutionWorkerCommunication(execution)._reflect_execution_status()
+        internals.reflect_execution_status(execution)
     if execution.exec_status == ExecutionStatus.TIMED_OUT and execution.error is None:
         execution.error = "States.Timeout"
-
-
-def _evaluation_details(execution: Any) -> Any:
-    from sam_local_cloud.moto_seam.stepfunctions import EvaluationDetails
-
-    return EvaluationDetails(
-        aws_execution_details=execution._get_start_aws_execution_details(),
-        execution_details=execution.get_start_execution_details(),
-        state_machine_details=execution.get_start_state_machine_details(),
-    )
 
 
 # ---------------------------------------------------------------------------------------------- logging
 
 
-def _logging_session(state_machine: Any, execution_arn: str) -> Any:
+def _logging_session(state_machine: StateMachineRecord, execution_arn: str) -> object:
     from sam_local_cloud.moto_seam.stepfunctions import CloudWatchLoggingConfiguration
 
     configuration = dict(state_machine.loggingConfiguration or {})
@@ -400,7 +411,7 @@ def _log_session_class() -> type:
                 "message": json.dumps(record, separators=(",", ":"), default=str),
             }
             group = self.configuration.log_group_name
-            logs: Any = self._logs_client  # moto's Logs backend, whatever moto annotates
+            logs = internals.logs_backend_of(self)
             try:
                 if not self._stream_ready:
                     with contextlib.suppress(ResourceAlreadyExistsException):
@@ -414,7 +425,7 @@ def _log_session_class() -> type:
     return ExecutionLogSession
 
 
-def _epoch_milliseconds(timestamp: Any) -> int:
+def _epoch_milliseconds(timestamp: object) -> int:
     if isinstance(timestamp, datetime):
         moment = timestamp
     else:
@@ -440,13 +451,13 @@ def _start_express_executions() -> None:
 
     @hooks.around(StepFunctionsParserBackend, "start_execution", concern="express")
     def start_execution(
-        proceed: Any,
-        self: Any,
+        proceed: Callable[..., object],
+        self: Any,  # moto's backend, which start_express_execution copies from
         state_machine_arn: str,
-        name: Any = None,
-        execution_input: Any = None,
-        trace_header: Any = None,
-    ) -> Any:
+        name: str | None = None,
+        execution_input: str | None = None,
+        trace_header: str | None = None,
+    ) -> object:
         state_machine = self.describe_state_machine(state_machine_arn)
         try:
             # Both types: moto's own refusal names no error code and words the message unlike AWS.
@@ -480,7 +491,7 @@ def _answer_the_express_apis() -> None:
 
     Refused = _refused_class()  # noqa: N806 - an exception class
 
-    def answer_start_sync_execution(self: Any) -> Any:
+    def answer_start_sync_execution(self: Any) -> object:  # moto's StepFunctionResponse: its body
         parameters = json.loads(self.body or "{}")
         try:
             answer = start_sync_execution(self.stepfunction_backend, parameters)
@@ -490,17 +501,21 @@ def _answer_the_express_apis() -> None:
 
     hooks.add(StepFunctionResponse, "start_sync_execution", answer_start_sync_execution, concern="express")
 
-    def refusing_express_arns(proceed: Any, self: Any) -> Any:
-        refuse_express_execution_arn(self._get_param("executionArn"))
+    def refusing_express_arns(
+        proceed: Callable[[StepFunctionsRequest], object], self: StepFunctionsRequest
+    ) -> object:
+        refuse_express_execution_arn(internals.request_text(self, "executionArn"))
         return proceed(self)
 
     for api in _EXECUTION_ARN_APIS:
         hooks.around(StepFunctionResponse, api, concern="express")(refusing_express_arns)
 
     @hooks.around(StepFunctionResponse, "list_executions", concern="express")
-    def list_executions(proceed: Any, self: Any) -> Any:
-        if not self._get_param("mapRunArn"):
-            machine_arn = self._get_param("stateMachineArn")
+    def list_executions(
+        proceed: Callable[[StepFunctionsRequest], object], self: StepFunctionsRequest
+    ) -> object:
+        if not internals.request_param(self, "mapRunArn"):
+            machine_arn = internals.required_text(self, "stateMachineArn")
             if self.stepfunction_backend.describe_state_machine(machine_arn).type == EXPRESS:
                 raise Refused(ExpressRequestError("StateMachineTypeNotSupported", NOT_SUPPORTED_BY_TYPE))
         return proceed(self)

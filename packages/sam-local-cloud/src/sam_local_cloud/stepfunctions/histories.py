@@ -29,11 +29,20 @@ import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sam_local_cloud.accounts import HistoryKeeper, parts_for_arn
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+from sam_local_cloud.moto_seam.interpreter_objects import (
+    ExecutionCommunication,
+    ExecutionRecord,
+    HistoryEvent,
+)
 from sam_local_cloud.moto_seam.records import EngineRecords
 from sam_local_cloud.stepfunctions.context_object import millisecond_timestamp
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 # About 44 events per order of an inline batch at 1 to 2 KB each (payloads included): 10,000 events keep
 # the last one or two batches' histories at hand (about 15 MB) and send the rest to disk, so memory does
@@ -45,12 +54,12 @@ class HistoryStore:
     def __init__(self, spill_dir: Path, max_events_in_memory: int = DEFAULT_MAX_EVENTS_IN_MEMORY) -> None:
         self.spill_dir = spill_dir
         self.max_events_in_memory = max_events_in_memory
-        self._in_memory: OrderedDict[str, list[Any]] = OrderedDict()
+        self._in_memory: OrderedDict[str, list[HistoryEvent]] = OrderedDict()
         self._events_in_memory = 0
         self._on_disk: dict[str, Path] = {}
         self._lock = threading.Lock()
 
-    def keep(self, execution_arn: str, events: list[Any]) -> None:
+    def keep(self, execution_arn: str, events: list[HistoryEvent]) -> None:
         with self._lock:
             self._in_memory[execution_arn] = events
             self._events_in_memory += len(events)
@@ -59,7 +68,7 @@ class HistoryStore:
                 self._events_in_memory -= len(oldest)
                 self._on_disk[oldest_arn] = self._write(oldest_arn, oldest)
 
-    def events(self, execution_arn: str) -> list[Any] | None:
+    def events(self, execution_arn: str) -> list[HistoryEvent] | None:
         """The history, or None for an execution this store never kept (still running, or not here)."""
         with self._lock:
             if execution_arn in self._in_memory:
@@ -68,10 +77,10 @@ class HistoryStore:
         if path is None:
             return None
         with gzip.open(path, "rt", encoding="utf-8") as spilled:
-            events: list[Any] = json.load(spilled)
+            events: list[HistoryEvent] = json.load(spilled)
         return events
 
-    def take(self, execution_arn: str) -> list[Any] | None:
+    def take(self, execution_arn: str) -> list[HistoryEvent] | None:
         """Remove and return a kept history: a redriven execution appends to it and keeps it again."""
         with self._lock:
             events = self._in_memory.pop(execution_arn, None)
@@ -82,7 +91,7 @@ class HistoryStore:
         if path is None:
             return None
         with gzip.open(path, "rt", encoding="utf-8") as spilled:
-            spilled_events: list[Any] = json.load(spilled)
+            spilled_events: list[HistoryEvent] = json.load(spilled)
         path.unlink(missing_ok=True)
         return spilled_events
 
@@ -104,7 +113,7 @@ class HistoryStore:
                 "histories_on_disk": len(self._on_disk),
             }
 
-    def _write(self, execution_arn: str, events: list[Any]) -> Path:
+    def _write(self, execution_arn: str, events: list[HistoryEvent]) -> Path:
         self.spill_dir.mkdir(parents=True, exist_ok=True)
         path = self.spill_dir / (hashlib.sha1(execution_arn.encode()).hexdigest() + ".json.gz")
         with gzip.open(path, "wt", encoding="utf-8") as spilled:
@@ -128,7 +137,7 @@ def _text(compressed: bytes) -> str:
     return zlib.decompress(compressed).decode()
 
 
-def compact_details(execution: Any) -> None:
+def compact_details(execution: ExecutionRecord) -> None:
     """Keep a finished STANDARD execution's input and output compressed; Express executions are dropped
     when they end, and StartSyncExecution answers from their parsed values."""
     from sam_local_cloud.moto_seam.stepfunctions import StateMachineType
@@ -146,7 +155,7 @@ def compact_details(execution: Any) -> None:
     execution.execution_input = execution.input_data = execution.output = None
 
 
-def restore_details(execution: Any) -> None:
+def restore_details(execution: ExecutionRecord) -> None:
     """Parse a compacted execution's input and output back (a redrive runs from them)."""
     record = _details.get(execution)
     if record is None or record.input_text is None:
@@ -158,7 +167,7 @@ def restore_details(execution: Any) -> None:
     record.input_text = record.output_text = None
 
 
-def compacted_texts(execution: Any) -> tuple[str, str | None] | None:
+def compacted_texts(execution: object) -> tuple[str, str | None] | None:
     """A compacted execution's input text and output text (None: no output); None if not compacted."""
     record = _details.get(execution)
     if record is None or record.input_text is None:
@@ -235,14 +244,18 @@ def register_hooks() -> None:
     hooks.replace(event_manager, "iso_8601_datetime_with_milliseconds", event_timestamp, concern="histories")
 
     @hooks.around(BaseExecutionWorkerCommunication, "terminated", concern="histories")
-    def terminated_and_retired(proceed: Any, self: Any) -> None:
+    def terminated_and_retired(
+        proceed: Callable[[ExecutionCommunication], None], self: ExecutionCommunication
+    ) -> None:
         proceed(self)
         store = store_for(self.execution.exec_arn)
         if store is not None:
             _retire(self.execution, store)
 
     @hooks.around(Execution, "to_describe_output", concern="histories")
-    def describe_output(proceed: Any, self: Any) -> Any:
+    def describe_output(
+        proceed: Callable[[ExecutionRecord], dict[str, object]], self: ExecutionRecord
+    ) -> dict[str, object]:
         answer = proceed(self)
         texts = compacted_texts(self)
         if texts is not None:
@@ -253,7 +266,9 @@ def register_hooks() -> None:
         return answer
 
     @hooks.around(Execution, "to_history_output", concern="histories")
-    def history_output(proceed: Any, self: Any) -> Any:
+    def history_output(
+        proceed: Callable[[ExecutionRecord], dict[str, list[HistoryEvent]]], self: ExecutionRecord
+    ) -> dict[str, list[HistoryEvent]]:
         store = store_for(self.exec_arn)
         events = store.events(self.exec_arn) if store is not None else None
         if events is None:
@@ -261,18 +276,15 @@ def register_hooks() -> None:
         return {"events": [event for event in events if event["type"] not in _UNLISTED_EVENT_TYPES]}
 
 
-def _retire(finished: Any, store: HistoryKeeper) -> None:
+def _retire(finished: ExecutionRecord, store: HistoryKeeper) -> None:
     environment = finished.exec_worker.env
     if environment is None:
         return
-    manager = environment.event_manager
-    with manager._mutex:
-        events = manager._history_event_list
-        manager._history_event_list = []
+    events = internals.replace_history_events(environment.event_manager, [])
     store.keep(finished.exec_arn, events)
     # Nothing reads these once the execution has ended; the final output is already on the execution.
     environment.stack.clear()
     environment.heap.clear()
-    environment._frames.clear()
+    internals.frames_of(environment).clear()
     environment.states.reset(input_value=None)
     compact_details(finished)

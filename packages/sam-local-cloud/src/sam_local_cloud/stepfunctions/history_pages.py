@@ -12,9 +12,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+from sam_local_cloud.moto_seam.interpreter_objects import StepFunctionsRequest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _CONCERN: Final = "history_pages"
 DEFAULT_PAGE_SIZE: Final = 100
@@ -98,19 +103,21 @@ def register_hooks() -> None:
             super().__init__(refusal.code, refusal.message)
 
     @hooks.around(StepFunctionResponse, "get_execution_history", concern=_CONCERN)
-    def get_execution_history(proceed: Any, self: Any) -> Any:
+    def get_execution_history(
+        proceed: Callable[[StepFunctionsRequest], object], self: StepFunctionsRequest
+    ) -> object:
         answered = proceed(self)
         full = answered.result if isinstance(answered, ActionResult) else None
         if not isinstance(full, dict) or not isinstance(full.get("events"), list):
             return answered
-        include = self._get_param("includeExecutionData")
+        include = internals.request_param(self, "includeExecutionData")
         try:
             page = history_page(
-                self._get_param("executionArn"),
+                internals.required_text(self, "executionArn"),
                 full["events"],
-                max_results=self._get_param("maxResults"),
-                next_token=self._get_param("nextToken"),
-                reverse_order=bool(self._get_param("reverseOrder")),
+                max_results=internals.request_int(self, "maxResults"),
+                next_token=internals.request_text(self, "nextToken"),
+                reverse_order=bool(internals.request_param(self, "reverseOrder")),
                 include_execution_data=include is None or bool(include),
             )
         except HistoryPageError as refusal:

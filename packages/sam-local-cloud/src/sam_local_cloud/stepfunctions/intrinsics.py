@@ -28,14 +28,18 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.stepfunctions import Environment
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _FUNCTION_NAME = re.compile(r"States\.([A-Za-z0-9]+)")
 _VARIABLE = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*")
-_KEYWORDS: dict[str, Any] = {"true": True, "false": False, "null": None}
+_KEYWORDS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
 _ESCAPED = {"'": "'", "\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
 
 
@@ -239,8 +243,8 @@ def _moto_classes() -> _MotoClasses:
 
         function_name: str
 
-        def _eval_argument(self, env: Any) -> Any:
-            values = super()._eval_argument(env)
+        def _eval_argument(self, env: Environment) -> Any:
+            values = internals.motos_argument_values(self, env)
             check_arguments(self.function_name, values)
             return values
 
@@ -255,7 +259,7 @@ def _moto_classes() -> _MotoClasses:
             self.variable_name = variable_name
             self.path = path
 
-        def _eval_argument(self, env: Any) -> Any:
+        def _eval_argument(self, env: Environment) -> Any:
             try:
                 value = env.variable_store.get(self.variable_name)
             except NoSuchVariable as error:
@@ -287,7 +291,7 @@ def parse_invocation(source: str) -> Any:
 # Evaluation
 
 
-def _format(template: FormatTemplate, values: list[Any], to_text: Any) -> str:
+def _format(template: FormatTemplate, values: list[object], to_text: Callable[[object], str]) -> str:
     placeholders = len(template.pieces) - 1
     if placeholders != len(values):
         raise IntrinsicFunctionError(
@@ -300,7 +304,7 @@ def _format(template: FormatTemplate, values: list[Any], to_text: Any) -> str:
     return "".join(parts)
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -357,7 +361,7 @@ def check_arguments(function_name: str, values: list[Any]) -> None:
         )
 
 
-def json_identity(value: Any) -> str:
+def json_identity(value: object) -> str:
     """Equal for equal JSON values only: ``true`` is not ``1``, objects compare by content."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
@@ -386,7 +390,7 @@ def _read_invocations_with_this_module() -> None:
 def _format_with_templates() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import StringFormat
 
-    def evaluate_format(self: Any, env: Any) -> None:
+    def evaluate_format(self: Any, env: Environment) -> None:
         self.argument_list.eval(env=env)
         values: list[Any] = env.stack.pop()
         first = self.argument_list.arguments[0]
@@ -398,7 +402,7 @@ def _format_with_templates() -> None:
                     f"The template of States.Format must be a string, but was {_kind(values[0])}"
                 )
             template = FormatTemplate(tuple(values[0].split("{}")))
-        env.stack.append(_format(template, values[1:], StringFormat._to_str_repr))
+        env.stack.append(_format(template, values[1:], internals.format_argument_text))
 
     hooks.replace(StringFormat, "_eval_body", evaluate_format, concern="intrinsics")
 
@@ -407,15 +411,15 @@ def _compare_array_items_as_json() -> None:
     """ArrayUnique and ArrayContains compare JSON values; moto's Python equality took true for 1."""
     from sam_local_cloud.moto_seam.stepfunctions import ArrayContains, ArrayUnique
 
-    def unique(self: Any, env: Any) -> None:
+    def unique(self: Any, env: Environment) -> None:
         self.argument_list.eval(env=env)
         array = env.stack.pop()[0]
-        unique_items: dict[str, Any] = {}
+        unique_items: dict[str, object] = {}
         for item in array:
             unique_items.setdefault(json_identity(item), item)
         env.stack.append(list(unique_items.values()))
 
-    def contains(self: Any, env: Any) -> None:
+    def contains(self: Any, env: Environment) -> None:
         self.argument_list.eval(env=env)
         array, value = env.stack.pop()
         wanted = json_identity(value)
@@ -437,7 +441,7 @@ def _fail_intrinsics_as_states_runtime() -> None:
     )
 
     @hooks.around(StringIntrinsicFunction, "_eval_body", concern="intrinsics")
-    def evaluate(proceed: Callable[[Any, Any], None], self: Any, env: Any) -> None:
+    def evaluate(proceed: Callable[[Any, Any], None], self: Any, env: Environment) -> None:
         try:
             proceed(self, env)
         except (IntrinsicFunctionError, ValueError, TypeError, ArithmeticError) as failure:

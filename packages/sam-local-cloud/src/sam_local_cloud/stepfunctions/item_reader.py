@@ -12,9 +12,13 @@ import gzip
 import io
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sam_local_cloud.json_types import JsonObject, JsonValue
 from sam_local_cloud.stepfunctions.definition_support import CSV_DELIMITERS, ReaderConfig
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3.client import S3Client
 
 
 class ItemReaderFailedError(Exception):
@@ -22,8 +26,12 @@ class ItemReaderFailedError(Exception):
 
 
 def read_items(
-    s3: Any, api_action: str, parameters: dict[str, Any], config: ReaderConfig, max_items: int | None
-) -> list[Any]:
+    s3: S3Client,
+    api_action: str,
+    parameters: dict[str, Any],  # the state's evaluated Parameters: S3's request, as boto3 takes it
+    config: ReaderConfig,
+    max_items: int | None,
+) -> list[JsonValue]:
     """The items an ItemReader yields, at most ``max_items``."""
     try:
         if api_action.lower() == "listobjectsv2":
@@ -36,14 +44,14 @@ def read_items(
     return list(_limited(_parsed_items(s3, body, config, parameters), max_items))
 
 
-def _limited(items: Iterator[Any], max_items: int | None) -> Iterator[Any]:
+def _limited(items: Iterator[JsonValue], max_items: int | None) -> Iterator[JsonValue]:
     for count, item in enumerate(items):
         if max_items is not None and count >= max_items:
             return
         yield item
 
 
-def _listed_objects(s3: Any, parameters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _listed_objects(s3: S3Client, parameters: dict[str, Any]) -> Iterator[JsonObject]:
     """``s3:listObjectsV2``'s objects, every page, in the shape AWS gives each item."""
     request = dict(parameters)
     while True:
@@ -61,7 +69,9 @@ def _listed_objects(s3: Any, parameters: dict[str, Any]) -> Iterator[dict[str, A
         request["ContinuationToken"] = page["NextContinuationToken"]
 
 
-def _parsed_items(s3: Any, body: bytes, config: ReaderConfig, parameters: dict[str, Any]) -> Iterator[Any]:
+def _parsed_items(
+    s3: S3Client, body: bytes, config: ReaderConfig, parameters: dict[str, Any]
+) -> Iterator[JsonValue]:
     text = _text_of(body)
     if config.input_type == "JSON":
         document = _json_document(text)
@@ -90,14 +100,15 @@ def _text_of(body: bytes) -> str:
         raise ItemReaderFailedError(f"The object is not UTF-8 text: {error}") from error
 
 
-def _json_document(text: str, where: str = "the object") -> Any:
+def _json_document(text: str, where: str = "the object") -> JsonValue:
     try:
-        return json.loads(text)
+        document: JsonValue = json.loads(text)
     except ValueError as error:
         raise ItemReaderFailedError(f"Invalid JSON in {where}: {error}") from error
+    return document
 
 
-def _csv_items(text: str, location: str, given: tuple[str, ...], delimiter: str) -> Iterator[dict[str, str]]:
+def _csv_items(text: str, location: str, given: tuple[str, ...], delimiter: str) -> Iterator[JsonObject]:
     rows = csv.reader(io.StringIO(text), delimiter=CSV_DELIMITERS[delimiter])
     headers = list(given) if location == "GIVEN" else next(rows, [])
     if len(set(headers)) < len(headers):
@@ -109,11 +120,12 @@ def _csv_items(text: str, location: str, given: tuple[str, ...], delimiter: str)
         yield {header: row[index] if index < len(row) else "" for index, header in enumerate(headers)}
 
 
-def _inventory_items(s3: Any, manifest_text: str, parameters: dict[str, Any]) -> Iterator[dict[str, str]]:
+def _inventory_items(s3: S3Client, manifest_text: str, parameters: dict[str, Any]) -> Iterator[JsonObject]:
     """The objects an S3 Inventory lists: its manifest.json names CSV files (gzip) without a header row,
     whose columns its ``fileSchema`` names."""
     manifest = _json_document(manifest_text, "the manifest")
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(manifest, dict) or not isinstance(files, list):
         raise ItemReaderFailedError("The manifest has no 'files' list.")
     if manifest.get("fileFormat", "CSV") != "CSV":
         raise ItemReaderFailedError(f"Inventory file format {manifest.get('fileFormat')} is not supported.")
@@ -121,11 +133,14 @@ def _inventory_items(s3: Any, manifest_text: str, parameters: dict[str, Any]) ->
     if not schema:
         raise ItemReaderFailedError("The manifest has no 'fileSchema'.")
     bucket = str(manifest.get("destinationBucket") or parameters["Bucket"]).removeprefix("arn:aws:s3:::")
-    for listed in manifest["files"]:
+    for listed in files:
+        key = listed.get("key") if isinstance(listed, dict) else None
         try:
-            body = s3.get_object(Bucket=bucket, Key=listed["key"])["Body"].read()
+            if not isinstance(key, str):
+                raise KeyError("key")
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         except Exception as error:
-            raise ItemReaderFailedError(f"Inventory file {listed.get('key')}: {error}") from error
+            raise ItemReaderFailedError(f"Inventory file {key}: {error}") from error
         yield from _csv_items(_text_of(body), "GIVEN", tuple(schema), "COMMA")
 
 

@@ -38,6 +38,8 @@ from jsonata.jexception import JException
 from jsonata.utils import Utils
 
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+from sam_local_cloud.moto_seam.interpreter_objects import Evaluation, ProgramEnvironment
 from sam_local_cloud.moto_seam.records import EngineRecords
 
 # The largest integer a JSONata (IEEE double) number holds exactly; past it a whole float stays a float.
@@ -258,11 +260,11 @@ def current_field() -> str:
     return "/".join(_field_path())
 
 
-def _enter_field(component_class: Any, field_of: Callable[[Any], str]) -> None:
+def _enter_field(component_class: type, field_of: Callable[[Any], str]) -> None:
     """Evaluating a ``component_class`` component adds its field name to the current path for its span."""
 
     @hooks.around(component_class, "eval", concern="jsonata")
-    def eval_in_field(proceed: Callable[[Any, Any], None], self: Any, env: Any) -> None:
+    def eval_in_field(proceed: Evaluation, self: Any, env: ProgramEnvironment) -> None:
         path = _field_path()
         path.append(field_of(self))
         try:
@@ -320,21 +322,22 @@ def _track_fields() -> None:
 
 
 # ----------------------------------------------------------------------------------- state evaluation
-def _bindings(env: Any) -> dict[str, Any]:
+def _bindings(env: ProgramEnvironment) -> dict[str, Any]:
     """``$states`` and every variable in scope (an inner scope's value wins), as JSONata sees them."""
     store = env.variable_store
-    variables: dict[str, Any] = {**store._outer_scope, **store._inner_scope}
-    variables["states"] = env.states._states_data
+    outer_scope, inner_scope = internals.variable_scopes(store)
+    variables: dict[str, Any] = {**outer_scope, **inner_scope}
+    variables["states"] = internals.state_data(env.states)
     return variables
 
 
-def _fail(env: Any, expression: str, field: str, outcome: str) -> NoReturn:
+def _fail(env: ProgramEnvironment, expression: str, field: str, outcome: str) -> NoReturn:
     fail_query_evaluation(
         env, f"The JSONata expression '{expression}' specified for the field '{field}' {outcome}", field
     )
 
 
-def fail_query_evaluation(env: Any, message: str, field: str) -> NoReturn:
+def fail_query_evaluation(env: Any, message: str, field: str) -> NoReturn:  # as FailureEvent takes it
     """Fail the state with States.QueryEvaluationError, its cause already in AWS's words.
 
     The cause names the state and the event that entered it from the start, because moto records a Task's
@@ -368,7 +371,7 @@ def fail_query_evaluation(env: Any, message: str, field: str) -> NoReturn:
     )
 
 
-def evaluate_in_state(self: Any, env: Any) -> None:
+def evaluate_in_state(self: Any, env: ProgramEnvironment) -> None:
     """``StringJSONata._eval_body``: the expression's value on the stack, or a QueryEvaluationError."""
     expression: str = self.expression
     field = current_field()
@@ -400,23 +403,23 @@ def _error_text(error: JException) -> str:
 class _PendingAssignments:
     """A state's Assign, evaluated but not yet set: it is set as the state exits."""
 
-    values: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, object] = field(default_factory=dict)
 
 
 _pending: EngineRecords[_PendingAssignments] = EngineRecords(_PendingAssignments)
 
 
-def _pending_assignments(store: Any) -> dict[str, Any]:
+def _pending_assignments(store: object) -> dict[str, object]:
     return _pending.of(store).values
 
 
-def _assign_on_exit(self: Any, env: Any) -> None:
+def _assign_on_exit(self: Any, env: ProgramEnvironment) -> None:
     """``AssignDecl._eval_body``: evaluate every binding now, set the variables when the state exits.
 
     On AWS a state's Assign and its Output (or OutputPath) both see the variables as the state found
     them; the new values are for the states after it. moto set them at once, so the Output saw them.
     """
-    assignments: dict[str, Any] = {}
+    assignments: dict[str, object] = {}
     for binding in self.declaration_bindings:
         binding.eval(env=env)
         assignments.update(env.stack.pop())
@@ -435,7 +438,7 @@ def _assigned_variables(self: Any) -> dict[str, str]:
     # Strings too are JSON text (moto quoted them without escaping).
     return {
         identifier: to_json_str(self.get(identifier), separators=(",", ":"))
-        for identifier in self._declaration_tracing
+        for identifier in internals.declared_variables(self)
     }
 
 
@@ -455,7 +458,7 @@ def _details_decorated_once(proceed: Callable[[Any], Any], self: Any) -> Any:
     return details
 
 
-def _recording_evaluation_failures(proceed: Callable[[Any, Any], None], self: Any, env: Any) -> None:
+def _recording_evaluation_failures(proceed: Evaluation, self: Any, env: ProgramEnvironment) -> None:
     """A state method that records an EvaluationFailed event for the failure it raises, as AWS does.
 
     For the fields moto evaluates where nobody records the failure: every field of Pass, Choice, Wait,

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
 
+from sam_local_cloud.json_types import JsonValue
 from sam_local_cloud.moto_seam import hooks
 from sam_local_cloud.stepfunctions.jsonpath_evaluation import MISSING, read
 from sam_local_cloud.stepfunctions.jsonpath_syntax import (
@@ -39,7 +39,7 @@ from sam_local_cloud.stepfunctions.jsonpath_syntax import (
 )
 
 
-def extract_json(path: str, data: Any) -> Any:
+def extract_json(path: str, data: JsonValue) -> JsonValue:
     """The value of ``path`` in ``data`` as Step Functions gives it; ``NoSuchJsonPathError`` if none."""
     from sam_local_cloud.moto_seam.stepfunctions import NoSuchJsonPathError
 
@@ -53,7 +53,7 @@ def extract_json(path: str, data: Any) -> Any:
     return value
 
 
-def missing_path_message(path: str, data: Any) -> str:
+def missing_path_message(path: str, data: JsonValue) -> str:
     """Jayway's words for a definite path that names nothing, as AWS quotes them after "Invalid path".
 
     The path is followed as far as it goes: a missing last step is "No results for path: $['a']['b']",
@@ -66,14 +66,15 @@ def missing_path_message(path: str, data: Any) -> str:
     node, evaluated = data, "$"
     for position, segment in enumerate(compiled.segments, start=1):
         if isinstance(segment, Names) and len(segment.names) == 1:
-            evaluated += f"['{segment.names[0]}']"
-            found = isinstance(node, dict) and segment.names[0] in node
-            node = node[segment.names[0]] if found else None
+            name = segment.names[0]
+            evaluated += f"['{name}']"
+            found = isinstance(node, dict) and name in node
+            node = node[name] if isinstance(node, dict) and found else None
         elif isinstance(segment, Indexes) and len(segment.indexes) == 1:
             index = segment.indexes[0]
             evaluated += f"[{index}]"
             found = isinstance(node, list) and -len(node) <= index < len(node)
-            node = node[index] if found else None
+            node = node[index] if isinstance(node, list) and found else None
         else:
             break
         if not found:
@@ -97,12 +98,12 @@ def _word_invalid_paths_as_jayway() -> None:
         TimeoutSecondsPath,
     )
 
-    def reworded(proceed: Callable[[Any, Any], Any], self: Any, env: Any) -> Any:
+    def reworded(proceed: Callable[[object, object], object], self: object, env: object) -> object:
         try:
             return proceed(self, env)
         except FailureEventException as failure:
             missing = failure.__context__
-            details: dict[str, Any] = dict(failure.failure_event.event_details or {})
+            details: dict[str, object] = dict(failure.failure_event.event_details or {})
             if isinstance(missing, NoSuchJsonPathError):
                 message = missing_path_message(missing.json_path, missing.data)
                 for event_details in details.values():
@@ -168,7 +169,7 @@ def _quote_inputs_compactly() -> None:
     """The input a "could not be found" cause quotes is compact JSON on AWS (``{"Jobs":[0,1]}``)."""
     from sam_local_cloud.moto_seam.stepfunctions import state, string_expression, to_json_str
 
-    def compact_json(obj: Any, separators: tuple[str, str] | None = None) -> str:
+    def compact_json(obj: object, separators: tuple[str, str] | None = None) -> str:
         return to_json_str(obj, separators=separators or (",", ":"))
 
     # Both modules call this name only to write JSON into history details and causes.

@@ -7,11 +7,13 @@ strings with strings, ``=~`` with a full match).
 
 from __future__ import annotations
 
+import enum
 import json
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import Final, TypeAlias, TypeGuard, TypeVar
 
+from sam_local_cloud.json_types import JsonValue
 from sam_local_cloud.stepfunctions.jsonpath_syntax import (
     AllOf,
     AnyOf,
@@ -31,17 +33,23 @@ from sam_local_cloud.stepfunctions.jsonpath_syntax import (
 )
 
 
-class _Missing:
+class _Missing(enum.Enum):
     """What a path names when nothing is there (Jayway's *undefined*), unlike a JSON null."""
+
+    MISSING = "MISSING"
 
     def __repr__(self) -> str:
         return "MISSING"
 
 
-MISSING = _Missing()
+MISSING: Final = _Missing.MISSING
+
+# What a filter compares: a value the path read (or MISSING), a literal, or a ``=~`` regex.
+_OperandValue: TypeAlias = JsonValue | _Missing | re.Pattern[str]
+_Ordered = TypeVar("_Ordered", float, str)
 
 
-def _children(node: Any) -> list[Any]:
+def _children(node: JsonValue) -> list[JsonValue]:
     if isinstance(node, dict):
         return list(node.values())
     if isinstance(node, list):
@@ -49,7 +57,7 @@ def _children(node: Any) -> list[Any]:
     return []
 
 
-def _select(segment: Segment, node: Any, root: Any) -> Iterator[Any]:
+def _select(segment: Segment, node: JsonValue, root: JsonValue) -> Iterator[JsonValue]:
     if isinstance(segment, Names):
         if isinstance(node, dict):
             yield from (node[name] for name in segment.names if name in node)
@@ -62,13 +70,15 @@ def _select(segment: Segment, node: Any, root: Any) -> Iterator[Any]:
         if isinstance(node, list):
             yield from node[segment.start : segment.end]
     elif isinstance(segment, Filter):
-        candidates = node if isinstance(node, list) else [node] if isinstance(node, dict) else []
+        candidates: list[JsonValue] = (
+            node if isinstance(node, list) else [node] if isinstance(node, dict) else []
+        )
         yield from (item for item in candidates if _holds(segment.predicate, item, root))
     elif isinstance(segment, Scan):
         yield from _scan(segment.inner, node, root)
 
 
-def _scan(inner: Segment, node: Any, root: Any) -> Iterator[Any]:
+def _scan(inner: Segment, node: JsonValue, root: JsonValue) -> Iterator[JsonValue]:
     """Jayway's deep scan: what ``inner`` selects here, then the same below each child, in order."""
     if isinstance(inner, Filter):
         if isinstance(node, dict) and _holds(inner.predicate, node, root):
@@ -80,14 +90,14 @@ def _scan(inner: Segment, node: Any, root: Any) -> Iterator[Any]:
             yield from _scan(inner, child, root)
 
 
-def _evaluate(path: CompiledPath, start: Any, root: Any) -> list[Any]:
+def _evaluate(path: CompiledPath, start: JsonValue, root: JsonValue) -> list[JsonValue]:
     nodes = [start]
     for segment in path.segments:
         nodes = [selected for node in nodes for selected in _select(segment, node, root)]
     return nodes
 
 
-def read(path: CompiledPath, start: Any, root: Any) -> Any:
+def read(path: CompiledPath, start: JsonValue, root: JsonValue) -> JsonValue | _Missing:
     """The path's value: one value (or MISSING) for a definite path, a list of matches otherwise."""
     if path.calls_function:
         return MISSING
@@ -101,7 +111,7 @@ def read(path: CompiledPath, start: Any, root: Any) -> Any:
 # Filter predicates
 
 
-def _operand_value(operand: Operand, item: Any, root: Any) -> Any:
+def _operand_value(operand: Operand, item: JsonValue, root: JsonValue) -> _OperandValue:
     if isinstance(operand, PathOperand):
         return read(operand.path, item if operand.path.relative else root, root)
     if isinstance(operand, LiteralOperand):
@@ -109,7 +119,7 @@ def _operand_value(operand: Operand, item: Any, root: Any) -> Any:
     return operand.pattern
 
 
-def _holds(predicate: Predicate, item: Any, root: Any) -> bool:
+def _holds(predicate: Predicate, item: JsonValue, root: JsonValue) -> bool:
     if isinstance(predicate, AllOf):
         return all(_holds(operand, item, root) for operand in predicate.operands)
     if isinstance(predicate, AnyOf):
@@ -126,11 +136,11 @@ def _holds(predicate: Predicate, item: Any, root: Any) -> bool:
     return _compare(predicate.operator, left, right)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _as_number(value: Any) -> float | None:
+def _as_number(value: object) -> float | None:
     if _is_number(value):
         return float(value)
     if isinstance(value, str):
@@ -141,7 +151,7 @@ def _as_number(value: Any) -> float | None:
     return None
 
 
-def _equals(left: Any, right: Any) -> bool:
+def _equals(left: object, right: object) -> bool:
     if left is MISSING or right is MISSING:
         return False
     if _is_number(left) or _is_number(right):
@@ -153,25 +163,36 @@ def _equals(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
-def _ordered(left: Any, right: Any) -> tuple[Any, Any] | None:
+def _ordered(operator: str, left: object, right: object) -> bool:
+    """An order test holds between two numbers or two strings, never across them."""
     if _is_number(left) and _is_number(right):
-        return left, right
+        return _in_order(operator, left, right)
     if isinstance(left, str) and isinstance(right, str):
-        return left, right
-    return None
+        return _in_order(operator, left, right)
+    return False
 
 
-def _contains(left: Any, right: Any) -> bool:
+def _in_order(operator: str, left: _Ordered, right: _Ordered) -> bool:
+    if operator == "<":
+        return left < right
+    if operator == "<=":
+        return left <= right
+    if operator == ">":
+        return left > right
+    return left >= right
+
+
+def _contains(left: object, right: object) -> bool:
     if isinstance(left, str) and isinstance(right, str):
         return right in left
     return isinstance(left, list) and any(_equals(element, right) for element in left)
 
 
-def _member(left: Any, right: Any) -> bool:
+def _member(left: object, right: object) -> bool:
     return isinstance(right, list) and any(_equals(left, element) for element in right)
 
 
-def _set_relation(operator: str, left: Any, right: Any) -> bool:
+def _set_relation(operator: str, left: object, right: object) -> bool:
     if not isinstance(left, list) or not isinstance(right, list):
         return False
     found = [_member(element, right) for element in left]
@@ -182,7 +203,7 @@ def _set_relation(operator: str, left: Any, right: Any) -> bool:
     return not any(found)
 
 
-def _sized(operator: str, left: Any, right: Any) -> bool:
+def _sized(operator: str, left: object, right: object) -> bool:
     if not isinstance(left, list | str | dict):
         return False
     if operator == "size":
@@ -190,29 +211,23 @@ def _sized(operator: str, left: Any, right: Any) -> bool:
     return isinstance(right, bool) and (len(left) == 0) == right
 
 
-def _matches(left: Any, right: Any) -> bool:
+def _matches(left: object, right: object) -> bool:
     if not isinstance(right, re.Pattern):
         return False
     text = json.dumps(left) if isinstance(left, bool) else left
     return isinstance(text, str) and right.fullmatch(text) is not None
 
 
-_ORDER_TESTS: dict[str, Callable[[Any, Any], bool]] = {
-    "<": lambda a, b: bool(a < b),
-    "<=": lambda a, b: bool(a <= b),
-    ">": lambda a, b: bool(a > b),
-    ">=": lambda a, b: bool(a >= b),
-}
+_ORDER_OPERATORS = frozenset({"<", "<=", ">", ">="})
 
 
-def _compare(operator: str, left: Any, right: Any) -> bool:
+def _compare(operator: str, left: _OperandValue, right: _OperandValue) -> bool:
     if operator == "==":
         return _equals(left, right)
     if operator == "!=":
         return not _equals(left, right)
-    if operator in _ORDER_TESTS:
-        pair = _ordered(left, right)
-        return pair is not None and _ORDER_TESTS[operator](*pair)
+    if operator in _ORDER_OPERATORS:
+        return _ordered(operator, left, right)
     if operator == "=~":
         return _matches(left, right)
     if operator == "in":

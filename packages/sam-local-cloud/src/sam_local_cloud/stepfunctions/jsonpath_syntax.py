@@ -12,7 +12,9 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
+
+from sam_local_cloud.json_types import JsonValue
 
 # Characters that end a name written in dot notation (``$.name``), inside filters included.
 _NAME_END = set(" \t\n.[]()=!<>&|,~")
@@ -98,7 +100,7 @@ class PathOperand:
 
 @dataclass(frozen=True)
 class LiteralOperand:
-    value: Any
+    value: JsonValue
 
 
 @dataclass(frozen=True)

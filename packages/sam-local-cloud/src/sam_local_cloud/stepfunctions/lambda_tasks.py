@@ -16,12 +16,18 @@ import json
 import random
 import time
 from email.utils import formatdate
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from sam_local_cloud.lambda_service.functions import LATEST
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sam_local_cloud.moto_seam.stepfunctions import Environment
 
 _CONCERN = "lambda_tasks"
 
@@ -85,7 +91,7 @@ def register_hooks() -> None:
 
     @hooks.around(lambda_eval_utils, "execute_lambda_function_integration", concern=_CONCERN)
     def execute_lambda_function_integration(
-        proceed: Any, env: Any, parameters: dict[str, Any], region: str, state_credentials: Any
+        proceed: Any, env: Environment, parameters: dict[str, Any], region: str, state_credentials: Any
     ) -> None:
         if env.is_mocked_mode():
             proceed(env=env, parameters=parameters, region=region, state_credentials=state_credentials)
@@ -117,7 +123,12 @@ def register_hooks() -> None:
         )
 
     @hooks.around(StateTaskLambda, "_from_error", concern=_CONCERN)
-    def from_error_as_aws_records_it(proceed: Any, self: Any, env: Any, ex: Exception) -> Any:
+    def from_error_as_aws_records_it(
+        proceed: Callable[[object, Environment, Exception], object],
+        self: object,
+        env: Environment,
+        ex: Exception,
+    ) -> object:
         if isinstance(ex, _RawPayloadError) and isinstance(ex, function_error_class):
             ex = function_error_class(ex.function_error, ex.raw_payload)
         if isinstance(ex, ClientError):
@@ -125,7 +136,7 @@ def register_hooks() -> None:
         return proceed(self, env, ex)
 
 
-def _lambda_refused(env: Any, client_error: Any) -> Any:
+def _lambda_refused(env: Environment, client_error: Any) -> Any:
     """A bare function ARN Task whose Invoke Lambda refused (a 429 above all) fails as ``lambda:invoke``
     does on AWS: ``Lambda.TooManyRequestsException``, the cause ``Rate Exceeded. (Service: AWSLambda;
     Status Code: 429; ...)``, so that a ``Retry`` on ``Lambda.TooManyRequestsException`` matches it.
@@ -136,10 +147,9 @@ def _lambda_refused(env: Any, client_error: Any) -> Any:
         FailureEvent,
         HistoryEventType,
         LambdaFunctionFailedEventDetails,
-        StateTaskServiceLambda,
     )
 
-    error, cause = StateTaskServiceLambda._error_cause_from_client_error(client_error)
+    error, cause = internals.lambda_error_and_cause(client_error)
     return FailureEvent(
         env=env,
         error_name=CustomErrorName(error),

@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sam_local_cloud.aws_limits import INLINE_MAP_CONCURRENCY_LIMIT
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+from sam_local_cloud.moto_seam.interpreter_objects import Evaluation, MapJob, MapWorker, ProgramEnvironment
 from sam_local_cloud.moto_seam.records import EngineRecords
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _CONCERN = "map_state"
 
@@ -39,7 +44,7 @@ def _cap_inline_map_concurrency() -> None:
     )
 
     @hooks.around(InlineIterationComponent, "_eval_body", concern=_CONCERN)
-    def eval_body_within_aws_limit(proceed: Any, self: Any, env: Any) -> None:
+    def eval_body_within_aws_limit(proceed: Evaluation, self: object, env: ProgramEnvironment) -> None:
         eval_input = env.stack[-1]
         requested = eval_input.max_concurrency
         if requested == DEFAULT_MAX_CONCURRENCY_VALUE or requested > INLINE_MAP_CONCURRENCY_LIMIT:
@@ -66,51 +71,55 @@ def _loop_map_workers() -> None:
     )
 
 
-def _inline_eval_pool(self: Any, job: Any, worker_frame: Any) -> None:
+def _inline_eval_pool(self: MapWorker, job: MapJob | None, worker_frame: ProgramEnvironment) -> None:
     """moto's ``IterationWorker._eval_pool``, step for step, as a loop instead of a recursion."""
+    env, job_pool = internals.worker_environment(self), internals.job_pool_of(self)
     while job is not None:
         job_frame = worker_frame.open_inner_frame()
-        self._eval_job(env=job_frame, job=job)
+        internals.eval_job(self, env=job_frame, job=job)
         worker_frame.close_frame(job_frame)
         if isinstance(job.job_output, Exception) or self.stopped():
-            self._env.close_frame(worker_frame)
-            self._job_pool.close_job(job)
+            env.close_frame(worker_frame)
+            job_pool.close_job(job)
             return
-        next_job = self._job_pool.next_job()
+        next_job = job_pool.next_job()
         if next_job is None:
             # Non-faulty terminal iteration events are the source of the following states' events.
             worker_frame.event_history_context.source_event_id = (
                 job_frame.event_history_context.last_published_event_id
             )
             # Closed before the job: the Map waits for its jobs, and the owner must be updated by then.
-            self._env.close_frame(worker_frame)
-            self._job_pool.close_job(job)
+            env.close_frame(worker_frame)
+            job_pool.close_job(job)
             return
-        self._job_pool.close_job(job)
+        job_pool.close_job(job)
         job = next_job
-    self._env.close_frame(worker_frame)
+    env.close_frame(worker_frame)
 
 
-def _distributed_eval_pool(open_job_frame: str) -> Any:
+def _distributed_eval_pool(
+    open_job_frame: str,
+) -> Callable[[MapWorker, MapJob | None, ProgramEnvironment], None]:
     """moto's distributed workers' ``_eval_pool`` (the two differ in how a job frame opens), as a loop."""
 
-    def eval_pool(self: Any, job: Any, worker_frame: Any) -> None:
+    def eval_pool(self: MapWorker, job: MapJob | None, worker_frame: ProgramEnvironment) -> None:
+        env, job_pool = internals.worker_environment(self), internals.job_pool_of(self)
         while job is not None:
-            job_frame = getattr(worker_frame, open_job_frame)()
-            self._eval_job(env=job_frame, job=job)
+            job_frame: ProgramEnvironment = getattr(worker_frame, open_job_frame)()
+            internals.eval_job(self, env=job_frame, job=job)
             worker_frame.delete_frame(job_frame)
             if isinstance(job.job_output, Exception) or self.stopped():
-                self._env.delete_frame(worker_frame)
-                self._job_pool.close_job(job)
+                env.delete_frame(worker_frame)
+                job_pool.close_job(job)
                 return
-            next_job = self._job_pool.next_job()
+            next_job = job_pool.next_job()
             if next_job is None:
-                self._env.delete_frame(worker_frame)
-                self._job_pool.close_job(job)
+                env.delete_frame(worker_frame)
+                job_pool.close_job(job)
                 return
-            self._job_pool.close_job(job)
+            job_pool.close_job(job)
             job = next_job
-        self._env.delete_frame(worker_frame)
+        env.delete_frame(worker_frame)
 
     return eval_pool
 
@@ -123,7 +132,7 @@ def _count_child_events_without_keeping_them() -> None:
 
         published = 0
 
-        def _publish_history_event(self, *args: Any, **kwargs: Any) -> None:
+        def _publish_history_event(self, *args: object, **kwargs: object) -> None:
             self.published += 1
 
     # The module creates the Map run's event manager by this name.
@@ -138,7 +147,7 @@ class _EvaluatedItems:
     """The items a Map evaluation computed last: the check that fails a non-array pops them before it
     builds its cause."""
 
-    value: Any = None
+    value: object = None
 
 
 # By evaluation environment.
@@ -159,7 +168,7 @@ def _name_the_value_not_its_type() -> None:
         _remember_evaluated_items(component)
 
     @hooks.around(StateMap, "_eval_execution", concern=_CONCERN)
-    def eval_execution(proceed: Any, self: Any, env: Any) -> None:
+    def eval_execution(proceed: Evaluation, self: object, env: ProgramEnvironment) -> None:
         # Without Items or ItemsPath (JSONata), the items are the state's input, already on the stack.
         _evaluated_items.forget(env)
         state_input = env.stack[-1] if env.stack else None
@@ -176,9 +185,9 @@ def _name_the_value_not_its_type() -> None:
             raise
 
 
-def _remember_evaluated_items(component: Any) -> None:
+def _remember_evaluated_items(component: type) -> None:
     @hooks.around(component, "eval", concern=_CONCERN)
-    def eval_and_remember(proceed: Any, self: Any, env: Any) -> None:
+    def eval_and_remember(proceed: Evaluation, self: object, env: ProgramEnvironment) -> None:
         proceed(self, env)
         if env.stack:
             _evaluated_items.of(env).value = env.stack[-1]

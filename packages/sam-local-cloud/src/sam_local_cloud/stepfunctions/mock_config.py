@@ -31,14 +31,20 @@ from collections import Counter
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, RootModel, StrictStr, ValidationError
 
 from sam_local_cloud.accounts import parts_for_arn
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
 from sam_local_cloud.moto_seam.records import EngineRecords
 from sam_local_cloud.stepfunctions.service_errors import runtime_failure, task_failure
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sam_local_cloud.moto_seam.stepfunctions import Environment
 
 MOCK_CONFIG_ENV_VAR = "SFN_MOCK_CONFIG"
 TEST_CASE_SEPARATOR = "#"
@@ -261,7 +267,7 @@ class TestCaseRun:
         """The states this test case mocks: what moto's ``Environment.is_mocked_mode`` looks up."""
         return self.by_state
 
-    def next_answer(self, env: Any) -> Any:
+    def next_answer(self, env: Any) -> Any:  # moto's Environment, whose next state is mocked
         """The mocked response for this invocation of the state ``env`` is in (counted here)."""
         state_name = env.next_state_name
         with self._lock:
@@ -373,13 +379,13 @@ def register_hooks() -> None:
     _throw_states_errors_by_name()
 
 
-def test_case_of(execution: Any) -> TestCaseRun | None:
+def test_case_of(execution: object) -> TestCaseRun | None:
     """The test case an execution was started with, None for an ordinary execution."""
     record = _test_cases.get(execution)
     return record.run if record is not None else None
 
 
-def raise_mocked_error(env: Any, error: str, cause: str) -> None:
+def raise_mocked_error(env: Any, error: str, cause: str) -> None:  # moto's Environment, or a view of one
     """A mocked Task failure (TaskFailed) with ``error``, a ``States.`` name included (moto refuses those)."""
     raise task_failure(env, error, cause)
 
@@ -388,7 +394,7 @@ def _throw_states_errors_by_name() -> None:
     """A mocked Throw of ``States.TaskFailed`` or ``States.Timeout`` is thrown, not refused as custom."""
     from sam_local_cloud.moto_seam.stepfunctions import mock_eval_utils
 
-    def throw(env: Any, mocked_response: Any) -> None:
+    def throw(env: Environment, mocked_response: Any) -> None:
         raise_mocked_error(env, mocked_response.error, mocked_response.cause)
 
     hooks.replace(mock_eval_utils, "_eval_mocked_response_throw", throw, concern="mock_config")
@@ -402,7 +408,9 @@ def _start_test_case_executions() -> None:
     )
 
     @hooks.around(StepFunctionsParserBackend, "start_execution", concern="mock_config")
-    def start_execution(proceed: Any, self: Any, state_machine_arn: str, *args: Any, **kwargs: Any) -> Any:
+    def start_execution(
+        proceed: Callable[..., object], self: object, state_machine_arn: str, *args: object, **kwargs: object
+    ) -> object:
         try:
             base_arn, run = resolve_test_case(state_machine_arn)
         except TestCaseNotFoundError as missing:
@@ -414,7 +422,7 @@ def _start_test_case_executions() -> None:
             _starting.reset(starting)
 
     @hooks.around(Execution, "start", concern="mock_config")
-    def start(proceed: Any, self: Any) -> None:
+    def start(proceed: Callable[[object], None], self: object) -> None:
         run = _starting.get()
         if run is not None:
             _test_cases.of(self).run = run
@@ -425,9 +433,9 @@ def _give_executions_their_test_case() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import ExecutionWorker
 
     @hooks.around(ExecutionWorker, "_get_evaluation_environment", concern="mock_config")
-    def evaluation_environment(proceed: Any, self: Any) -> Any:
+    def evaluation_environment(proceed: Callable[[object], Any], self: object) -> Any:  # moto's Environment
         env = proceed(self)
-        execution = getattr(self._execution_communication, "execution", None)
+        execution = internals.worker_execution(self)
         run = test_case_of(execution) if execution is not None else None
         if run is not None:
             env.mock_test_case = run
@@ -455,7 +463,7 @@ def _runtime_error_ends_a_mocked_execution() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import ErrorEqualsDecl
 
     @hooks.around(ErrorEqualsDecl, "_eval_body", concern="mock_config")
-    def eval_body(proceed: Any, self: Any, env: Any) -> None:
+    def eval_body(proceed: Any, self: Any, env: Environment) -> None:
         run = getattr(env, "mock_test_case", None)
         if isinstance(run, TestCaseRun) and run.exhausted:
             error_name = env.stack[-1]

@@ -22,9 +22,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from sam_local_cloud.moto_seam import hooks
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.stepfunctions import Program, RuleContext
 
 # Enough for every state machine of a template and its Map children; a tree of a 63 KB definition is ~6 MB.
 PARSE_TREES_KEPT = 32
@@ -38,18 +42,20 @@ def register_hooks() -> None:
         preprocessor,
     )
 
-    def parse(definition: str) -> tuple[Any, Any]:
+    def parse(definition: str) -> tuple[Program, RuleContext]:
         tree = syntax_tree(definition)
         return Preprocessor().visit(tree), tree
 
     hooks.replace(AmazonStateLanguageParser, "parse", staticmethod(parse), concern="parse_trees")
 
     @hooks.around(RuleContext, "getText", concern="parse_trees")
-    def get_text(proceed: Any, node: Any) -> str:
+    def get_text(proceed: Callable[[RuleContext], str], node: RuleContext) -> str:
         return _kept_trees.text(node, proceed)
 
     @hooks.around(preprocessor, "from_string_literal", concern="parse_trees")
-    def from_string_literal(proceed: Any, parser_rule_context: Any) -> Any:
+    def from_string_literal(
+        proceed: Callable[[RuleContext], str | None], parser_rule_context: RuleContext
+    ) -> str | None:
         text = parser_rule_context.getText()
         value = _literal_values.get(text)
         if value is None:
@@ -62,7 +68,17 @@ def register_hooks() -> None:
 
 # A literal's value per its text (``ast.literal_eval`` of a long string is a third of a millisecond).
 _LITERAL_VALUES_KEPT = 4096
-_literal_values: dict[str, Any] = {}
+_literal_values: dict[str, str | None] = {}
+
+
+class _NodeEntry:
+    """A rule node of a kept tree, and its text once asked."""
+
+    __slots__ = ("node", "text")
+
+    def __init__(self, node: RuleContext) -> None:
+        self.node = node
+        self.text: str | None = None
 
 
 class _KeptTrees:
@@ -79,12 +95,12 @@ class _KeptTrees:
         self.kept = kept
         self.hits = 0
         self.misses = 0
-        self._trees: OrderedDict[str, Any] = OrderedDict()
+        self._trees: OrderedDict[str, RuleContext] = OrderedDict()
         self._node_ids: dict[str, list[int]] = {}
-        self._entries: dict[int, list[Any]] = {}
+        self._entries: dict[int, _NodeEntry] = {}
         self._lock = threading.Lock()
 
-    def tree(self, definition: str) -> Any:
+    def tree(self, definition: str) -> RuleContext:
         with self._lock:
             tree = self._trees.get(definition)
             if tree is not None:
@@ -106,25 +122,25 @@ class _KeptTrees:
                     self._entries.pop(node_id, None)
         return tree
 
-    def text(self, node: Any, compute: Any) -> str:
+    def text(self, node: RuleContext, compute: Callable[[RuleContext], str]) -> str:
         entry = self._entries.get(id(node))
-        if entry is None or entry[0] is not node:
+        if entry is None or entry.node is not node:
             return str(compute(node))
-        text = entry[1]
+        text = entry.text
         if text is None:
-            text = entry[1] = compute(node)
+            text = entry.text = compute(node)
         return str(text)
 
 
-def _rule_nodes(tree: Any) -> dict[int, list[Any]]:
+def _rule_nodes(tree: RuleContext) -> dict[int, _NodeEntry]:
     from sam_local_cloud.moto_seam.stepfunctions import RuleContext
 
-    entries: dict[int, list[Any]] = {}
+    entries: dict[int, _NodeEntry] = {}
     pending = [tree]
     while pending:
         node = pending.pop()
         if isinstance(node, RuleContext):
-            entries[id(node)] = [node, None]
+            entries[id(node)] = _NodeEntry(node)
             pending.extend(node.getChildren())
     return entries
 
@@ -132,7 +148,7 @@ def _rule_nodes(tree: Any) -> dict[int, list[Any]]:
 _kept_trees = _KeptTrees(PARSE_TREES_KEPT)
 
 
-def syntax_tree(definition: str) -> Any:
+def syntax_tree(definition: str) -> RuleContext:
     """The state machine's ANTLR tree, as moto's ``AmazonStateLanguageParser.parse`` builds it, kept."""
     return _kept_trees.tree(definition)
 
@@ -142,7 +158,7 @@ def kept_tree_counts() -> tuple[int, int]:
     return _kept_trees.hits, _kept_trees.misses
 
 
-def _parsed(definition: str) -> Any:
+def _parsed(definition: str) -> RuleContext:
     from antlr4 import CommonTokenStream, InputStream
 
     from sam_local_cloud.moto_seam.stepfunctions import (

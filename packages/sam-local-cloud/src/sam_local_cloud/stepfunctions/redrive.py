@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -31,6 +32,8 @@ from functools import cache
 from typing import Any
 
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+from sam_local_cloud.moto_seam import interpreter_objects as sfn
 from sam_local_cloud.moto_seam.records import EngineRecords
 
 REDRIVABLE_STATUSES = frozenset({"FAILED", "ABORTED", "TIMED_OUT"})
@@ -56,8 +59,8 @@ class Checkpoint:
     """The top-level state an execution was in, with what it was entered with."""
 
     state_name: str
-    state_input: Any
-    variables: Any
+    state_input: object
+    variables: object  # moto's VariableStore, as a deep copy
 
 
 @dataclass
@@ -65,8 +68,8 @@ class MapRun:
     """One evaluation of a top-level Map: the iterations to skip (with their outputs), where to record
     the ones that succeed now, and whether it continues the Map of an earlier attempt (a redrive)."""
 
-    carried: dict[int, Any]
-    successes: dict[int, Any]
+    carried: dict[int, object]
+    successes: dict[int, object]
     resumed: bool
 
 
@@ -76,16 +79,16 @@ class ExecutionProgress:
 
     checkpoint: Checkpoint | None = None
     # Successful iterations of the Map the checkpoint names, by item index.
-    map_outputs: dict[int, Any] = field(default_factory=dict)
+    map_outputs: dict[int, object] = field(default_factory=dict)
     # The Distributed Map's run record, redriven rather than replaced.
-    map_run_record: Any = None
+    map_run_record: sfn.MapRunRecord | None = None
     # Set on a redriven attempt: the state it restarts at and the iterations that state already has.
     resume_state: str | None = None
-    resume_outputs: dict[int, Any] = field(default_factory=dict)
-    _carry: dict[int, Any] | None = None
+    resume_outputs: dict[int, object] = field(default_factory=dict)
+    _carry: dict[int, object] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def entered(self, state_name: str, state_input: Any, variables: Any) -> None:
+    def entered(self, state_name: str, state_input: object, variables: object) -> None:
         with self._lock:
             if self.resume_state == state_name:
                 self._carry = self.resume_outputs
@@ -143,25 +146,25 @@ class MapRunRedrives:
 _progress: EngineRecords[_AttemptProgress] = EngineRecords(_AttemptProgress)
 # Keyed by the environment (the execution's, or an iteration's frame).
 _endings: EngineRecords[_Ending] = EngineRecords(_Ending)
-# Keyed by moto's MapRunRecord.
+# Keyed by moto's sfn.MapRunRecord.
 _map_run_redrives: EngineRecords[MapRunRedrives] = EngineRecords(MapRunRedrives)
 # The top-level Map run being evaluated in this thread, for the job pool its Map state builds.
 _current_map_run: ContextVar[MapRun | None] = ContextVar("redrive_current_map_run", default=None)
 # A Map Run record being redriven in this thread, until its MapRunRedriven event is logged.
-_redriven_map_run: ContextVar[Any] = ContextVar("redrive_redriven_map_run", default=None)
+_redriven_map_run: ContextVar[sfn.MapRunRecord | None] = ContextVar("redrive_redriven_map_run", default=None)
 _redrive_lock = threading.Lock()
 
 
-def _progress_of(env: Any) -> ExecutionProgress | None:
+def _progress_of(env: sfn.ProgramEnvironment) -> ExecutionProgress | None:
     attempt = _progress.get(env.event_manager)
     return attempt.progress if attempt is not None else None
 
 
-def _track_progress(env: Any, progress: ExecutionProgress) -> None:
+def _track_progress(env: sfn.ProgramEnvironment, progress: ExecutionProgress) -> None:
     _progress.of(env.event_manager).progress = progress
 
 
-def map_run_redrives(map_run_record: Any) -> MapRunRedrives:
+def map_run_redrives(map_run_record: sfn.MapRunRecord) -> MapRunRedrives:
     """The redrive count and date of a Distributed Map's run (zero and none until it is redriven)."""
     return _map_run_redrives.get(map_run_record) or MapRunRedrives()
 
@@ -185,14 +188,14 @@ class RedriveRecord:
 _redrives: EngineRecords[RedriveRecord] = EngineRecords(RedriveRecord)
 
 
-def redrive_record(execution: Any) -> RedriveRecord:
+def redrive_record(execution: sfn.ExecutionRecord) -> RedriveRecord:
     return _redrives.of(execution)
 
 
 # ---------------------------------------------------------------------------------------------- eligibility
 
 
-def _history_event_count(execution: Any) -> int:
+def _history_event_count(execution: sfn.ExecutionRecord) -> int:
     recorded = redrive_record(execution).history_events
     if recorded is not None:
         return recorded
@@ -206,7 +209,7 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def not_redrivable_reason(execution: Any, now: datetime | None = None) -> str | None:
+def not_redrivable_reason(execution: sfn.ExecutionRecord, now: datetime | None = None) -> str | None:
     """AWS's redriveStatusReason for an execution that cannot be redriven, None when it can."""
     now = now or datetime.now(UTC)
     status = execution.status
@@ -223,10 +226,10 @@ def not_redrivable_reason(execution: Any, now: datetime | None = None) -> str | 
     return None
 
 
-def redrive_fields(execution: Any) -> dict[str, Any]:
+def redrive_fields(execution: sfn.ExecutionRecord) -> dict[str, object]:
     """The redrive members of DescribeExecution, as AWS fills them."""
     record = redrive_record(execution)
-    fields: dict[str, Any] = {"redriveCount": record.count}
+    fields: dict[str, object] = {"redriveCount": record.count}
     if record.date is not None:
         fields["redriveDate"] = record.date
     reason = not_redrivable_reason(execution)
@@ -254,18 +257,20 @@ def _not_redrivable(message: str) -> Exception:
     return _not_redrivable_error()(message)
 
 
-def _previous_events(execution: Any) -> list[Any]:
+def _previous_events(execution: sfn.ExecutionRecord) -> list[sfn.HistoryEvent]:
     """The history so far, taken from where the finished execution left it (it grows from here on)."""
     from sam_local_cloud.stepfunctions.histories import store_for
 
     store = store_for(execution.exec_arn)
     events = store.take(execution.exec_arn) if store is not None else None
     if events is None:
-        events = list(execution.exec_worker.env.event_manager._history_event_list)
+        events = list(internals.history_events(execution.exec_worker.env.event_manager))
     return events
 
 
-def redrive_execution(backend: Any, execution_arn: str, client_token: str | None = None) -> datetime:
+def redrive_execution(
+    backend: sfn.StepFunctionsBackend, execution_arn: str, client_token: str | None = None
+) -> datetime:
     """RedriveExecution: restart the execution where it stopped; returns the redriveDate."""
     execution = backend.describe_execution(execution_arn)
     if getattr(execution, "exec_worker", None) is None:
@@ -281,13 +286,14 @@ def redrive_execution(backend: Any, execution_arn: str, client_token: str | None
         reason = not_redrivable_reason(execution, now)
         if reason is not None:
             raise _not_redrivable(reason)
-        old_env = execution.exec_worker.env
+        old_env: sfn.ProgramEnvironment | None = execution.exec_worker.env
         progress = _progress_of(old_env) if old_env is not None else None
         # The worker starts from the execution's input, kept compressed since the execution ended.
         from sam_local_cloud.stepfunctions.histories import restore_details
 
         restore_details(execution)
-        worker = _redrive_worker(
+        worker: sfn.ExecutionRun = internals.new_execution_worker(
+            _worker_class(),
             execution,
             previous_events=_previous_events(execution),
             progress=progress.for_redrive() if progress is not None else ExecutionProgress(),
@@ -314,22 +320,6 @@ def redrive_execution(backend: Any, execution_arn: str, client_token: str | None
     return now
 
 
-def _redrive_worker(execution: Any, **redrive: Any) -> Any:
-    from sam_local_cloud.moto_seam.stepfunctions import EvaluationDetails
-
-    return _worker_class()(
-        evaluation_details=EvaluationDetails(
-            aws_execution_details=execution._get_start_aws_execution_details(),
-            execution_details=execution.get_start_execution_details(),
-            state_machine_details=execution.get_start_state_machine_details(),
-        ),
-        exec_comm=execution._get_start_execution_worker_comm(),
-        cloud_watch_logging_session=execution._cloud_watch_logging_session,
-        activity_store=execution._activity_store,
-        **redrive,
-    )
-
-
 _worker_classes: list[type] = []
 
 
@@ -348,12 +338,12 @@ def _worker_class() -> type:
         def __init__(
             self,
             *,
-            previous_events: list[Any],
+            previous_events: list[sfn.HistoryEvent],
             progress: ExecutionProgress,
-            map_runs: Any,
+            map_runs: sfn.MapRunRecordPool | None,
             redrive_count: int,
             redrive_date: datetime,
-            **worker: Any,
+            **worker: Any,  # moto's ExecutionWorker's own arguments
         ) -> None:
             super().__init__(**worker)
             self._previous_events = previous_events
@@ -362,8 +352,8 @@ def _worker_class() -> type:
             self._redrive_count = redrive_count
             self._redrive_date = redrive_date
 
-        def _get_evaluation_environment(self) -> Any:
-            env: Any = super()._get_evaluation_environment()
+        def _get_evaluation_environment(self) -> Any:  # moto's Environment, as moto's own returns it
+            env: sfn.ProgramEnvironment = internals.motos_evaluation_environment(self)
             _track_progress(env, self._progress)
             manager = env.event_manager
             last_id = max((event["id"] for event in self._previous_events), default=0)
@@ -372,8 +362,8 @@ def _worker_class() -> type:
                 (event["id"] for event in self._previous_events if event["type"] in ATTEMPT_END_EVENTS),
                 default=last_id,
             )
-            manager._history_event_list.extend(self._previous_events)
-            manager._event_id_gen._next_id = last_id + 1
+            internals.history_events(manager).extend(self._previous_events)
+            internals.continue_event_ids(manager, last_id + 1)
             env.event_history_context.source_event_id = ended_id
             env.event_history_context.last_published_event_id = ended_id
             if self._map_runs is not None:
@@ -388,11 +378,11 @@ def _worker_class() -> type:
             return env
 
         def _execution_logic(self) -> None:
-            program: Any = self._get_evaluation_entrypoint()
-            self.env = self._get_evaluation_environment()
-            redriven: Any = {"executionRedrivenEventDetails": {"redriveCount": self._redrive_count}}
-            self.env.event_manager.add_event(
-                context=self.env.event_history_context,
+            program = internals.evaluation_entrypoint(self)
+            env = internals.start_environment(self)
+            redriven = {"executionRedrivenEventDetails": {"redriveCount": self._redrive_count}}
+            env.event_manager.add_event(
+                context=env.event_history_context,
                 event_type=HistoryEventType.ExecutionRedriven,
                 event_details=redriven,
             )
@@ -406,8 +396,8 @@ def _worker_class() -> type:
                     comment=program.comment,
                     version=program.version,
                 )
-            program.eval(self.env)
-            self._execution_communication.terminated()
+            program.eval(env)
+            internals.report_terminated(self)
 
     _worker_classes.append(RedriveWorker)
     return RedriveWorker
@@ -424,8 +414,10 @@ def _record_progress() -> None:
     )
 
     @hooks.around(ExecutionWorker, "_get_evaluation_environment", concern="redrive")
-    def evaluation_environment(proceed: Any, self: Any) -> Any:
-        env: Any = proceed(self)
+    def evaluation_environment(
+        proceed: Callable[[sfn.ExecutionRun], sfn.ProgramEnvironment], self: sfn.ExecutionRun
+    ) -> sfn.ProgramEnvironment:
+        env = proceed(self)
         # A redriven attempt's worker registers its own (carried) progress over this one.
         _track_progress(env, ExecutionProgress())
         env.states.context_object.context_object_data["Execution"]["RedriveCount"] = 0
@@ -433,7 +425,9 @@ def _record_progress() -> None:
 
     # ``eval``, not ``_eval_body``: several state classes carry ``_eval_body`` listeners of their own.
     @hooks.around(CommonStateField, "eval", concern="redrive")
-    def eval_recorded(proceed: Any, self: Any, env: Any) -> None:
+    def eval_recorded(
+        proceed: sfn.Evaluation, self: sfn.StateDeclaration, env: sfn.ProgramEnvironment
+    ) -> None:
         if not env.is_frame() and env.is_running():
             progress = _progress_of(env)
             if progress is not None:
@@ -441,7 +435,9 @@ def _record_progress() -> None:
         proceed(self, env)
 
     @hooks.around(CommonStateField, "_set_next", concern="redrive")
-    def set_next_marking_the_end(proceed: Any, self: Any, env: Any) -> None:
+    def set_next_marking_the_end(
+        proceed: sfn.Evaluation, self: sfn.StateDeclaration, env: sfn.ProgramEnvironment
+    ) -> None:
         # moto also ends an iteration's program when its Map fails or times out (the frame is "ended", and
         # the iteration reported succeeded with whatever its state held): only an End state ends it for real.
         ending = isinstance(self.continue_with, ContinueWithEnd) and env.next_state_name == self.name
@@ -450,7 +446,7 @@ def _record_progress() -> None:
             _endings.of(env).reached_end = True
 
 
-def _reached_end(env: Any) -> bool:
+def _reached_end(env: sfn.ProgramEnvironment) -> bool:
     ending = _endings.get(env)
     return ending is not None and ending.reached_end
 
@@ -462,19 +458,14 @@ def _redrivable_job_pool() -> type:
     class RedrivableJobPool(job.JobPool):
         """A Map's job pool whose already-successful iterations start closed, with their outputs."""
 
-        def __init__(self, job_program: Any, job_inputs: list[Any]) -> None:
+        def __init__(self, job_program: Any, job_inputs: list[object]) -> None:  # moto's Program
             super().__init__(job_program=job_program, job_inputs=job_inputs)
             run = _current_map_run.get()
-            self.successes: dict[int, Any] | None = run.successes if run is not None else None
+            self.successes: dict[int, object] | None = run.successes if run is not None else None
             if run is None or not run.carried:
                 return
             carried = {index: output for index, output in run.carried.items() if index < len(job_inputs)}
-            self._open_jobs[:] = [
-                open_job for open_job in self._open_jobs if open_job.job_index not in carried
-            ]
-            for index, output in carried.items():
-                self._closed_jobs.add(job.JobClosed(job_index=index, job_output=output))
-            self._notify_on_termination()
+            internals.close_carried_jobs(self, carried)
 
     return RedrivableJobPool
 
@@ -492,9 +483,11 @@ def _skip_succeeded_iterations() -> None:
     for component_module in (inline_iteration_component, distributed_iteration_component):
         hooks.replace(component_module, "JobPool", _redrivable_job_pool(), concern="redrive")
 
-    def eval_job_recorded(proceed: Any, self: Any, env: Any, job: Any) -> None:
+    def eval_job_recorded(
+        proceed: sfn.JobEvaluation, self: object, env: sfn.ProgramEnvironment, job: sfn.MapJob
+    ) -> None:
         proceed(self, env, job)
-        successes = getattr(self._job_pool, "successes", None)
+        successes = getattr(internals.job_pool_of(self), "successes", None)
         if successes is not None and _reached_end(env) and isinstance(env.program_state(), ProgramEnded):
             successes[job.job_index] = job.job_output
 
@@ -506,7 +499,7 @@ def _skip_succeeded_iterations() -> None:
         hooks.around(worker_class, "_eval_job", concern="redrive")(eval_job_recorded)
 
     @hooks.around(inline_iteration_component.InlineIterationComponent, "_eval_body", concern="redrive")
-    def inline_eval_body(proceed: Any, self: Any, env: Any) -> None:
+    def inline_eval_body(proceed: sfn.Evaluation, self: object, env: sfn.ProgramEnvironment) -> None:
         progress = _progress_of(env)
         current = _current_map_run.set(progress.start_map(env.stack[-1].state_name) if progress else None)
         try:
@@ -517,7 +510,7 @@ def _skip_succeeded_iterations() -> None:
     @hooks.around(
         distributed_iteration_component.DistributedIterationComponent, "_eval_body", concern="redrive"
     )
-    def distributed_eval_body(proceed: Any, self: Any, env: Any) -> None:
+    def distributed_eval_body(proceed: sfn.Evaluation, self: object, env: sfn.ProgramEnvironment) -> None:
         progress = _progress_of(env)
         eval_input = env.stack[-1]
         run = progress.start_map(eval_input.state_name) if progress else None
@@ -534,12 +527,14 @@ def _skip_succeeded_iterations() -> None:
             _redriven_map_run.set(None)
 
 
-def _redrive_map_run(env: Any, eval_input: Any, previous: Any) -> None:
+def _redrive_map_run(
+    env: sfn.ProgramEnvironment, eval_input: sfn.MapStateInput, previous: sfn.MapRunRecord
+) -> None:
     """The Map Run keeps its ARN: unsuccessful items go back to pending, the run is RUNNING again."""
     from sam_local_cloud.moto_seam.stepfunctions import MapRunStatus
 
-    fresh = eval_input.map_run_record
-    env.map_run_record_pool_manager._pool.pop(fresh.map_run_arn, None)
+    fresh: sfn.MapRunRecord = eval_input.map_run_record
+    internals.forget_map_run(env.map_run_record_pool_manager, fresh.map_run_arn)
     for counter in (previous.item_counter, previous.execution_counter):
         unsuccessful = counter.failed.get() + counter.aborted.get() + counter.timed_out.get()
         counter.total.offset(-unsuccessful)
@@ -563,12 +558,12 @@ def _name_redriven_map_runs() -> None:
 
     @hooks.around(EventManager, "add_event", concern="redrive")
     def add_event(
-        proceed: Any,
-        self: Any,
-        context: Any,
-        event_type: Any,
-        event_details: Any = None,
-        timestamp: Any = None,
+        proceed: Callable[..., int],
+        self: sfn.HistoryEventManager,
+        context: object,
+        event_type: str,
+        event_details: object = None,
+        timestamp: object = None,
         update_source_event_id: bool = True,
     ) -> int:
         if event_type == HistoryEventType.MapRunStarted:
@@ -582,11 +577,12 @@ def _name_redriven_map_runs() -> None:
                         "redriveCount": map_run_redrives(redriven).count,
                     }
                 }
-        result: int = proceed(self, context, event_type, event_details, timestamp, update_source_event_id)
-        return result
+        return proceed(self, context, event_type, event_details, timestamp, update_source_event_id)
 
     @hooks.around(map_run_record.MapRunRecord, "describe", concern="redrive")
-    def describe(proceed: Any, self: Any) -> Any:
+    def describe(
+        proceed: Callable[[sfn.MapRunRecord], dict[str, object]], self: sfn.MapRunRecord
+    ) -> dict[str, object]:
         described = proceed(self)
         redrives = map_run_redrives(self)
         described["redriveCount"] = redrives.count
@@ -605,8 +601,8 @@ def _stopped_stays_stopped() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import Environment, ProgramStopped, ProgramTimedOut
 
     @hooks.around(Environment, "set_error", concern="redrive")
-    def set_error(proceed: Any, self: Any, error: Any) -> None:
-        if isinstance(self._program_state, ProgramStopped | ProgramTimedOut):
+    def set_error(proceed: Callable[[object, object], None], self: object, error: object) -> None:
+        if isinstance(internals.program_state_of(self), ProgramStopped | ProgramTimedOut):
             return
         proceed(self, error)
 
@@ -615,12 +611,12 @@ def _finish_attempts() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import BaseExecutionWorkerCommunication
 
     @hooks.around(BaseExecutionWorkerCommunication, "terminated", concern="redrive")
-    def terminated(proceed: Any, self: Any) -> None:
-        env = self.execution.exec_worker.env
+    def terminated(proceed: Callable[[object], None], self: sfn.ExecutionCommunication) -> None:
+        env: sfn.ProgramEnvironment | None = self.execution.exec_worker.env
         if env is not None:
             # Counted before histories (which runs inside redrive, see register_hooks) moves the history
             # out of the environment.
-            redrive_record(self.execution).history_events = len(env.event_manager._history_event_list)
+            redrive_record(self.execution).history_events = len(internals.history_events(env.event_manager))
         proceed(self)
         if env is not None and self.execution.status == "SUCCEEDED":
             _progress.forget(env.event_manager)
@@ -632,23 +628,27 @@ def _finish_attempts() -> None:
 def _answer_redrive_and_its_fields() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import ActionResult, StepFunctionResponse
 
-    def redrive(self: Any) -> Any:
+    def redrive(self: sfn.StepFunctionsRequest) -> object:
         from sam_local_cloud.stepfunctions.express import refuse_express_execution_arn
 
-        execution_arn = self._get_param("executionArn")
+        execution_arn = internals.required_text(self, "executionArn")
         refuse_express_execution_arn(execution_arn)
         redrive_date = redrive_execution(
-            self.stepfunction_backend, execution_arn, self._get_param("clientToken")
+            self.stepfunction_backend, execution_arn, internals.request_text(self, "clientToken")
         )
         return ActionResult({"redriveDate": redrive_date})
 
     hooks.add(StepFunctionResponse, "redrive_execution", redrive, concern="redrive")
 
     @hooks.around(StepFunctionResponse, "describe_execution", concern="redrive")
-    def describe_execution(proceed: Any, self: Any) -> Any:
+    def describe_execution(
+        proceed: Callable[[sfn.StepFunctionsRequest], Any], self: sfn.StepFunctionsRequest
+    ) -> object:
         answer = proceed(self)
-        execution = self.stepfunction_backend.describe_execution(self._get_param("executionArn"))
-        described: Any = answer.result
+        execution = self.stepfunction_backend.describe_execution(
+            internals.required_text(self, "executionArn")
+        )
+        described: dict[str, object] = answer.result
         described.update(redrive_fields(execution))
         # moto leaves the stop date off a timed-out execution; AWS reports it.
         if execution.status == "TIMED_OUT":
@@ -656,10 +656,12 @@ def _answer_redrive_and_its_fields() -> None:
         return answer
 
     @hooks.around(StepFunctionResponse, "list_executions", concern="redrive")
-    def list_executions(proceed: Any, self: Any) -> Any:
+    def list_executions(
+        proceed: Callable[[sfn.StepFunctionsRequest], Any], self: sfn.StepFunctionsRequest
+    ) -> object:
         answer = proceed(self)
-        redrive_filter = self._get_param("redriveFilter")
-        listed: Any = answer.result
+        redrive_filter = internals.request_text(self, "redriveFilter")
+        listed: dict[str, list[dict[str, Any]]] = answer.result
         kept = []
         for item in listed["executions"]:
             execution = self.stepfunction_backend.describe_execution(item["executionArn"])

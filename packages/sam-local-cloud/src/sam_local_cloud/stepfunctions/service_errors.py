@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.stepfunctions import Environment
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,7 @@ def register_hooks() -> None:
     for class_name, service in _SERVICES.items():
 
         def from_error(
-            proceed: Any, self: Any, env: Any, ex: Exception, *, _service: _JavaService = service
+            proceed: Any, self: Any, env: Environment, ex: Exception, *, _service: _JavaService = service
         ) -> Any:
             if isinstance(ex, moto_sfn.FailureEventException):
                 # Already named (States.Runtime for parameters that cannot make the request, ...); moto's
@@ -128,7 +132,7 @@ def error_name_of(error: str) -> Any:
         return ErrorName(error)
 
 
-def task_failed_event(env: Any, error: str, cause: str, *, task: Any = None) -> Any:
+def task_failed_event(env: Environment, error: str, cause: str, *, task: object = None) -> Any:
     """The interpreter's TaskFailed failure event with this error and cause (of ``task``'s resource)."""
     from sam_local_cloud.moto_seam.stepfunctions import (
         EventDetails,
@@ -139,8 +143,7 @@ def task_failed_event(env: Any, error: str, cause: str, *, task: Any = None) -> 
 
     details = TaskFailedEventDetails(error=error, cause=cause)
     if task is not None:
-        details["resource"] = task._get_sfn_resource()
-        details["resourceType"] = task._get_sfn_resource_type()
+        details["resource"], details["resourceType"] = internals.sfn_resource(task)
     return FailureEvent(
         env=env,
         error_name=error_name_of(error),
@@ -149,14 +152,14 @@ def task_failed_event(env: Any, error: str, cause: str, *, task: Any = None) -> 
     )
 
 
-def task_failure(env: Any, error: str, cause: str, *, task: Any = None) -> Exception:
+def task_failure(env: Environment, error: str, cause: str, *, task: object = None) -> Exception:
     """A TaskFailed failure of the state, raised where the interpreter expects a failure event."""
     from sam_local_cloud.moto_seam.stepfunctions import FailureEventException
 
     return FailureEventException(failure_event=task_failed_event(env, error, cause, task=task))
 
 
-def runtime_failure(env: Any, cause: str) -> Exception:
+def runtime_failure(env: Environment, cause: str) -> Exception:
     """A States.Runtime failure of the state, raised where the interpreter expects a failure event."""
     return task_failure(env, "States.Runtime", cause)
 
@@ -169,20 +172,20 @@ def _name_patterns_not_run_locally() -> None:
     naming the resource and the pattern, decorated like any other States.Runtime of the state."""
     from sam_local_cloud.moto_seam.stepfunctions import StateTaskService, StateTaskServiceCallback
 
-    def not_run(self: Any, env: Any) -> Exception:
+    def not_run(self: Any, env: Environment) -> Exception:
         return runtime_failure(
             env,
             f"The resource '{self.resource.resource_arn}' cannot run locally: the local cloud does not offer "
             f"the '{self.resource.condition}' integration pattern for it.",
         )
 
-    def sync_resolver(self: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
+    def sync_resolver(self: Any, env: Environment, *args: object, **kwargs: object) -> NoReturn:
         raise not_run(self, env)
 
     @hooks.around(StateTaskService, "_eval_execution", concern=_CONCERN)
-    def eval_execution(proceed: Any, self: Any, env: Any) -> None:
+    def eval_execution(proceed: Any, self: Any, env: Environment) -> None:
         pattern = getattr(self.resource, "condition", None)
-        supported = getattr(self, "_supported_integration_patterns", ())
+        supported = internals.supported_integration_patterns(self)
         if pattern is not None and pattern not in supported and not env.is_mocked_mode():
             raise not_run(self, env)
         proceed(self, env)
@@ -206,7 +209,7 @@ def _tolerate_errors_without_request_id() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import StateTaskServiceAwsSdk
 
     @hooks.around(StateTaskServiceAwsSdk, "_from_error", concern=_CONCERN)
-    def from_error(proceed: Any, self: Any, env: Any, ex: Exception) -> Any:
+    def from_error(proceed: Any, self: Any, env: Environment, ex: Exception) -> Any:
         if isinstance(ex, ClientError):
             response = cast(dict[str, Any], ex.response)
             metadata = response.setdefault("ResponseMetadata", {})

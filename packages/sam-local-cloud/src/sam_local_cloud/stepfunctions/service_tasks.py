@@ -14,10 +14,18 @@ from __future__ import annotations
 
 import datetime
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
 from sam_local_cloud.stepfunctions.context_object import aws_timestamp
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from botocore.model import OperationModel
+
+    from sam_local_cloud.moto_seam.stepfunctions import Environment
 
 _CONCERN = "service_tasks"
 # How AWS names a service in an aws-sdk integration's errors: the SDK's service class name. The default
@@ -40,7 +48,7 @@ def sdk_service_name(service: str) -> str:
 
 
 @functools.cache
-def _operation_model(service: str, operation_snake_case: str) -> Any:
+def _operation_model(service: str, operation_snake_case: str) -> OperationModel | None:
     import botocore.session
     from botocore import xform_name
     from botocore.exceptions import UnknownServiceError
@@ -55,11 +63,13 @@ def _operation_model(service: str, operation_snake_case: str) -> Any:
     return None
 
 
-def _task_operation(task: Any, boto_service_name: str | None, service_action_name: str | None) -> Any:
+def _task_operation(
+    task: object, boto_service_name: str | None, service_action_name: str | None
+) -> OperationModel | None:
     """botocore's model of the operation a service Task state calls (None when it has none)."""
     return _operation_model(
-        task._get_boto_service_name(boto_service_name=boto_service_name),
-        task._get_boto_service_action(service_action_name=service_action_name),
+        internals.boto_service_name(task, boto_service_name),
+        internals.boto_service_action(task, service_action_name),
     )
 
 
@@ -81,31 +91,31 @@ def register_hooks() -> None:
     )
 
     def normalise_parameters(
-        self: Any,
+        self: object,
         parameters: dict[str, Any],
         boto_service_name: str | None = None,
         service_action_name: str | None = None,
     ) -> None:
         operation = _task_operation(self, boto_service_name, service_action_name)
         if operation is not None and operation.input_shape is not None:
-            self._to_boto_request(parameters, operation.input_shape)
+            internals.to_boto_request(self, parameters, operation.input_shape)
 
     def normalise_response(
-        self: Any,
-        response: Any,
+        self: object,
+        response: object,
         boto_service_name: str | None = None,
         service_action_name: str | None = None,
     ) -> None:
         operation = _task_operation(self, boto_service_name, service_action_name)
         if operation is not None and operation.output_shape is not None and isinstance(response, dict):
             order = list(response)
-            self._from_boto_response(response, operation.output_shape)
-            _keep_key_order(response, order, self._to_sfn_cased)
+            internals.from_boto_response(self, response, operation.output_shape)
+            _keep_key_order(response, order, internals.to_sfn_cased)
         if isinstance(response, dict):
             response.update(_timestamps_as_text(response))
 
     @hooks.around(StateTaskService, "_eval_parameters", concern=_CONCERN)
-    def eval_parameters(proceed: Any, self: Any, env: Any) -> dict[str, Any]:
+    def eval_parameters(proceed: Any, self: Any, env: Environment) -> dict[str, Any]:
         parameters: dict[str, Any] = proceed(self, env)
         operation = _task_operation(self, None, None)
         if operation is not None and operation.input_shape is not None:
@@ -145,7 +155,7 @@ def _serialise_message_objects_compactly() -> None:
         to_json_str,
     )
 
-    def compact_json(obj: Any, separators: tuple[str, str] | None = None) -> str:
+    def compact_json(obj: object, separators: tuple[str, str] | None = None) -> str:
         return to_json_str(obj, separators=separators or (",", ":"))
 
     # Each module calls this name only to turn what it sends or records into text.
@@ -192,7 +202,7 @@ def _shape_problems(value: Any, shape: Any, *, field_name: str) -> list[str]:
     return problems
 
 
-def _parameters_unusable(env: Any, parameters: dict[str, Any], problems: list[str]) -> Exception:
+def _parameters_unusable(env: Environment, parameters: dict[str, Any], problems: list[str]) -> Exception:
     """The States.Runtime failure of a Task whose parameters cannot make the API request."""
     from sam_local_cloud.moto_seam.stepfunctions import to_json_str
     from sam_local_cloud.stepfunctions.service_errors import runtime_failure
@@ -216,7 +226,7 @@ def _timestamps_as_text(value: Any) -> Any:
     return value
 
 
-def _keep_key_order(response: dict[str, Any], order: list[str], cased: Any) -> None:
+def _keep_key_order(response: dict[str, Any], order: list[str], cased: Callable[[str], str]) -> None:
     """The answer's keys in the order the API gave them, renamed where the normalisation renamed them."""
     renamed = [cased(key) if cased(key) in response else key for key in order]
     items = [(key, response[key]) for key in renamed if key in response]

@@ -19,26 +19,27 @@ states may change it).
 
 from __future__ import annotations
 
-from typing import Any
-
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+from sam_local_cloud.moto_seam.interpreter_objects import ProgramEnvironment, StateData
 
 
-def share_map_input(states: Any, map_state_input: Any) -> None:
+def share_map_input(states: StateData, map_state_input: object) -> None:
     """``States.reset`` without its deep copy: ``$states.input`` is the Map's input itself."""
-    states._states_data["input"] = map_state_input
-    states._states_data["result"] = None
-    states._states_data["errorOutput"] = None
+    data = internals.state_data(states)
+    data["input"] = map_state_input
+    data["result"] = None
+    data["errorOutput"] = None
 
 
 def register_hooks() -> None:
     from sam_local_cloud.moto_seam.stepfunctions import InlineItemProcessorWorker
 
-    def eval_input(self: Any, env_frame: Any) -> None:
-        selector = self._item_selector or self._parameters
+    def eval_input(self: object, env_frame: ProgramEnvironment) -> None:
+        selector = internals.item_selector_of(self)
         if not selector:
             return
-        map_state_input = self._env.stack[-1]
+        map_state_input = internals.worker_environment(self).stack[-1]
         share_map_input(env_frame.states, map_state_input)
         env_frame.stack.append(map_state_input)
         selector.eval(env_frame)

@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sam_local_cloud.accounts import parts_for_arn
+from sam_local_cloud.moto_seam import interpreter_internals as internals
 from sam_local_cloud.stepfunctions import express
 from sam_local_cloud.stepfunctions.service_errors import task_failure
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.stepfunctions import Environment
 
 
 def register_hooks() -> None:
@@ -39,7 +43,7 @@ def register_hooks() -> None:
 def _tracking_as_the_managed_rule(
     proceed: Callable[..., Any],
     self: Any,
-    env: Any,
+    env: Environment,
     resource_runtime_part: Any,
     normalised_parameters: dict[str, Any],
     state_credentials: Any,
@@ -60,14 +64,16 @@ def _tracking_as_the_managed_rule(
     return proceed(self, env, resource_runtime_part, normalised_parameters, state_credentials)
 
 
-def _express_child_resolver(task: Any, env: Any, child_arn: str, *, sync2: bool) -> Callable[[], Any]:
+def _express_child_resolver(
+    task: object, env: Environment, child_arn: str, *, sync2: bool
+) -> Callable[[], object]:
     """Polled by the Task until it answers: None while the Express child runs, then its description."""
     from sam_local_cloud.moto_seam.stepfunctions import stepfunctions_parser_backends
 
     _, _, _, region, account, *_ = child_arn.split(":")
     child = express.express_execution(stepfunctions_parser_backends[account][region], child_arn)
 
-    def resolve() -> Any:
+    def resolve() -> object:
         if child is None:
             raise RuntimeError(f"the Express execution {child_arn} is not known to this cloud")
         if not child.closed.is_set():
@@ -77,7 +83,7 @@ def _express_child_resolver(task: Any, env: Any, child_arn: str, *, sync2: bool)
     return resolve
 
 
-def _described_child(task: Any, env: Any, child: Any, *, sync2: bool) -> Any:
+def _described_child(task: object, env: Environment, child: express.ExpressRun, *, sync2: bool) -> object:
     from sam_local_cloud.moto_seam.stepfunctions import (
         DescribeExecutionOutput,
         ExecutionStatus,
@@ -87,8 +93,8 @@ def _described_child(task: Any, env: Any, child: Any, *, sync2: bool) -> Any:
 
     description = select_from_typed_dict(DescribeExecutionOutput, express.sync_answer(child))
     if sync2:
-        task._sync2_api_output_of(typ=DescribeExecutionOutput, value=description)
-    task._normalise_response(response=description, service_action_name="describe_execution")
+        internals.sync2_output(task, DescribeExecutionOutput, description)
+    internals.normalised_response(task, description, "describe_execution")
     if child.status == ExecutionStatus.SUCCEEDED:
         return description
     raise task_failure(env, "States.TaskFailed", to_json_str(description), task=task)

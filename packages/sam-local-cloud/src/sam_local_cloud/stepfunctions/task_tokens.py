@@ -13,7 +13,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+from sam_local_cloud.moto_seam.interpreter_objects import StepFunctionsRequest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def register_hooks() -> None:
@@ -23,15 +29,17 @@ def register_hooks() -> None:
     hooks.replace(StepFunctionResponse, "send_task_failure", _send_task_failure, concern="task_tokens")
 
     @hooks.around(CallbackEndpoint, "notify_heartbeat", concern="task_tokens")
-    def notify_heartbeat(proceed: Any, self: Any) -> bool:
+    def notify_heartbeat(proceed: Callable[[object], object], self: object) -> bool:
         proceed(self)
         return True  # the token is known (its endpoint is in a running execution's pool)
 
 
-def _send_task_failure(self: Any) -> Any:
+def _send_task_failure(self: StepFunctionsRequest) -> object:
     from sam_local_cloud.moto_seam.stepfunctions import EmptyResult
 
     self.stepfunction_backend.send_task_failure(
-        self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+        internals.required_text(self, "taskToken"),
+        error=internals.request_text(self, "error"),
+        cause=internals.request_text(self, "cause"),
     )
     return EmptyResult()

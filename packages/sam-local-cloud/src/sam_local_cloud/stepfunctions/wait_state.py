@@ -10,9 +10,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sam_local_cloud.moto_seam import hooks
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.stepfunctions import (
+        Environment,
+        ExecutionFailedEventDetails,
+        FailureEvent,
+        Timestamp,
+        WaitFunction,
+    )
 
 LONGEST_DELAY_SECONDS = 2**31 - 1
 DELAY_TOO_LONG = "Wait state delay is too long."
@@ -30,7 +39,9 @@ def register_hooks() -> None:
     )
 
     @hooks.around(WaitFunction, "_wait_interval", concern="wait_state")
-    def wait_within_aws_limit(proceed: Callable[..., None], self: Any, env: Any, wait_seconds: int) -> None:
+    def wait_within_aws_limit(
+        proceed: Callable[..., None], self: WaitFunction, env: Environment, wait_seconds: int
+    ) -> None:
         if wait_seconds > LONGEST_DELAY_SECONDS:
             runtime_error = StatesErrorNameType.StatesRuntime
             raise FailureEventException(
@@ -48,7 +59,7 @@ def register_hooks() -> None:
     _jsonata_timestamps_fail_as_query_errors()
 
 
-def _execution_failed(details: Any) -> Any:
+def _execution_failed(details: ExecutionFailedEventDetails) -> Any:
     """moto's EventDetails for an ExecutionFailed event (a TypedDict mypy would want complete)."""
     return {"executionFailedEventDetails": details}
 
@@ -58,7 +69,9 @@ def _jsonata_timestamps_fail_as_query_errors() -> None:
     from sam_local_cloud.stepfunctions.jsonata import fail_query_evaluation
 
     @hooks.around(Timestamp, "_create_failure_event", concern="wait_state")
-    def create_failure_event(proceed: Callable[..., Any], self: Any, env: Any, timestamp_str: str) -> Any:
+    def create_failure_event(
+        proceed: Callable[..., FailureEvent], self: Timestamp, env: Environment, timestamp_str: str
+    ) -> FailureEvent:
         if isinstance(self.string, StringJSONata):
             fail_query_evaluation(
                 env,

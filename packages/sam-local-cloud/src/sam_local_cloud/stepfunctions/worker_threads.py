@@ -24,9 +24,12 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sam_local_cloud.moto_seam import hooks
+
+if TYPE_CHECKING:
+    from sam_local_cloud.moto_seam.stepfunctions import Environment, ExecutionState, Program
 
 IDLE_SECONDS = 30.0
 _LOG = logging.getLogger(__name__)
@@ -102,9 +105,9 @@ class PooledThread:
 
     def __init__(
         self,
-        target: Callable[..., Any],
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
+        target: Callable[..., object],
+        args: tuple[object, ...] = (),
+        kwargs: dict[str, object] | None = None,
         daemon: bool | None = None,
         name: str | None = None,
     ) -> None:
@@ -150,7 +153,7 @@ def register_hooks() -> None:
     hooks.replace(execute_state, "Thread", PooledThread, concern="worker_threads")
 
     @hooks.around(ExecutionState, "_evaluate_with_timeout", concern="worker_threads")
-    def evaluate_with_timeout(proceed: Any, self: Any, env: Any) -> None:
+    def evaluate_with_timeout(proceed: Callable[..., None], self: ExecutionState, env: Environment) -> None:
         # The one thread moto starts here is the state's work; without a timeout of its own the wait
         # for it is unbounded, so it runs where the wait would be.
         _inline.requested = isinstance(self.timeout, TimeoutSeconds) and self.timeout.is_default_value()
@@ -159,7 +162,7 @@ def register_hooks() -> None:
         finally:
             _inline.requested = False
 
-    def eval_program(self: Any, env: Any) -> None:
+    def eval_program(self: Program, env: Environment) -> None:
         timeout = self.timeout_seconds.timeout_seconds if self.timeout_seconds else None
         env.next_state_name = self.start_at.start_at_name
         if timeout is None:

@@ -9,12 +9,12 @@ import re
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from sam_local_cloud.json_types import JsonValue
 from sam_local_cloud.vtl.values import UNDEFINED, TemplateSyntaxError, as_text
 
 
-def select(document: Any, path: str) -> Any:
+def select(document: JsonValue, path: str) -> object:
     """A JSONPath's value in ``document`` (``$``, ``$.a.b``, ``$['a']``, ``$.a[0]``); UNDEFINED if absent."""
     path = path.strip()
     if not path.startswith("$"):
@@ -42,7 +42,7 @@ class InputVariable:
     query_parameters: Mapping[str, str] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
 
-    def _document(self) -> Any:
+    def _document(self) -> JsonValue:
         try:
             return json.loads(self.body) if self.body.strip() else {}
         except json.JSONDecodeError:
@@ -52,11 +52,11 @@ class InputVariable:
         value = select(self._document(), path)
         return "" if value is UNDEFINED else json.dumps(value, separators=(",", ":"))
 
-    def path(self, path: str) -> Any:
+    def path(self, path: str) -> object:
         value = select(self._document(), path)
         return None if value is UNDEFINED else value
 
-    def params(self, name: str | None = None) -> Any:
+    def params(self, name: str | None = None) -> dict[str, dict[str, str]] | str:
         every = {
             "path": dict(self.path_parameters),
             "querystring": dict(self.query_parameters),
@@ -74,7 +74,7 @@ class UtilVariable:
     """``$util``."""
 
     @staticmethod
-    def escapeJavaScript(text: Any) -> str:  # noqa: N802 - the name templates call
+    def escapeJavaScript(text: object) -> str:  # noqa: N802 - the name templates call
         escaped = []
         for character in as_text(text):
             replacement = _JAVASCRIPT_ESCAPES.get(character)
@@ -87,23 +87,23 @@ class UtilVariable:
         return "".join(escaped)
 
     @staticmethod
-    def parseJson(text: Any) -> Any:  # noqa: N802
+    def parseJson(text: object) -> JsonValue:  # noqa: N802
         return json.loads(as_text(text))
 
     @staticmethod
-    def base64Encode(text: Any) -> str:  # noqa: N802
+    def base64Encode(text: object) -> str:  # noqa: N802
         return base64.b64encode(as_text(text).encode()).decode()
 
     @staticmethod
-    def base64Decode(text: Any) -> str:  # noqa: N802
+    def base64Decode(text: object) -> str:  # noqa: N802
         return base64.b64decode(as_text(text)).decode()
 
     @staticmethod
-    def urlEncode(text: Any) -> str:  # noqa: N802
+    def urlEncode(text: object) -> str:  # noqa: N802
         return urllib.parse.quote_plus(as_text(text))
 
     @staticmethod
-    def urlDecode(text: Any) -> str:  # noqa: N802
+    def urlDecode(text: object) -> str:  # noqa: N802
         return urllib.parse.unquote_plus(as_text(text))
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal, TypeAlias
 
+from sam_local_cloud.json_types import JsonScalar
 from sam_local_cloud.vtl.values import TemplateSyntaxError
 
 
@@ -18,28 +19,44 @@ class Text:
 @dataclass
 class Reference:
     source: str
-    expression: Any
+    expression: Expression
     quiet: bool
 
 
 @dataclass
 class SetDirective:
     name: str
-    path: list[Any]
-    expression: Any
+    path: list[str]
+    expression: Expression
 
 
 @dataclass
 class IfDirective:
-    branches: list[tuple[Any, list[Any]]]
-    otherwise: list[Any]
+    branches: list[tuple[Expression, list[Node]]]
+    otherwise: list[Node]
 
 
 @dataclass
 class ForEachDirective:
     name: str
-    expression: Any
-    body: list[Any]
+    expression: Expression
+    body: list[Node]
+
+
+Node: TypeAlias = Text | Reference | SetDirective | IfDirective | ForEachDirective
+# An expression is a tuple tagged by its first item, the way the renderer dispatches on it.
+Expression: TypeAlias = (
+    tuple[Literal["literal"], JsonScalar]
+    | tuple[Literal["var"], str]
+    | tuple[Literal["get"], "Expression", str]
+    | tuple[Literal["index"], "Expression", "Expression"]
+    | tuple[Literal["call"], "Expression", str, list["Expression"]]
+    | tuple[Literal["interpolate"], list[Node]]
+    | tuple[Literal["list"], list["Expression"]]
+    | tuple[Literal["map"], list[tuple["Expression", "Expression"]]]
+    | tuple[Literal["not"], "Expression"]
+    | tuple[Literal["op"], str, "Expression", "Expression"]
+)
 
 
 _DIRECTIVE = re.compile(r"#(\{)?(set|if|elseif|else|end|foreach)\b\}?")
@@ -52,14 +69,14 @@ class Parser:
         self.source = source
         self.position = 0
 
-    def parse(self) -> list[Any]:
+    def parse(self) -> list[Node]:
         nodes, closing = self._block()
         if closing is not None:
             raise TemplateSyntaxError(f"#{closing} without its #if or #foreach")
         return nodes
 
-    def _block(self) -> tuple[list[Any], str | None]:
-        nodes: list[Any] = []
+    def _block(self) -> tuple[list[Node], str | None]:
+        nodes: list[Node] = []
         text: list[str] = []
         source = self.source
         while self.position < len(source):
@@ -95,15 +112,14 @@ class Parser:
             return None
         quiet, braced, name = match.groups()
         self.position = match.end()
-        expression: Any = ("var", name)
-        expression = self._accessors(expression)
+        expression = self._accessors(("var", name))
         if braced:
             if not self.source.startswith("}", self.position):
                 raise TemplateSyntaxError(f"unclosed ${{ at {start}")
             self.position += 1
         return Reference(self.source[start : self.position], expression, bool(quiet))
 
-    def _accessors(self, expression: Any) -> Any:
+    def _accessors(self, expression: Expression) -> Expression:
         source = self.source
         while self.position < len(source):
             member = _MEMBER.match(source, self.position)
@@ -123,9 +139,9 @@ class Parser:
             break
         return expression
 
-    def _arguments(self) -> list[Any]:
+    def _arguments(self) -> list[Expression]:
         self._expect("(")
-        arguments: list[Any] = []
+        arguments: list[Expression] = []
         self._skip_spaces()
         if self.source.startswith(")", self.position):
             self.position += 1
@@ -139,7 +155,7 @@ class Parser:
             self._expect(")")
             return arguments
 
-    def _directive(self, name: str) -> Any:
+    def _directive(self, name: str) -> SetDirective | ForEachDirective | IfDirective:
         if name == "set":
             self._expect("(")
             self._skip_spaces()
@@ -147,7 +163,7 @@ class Parser:
             if target is None:
                 raise TemplateSyntaxError(f"#set needs a reference at {self.position}")
             self.position = target.end()
-            path: list[Any] = []
+            path: list[str] = []
             while (
                 member := re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)").match(self.source, self.position)
             ) is not None:
@@ -175,8 +191,8 @@ class Parser:
                 raise TemplateSyntaxError("#foreach without #end")
             return ForEachDirective(target.group(3), iterable, body)
         # if
-        branches: list[tuple[Any, list[Any]]] = []
-        otherwise: list[Any] = []
+        branches: list[tuple[Expression, list[Node]]] = []
+        otherwise: list[Node] = []
         condition = self._condition()
         while True:
             body, closing = self._block()
@@ -190,7 +206,7 @@ class Parser:
                 raise TemplateSyntaxError("#if without #end")
             return IfDirective(branches, otherwise)
 
-    def _condition(self) -> Any:
+    def _condition(self) -> Expression:
         self._expect("(")
         condition = _ExpressionParser(self).expression()
         self._expect(")")
@@ -227,12 +243,12 @@ class _ExpressionParser:
     def __init__(self, parser: Parser) -> None:
         self.parser = parser
 
-    def expression(self) -> Any:
+    def expression(self) -> Expression:
         return self._binary(0)
 
     _LEVELS: tuple[tuple[str, ...], ...] = (("or",), ("and",), ("==", "!=", "<", ">", "<=", ">="))
 
-    def _binary(self, level: int) -> Any:
+    def _binary(self, level: int) -> Expression:
         if level == len(self._LEVELS):
             return self._unary()
         left = self._binary(level + 1)
@@ -268,7 +284,7 @@ class _ExpressionParser:
             return
         parser.position += len(operator)
 
-    def _unary(self) -> Any:
+    def _unary(self) -> Expression:
         parser = self.parser
         parser._skip_spaces()
         source = parser.source
@@ -280,7 +296,7 @@ class _ExpressionParser:
             return ("not", self._unary())
         return self._primary()
 
-    def _primary(self) -> Any:
+    def _primary(self) -> Expression:
         parser = self.parser
         source, position = parser.source, parser.position
         if source.startswith("(", position):
@@ -298,10 +314,11 @@ class _ExpressionParser:
         if source.startswith("[", position):
             return ("list", [item for item, _ in self._items("]", keyed=False)])
         if source.startswith("{", position):
-            return ("map", self._items("}", keyed=True))
+            entries = self._items("}", keyed=True)
+            return ("map", [(key, value) for key, value in entries if value is not None])
         return self._scalar()
 
-    def _string(self) -> Any:
+    def _string(self) -> Expression:
         parser = self.parser
         source, position = parser.source, parser.position
         quote = source[position]
@@ -313,10 +330,10 @@ class _ExpressionParser:
         # Velocity interpolates references in double-quoted strings only.
         return ("interpolate", Parser(literal).parse()) if quote == '"' else ("literal", literal)
 
-    def _items(self, closing: str, *, keyed: bool) -> list[tuple[Any, Any]]:
+    def _items(self, closing: str, *, keyed: bool) -> list[tuple[Expression, Expression | None]]:
         parser = self.parser
         parser.position += 1
-        items: list[tuple[Any, Any]] = []
+        items: list[tuple[Expression, Expression | None]] = []
         parser._skip_spaces()
         while not parser.source.startswith(closing, parser.position):
             first = self.expression()
@@ -334,7 +351,7 @@ class _ExpressionParser:
         parser.position += 1
         return items
 
-    def _scalar(self) -> Any:
+    def _scalar(self) -> Expression:
         parser = self.parser
         source, position = parser.source, parser.position
         number = re.compile(r"-?\d+(\.\d+)?").match(source, position)

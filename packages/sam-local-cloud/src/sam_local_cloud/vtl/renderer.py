@@ -6,8 +6,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sam_local_cloud.vtl.parser import (
+    Expression,
     ForEachDirective,
     IfDirective,
+    Node,
     Parser,
     Reference,
     SetDirective,
@@ -24,7 +26,7 @@ from sam_local_cloud.vtl.values import (
 )
 
 
-def render(template: str, variables: Mapping[str, Any]) -> str:
+def render(template: str, variables: Mapping[str, object]) -> str:
     """The template's text with ``variables`` (name without ``$`` to value)."""
     nodes = Parser(template).parse()
     output: list[str] = []
@@ -33,10 +35,10 @@ def render(template: str, variables: Mapping[str, Any]) -> str:
 
 
 class _Renderer:
-    def __init__(self, variables: dict[str, Any]) -> None:
+    def __init__(self, variables: dict[str, object]) -> None:
         self.variables = variables
 
-    def run(self, nodes: list[Any], output: list[str]) -> None:
+    def run(self, nodes: list[Node], output: list[str]) -> None:
         for node in nodes:
             if isinstance(node, Text):
                 output.append(node.text)
@@ -92,41 +94,42 @@ class _Renderer:
             else:
                 self.variables[name] = value
 
-    def evaluate(self, expression: Any) -> Any:
-        kind = expression[0]
-        if kind == "literal":
+    def evaluate(self, expression: Expression) -> object:
+        if expression[0] == "literal":
             return expression[1]
-        if kind == "var":
+        if expression[0] == "var":
             return self.variables.get(expression[1], UNDEFINED)
-        if kind == "get":
+        if expression[0] == "get":
             return member_of(self.evaluate(expression[1]), expression[2])
-        if kind == "index":
+        if expression[0] == "index":
             return item_at(self.evaluate(expression[1]), self.evaluate(expression[2]))
-        if kind == "call":
-            return self._call(expression)
-        if kind == "interpolate":
+        if expression[0] == "call":
+            return self._call(expression[1], expression[2], expression[3])
+        if expression[0] == "interpolate":
             output: list[str] = []
             self.run(expression[1], output)
             return "".join(output)
-        if kind == "list":
+        if expression[0] == "list":
             return [self.evaluate(item) for item in expression[1]]
-        if kind == "map":
+        if expression[0] == "map":
             return {self.evaluate(key): self.evaluate(value) for key, value in expression[1]}
-        if kind == "not":
+        if expression[0] == "not":
             return not truthy(self.evaluate(expression[1]))
-        if kind == "op":
+        if expression[0] == "op":
             return self._operate(expression[1], expression[2], expression[3])
-        raise TemplateSyntaxError(f"unknown expression {kind}")
+        raise TemplateSyntaxError(f"unknown expression {expression[0]}")
 
-    def _call(self, expression: Any) -> Any:
-        target = self.evaluate(expression[1])
-        arguments = [self.evaluate(argument) for argument in expression[3]]
-        method = java_method(target, expression[2])
+    def _call(
+        self, target_expression: Expression, name: str, argument_expressions: list[Expression]
+    ) -> object:
+        target = self.evaluate(target_expression)
+        arguments = [self.evaluate(argument) for argument in argument_expressions]
+        method = java_method(target, name)
         if method is None:
             return UNDEFINED
         return method(*arguments)
 
-    def _operate(self, operator: str, left_expression: Any, right_expression: Any) -> Any:
+    def _operate(self, operator: str, left_expression: Expression, right_expression: Expression) -> object:
         left = self.evaluate(left_expression)
         if operator == "or":
             return truthy(left) or truthy(self.evaluate(right_expression))

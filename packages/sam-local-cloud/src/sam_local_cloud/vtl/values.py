@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 
 class TemplateSyntaxError(ValueError):
@@ -19,7 +18,7 @@ class _Undefined:
 UNDEFINED = _Undefined()
 
 
-def to_text(value: Any) -> str:
+def to_text(value: object) -> str:
     """A value as Velocity writes it: strings as they are, maps and lists as Java's toString."""
     if isinstance(value, str):
         return value
@@ -34,16 +33,16 @@ def to_text(value: Any) -> str:
     return str(value)
 
 
-def as_text(value: Any) -> str:
+def as_text(value: object) -> str:
     return value if isinstance(value, str) else to_text(value)
 
 
-def truthy(value: Any) -> bool:
+def truthy(value: object) -> bool:
     """Velocity: null and false are false; everything else (empty strings too) is true."""
     return value is not UNDEFINED and value is not None and value is not False
 
 
-def member_of(target: Any, name: str) -> Any:
+def member_of(target: object, name: str) -> object:
     if isinstance(target, dict):
         return target.get(name, UNDEFINED)
     if target is UNDEFINED or target is None:
@@ -52,7 +51,7 @@ def member_of(target: Any, name: str) -> Any:
     return UNDEFINED if callable(value) else value
 
 
-def item_at(target: Any, index: Any) -> Any:
+def item_at(target: object, index: object) -> object:
     if isinstance(target, list) and isinstance(index, int) and -len(target) <= index < len(target):
         return target[index]
     if isinstance(target, dict):
@@ -66,17 +65,17 @@ def _replace_all(text: str, pattern: str, replacement: str) -> str:
     return re.sub(pattern, python_replacement, text)
 
 
-def _append(items: list[Any], item: Any) -> bool:
+def _append(items: list[object], item: object) -> bool:
     items.append(item)
     return True
 
 
-def java_method(target: Any, name: str) -> Callable[..., Any] | None:
+def java_method(target: object, name: str) -> Callable[..., object] | None:
     """The Java methods templates call on maps, lists and strings, and the gateway objects' own."""
     if target is UNDEFINED or target is None:
         return None
     if isinstance(target, dict):
-        java: dict[str, Callable[..., Any]] = {
+        java: dict[str, Callable[..., object]] = {
             "get": lambda key: target.get(key, UNDEFINED),
             "containsKey": lambda key: key in target,
             "keySet": lambda: list(target.keys()),
@@ -86,7 +85,7 @@ def java_method(target: Any, name: str) -> Callable[..., Any] | None:
         }
         return java.get(name)
     if isinstance(target, list):
-        java_list: dict[str, Callable[..., Any]] = {
+        java_list: dict[str, Callable[..., object]] = {
             "get": lambda index: item_at(target, index),
             "size": lambda: len(target),
             "isEmpty": lambda: not target,
@@ -94,7 +93,7 @@ def java_method(target: Any, name: str) -> Callable[..., Any] | None:
         }
         return java_list.get(name)
     if isinstance(target, str):
-        java_string: dict[str, Callable[..., Any]] = {
+        java_string: dict[str, Callable[..., object]] = {
             "length": lambda: len(target),
             "isEmpty": lambda: not target,
             "toLowerCase": target.lower,

@@ -8,6 +8,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from sam_local_cloud.json_types import JsonObject
 from sam_local_cloud.moto_seam import hooks
 from sam_local_cloud.moto_seam.stepfunctions import (
     ActionResult,
@@ -38,7 +39,7 @@ from sam_local_cloud.stepfunctions.teststate.request import Request, RequestRefu
 from sam_local_cloud.stepfunctions.teststate.validation import validate
 
 
-def answer_test_state(parameters: dict[str, Any], account_id: str, region: str) -> dict[str, Any]:
+def answer_test_state(parameters: dict[str, Any], account_id: str, region: str) -> JsonObject:
     """TestState's answer to ``parameters`` (the API's request members), or RequestRefusedError."""
     request = Request.from_parameters(parameters)
     parsed = parse(request)
@@ -46,7 +47,7 @@ def answer_test_state(parameters: dict[str, Any], account_id: str, region: str) 
     return answer_run(plan(parsed, request), account_id, region)
 
 
-def answer_run(run: StateRun, account_id: str, region: str) -> dict[str, Any]:
+def answer_run(run: StateRun, account_id: str, region: str) -> JsonObject:
     """The answer of a planned run, once its state has run in an environment of its own."""
     env = _environment(run, account_id, region)
     evaluate(run, env)
@@ -57,7 +58,10 @@ def _environment(run: StateRun, account_id: str, region: str) -> SingleStateEnvi
     request = run.request
     machine_name, execution_name = f"TestState-{uuid.uuid4()}", str(uuid.uuid4())
     variables = VariableStore()
-    for name, value in (request.variables or {}).items():
+    given = request.variables or {}
+    if not isinstance(given, dict):
+        raise TypeError(f"variables is a {type(given).__name__}, not an object")
+    for name, value in given.items():
         variables.set(name, value)
     env = SingleStateEnvironment(
         # Without a role (a mocked state) a Task has none to call as.
@@ -87,9 +91,9 @@ def _environment(run: StateRun, account_id: str, region: str) -> SingleStateEnvi
     return env
 
 
-def _answer(run: StateRun, env: Any) -> dict[str, Any]:
+def _answer(run: StateRun, env: SingleStateEnvironment) -> JsonObject:
     program_state = env.program_state()
-    answer: dict[str, Any]
+    answer: JsonObject
     outcome = run.outcome
     if outcome is not None and outcome[0] == "choice":
         answer = {"status": "SUCCEEDED", "nextState": outcome[1], "output": to_json(env.states.get_input())}
@@ -125,7 +129,7 @@ class RefusedByTestState(ServiceException):
         super().__init__(refusal.code, refusal.message)
 
 
-def _handle_test_state(response: Any) -> Any:
+def _handle_test_state(response: StepFunctionResponse) -> ActionResult:
     """``StepFunctionResponse.test_state``: the API action moto lacks."""
     parameters = json.loads(response.body or "{}")
     try:

@@ -18,6 +18,8 @@ from typing import Any, Final
 from antlr4 import CommonTokenStream, InputStream
 
 from sam_local_cloud.moto_seam import hooks
+from sam_local_cloud.moto_seam import interpreter_internals as internals
+from sam_local_cloud.moto_seam.interpreter_objects import ProgramEnvironment
 from sam_local_cloud.moto_seam.records import EngineRecords
 from sam_local_cloud.moto_seam.stepfunctions import (
     ASLLexer,
@@ -81,10 +83,10 @@ LONE_STATE_NAME: Final = "StateName"
 # TestState runs for up to five minutes, then fails with States.Timeout (its API reference).
 TEST_STATE_TIMEOUT_SECONDS: Final = 300
 
-Action = Callable[[Any], None]
+Action = Callable[[ProgramEnvironment], None]
 
 
-def to_json(value: Any) -> str:
+def to_json(value: object) -> str:
     text: str = to_json_str(value)
     return text
 
@@ -107,18 +109,18 @@ class StateRun:
     lock: threading.Lock = field(default_factory=threading.Lock)
     # By the component's id (the component kept beside its actions, so the id cannot pass to another
     # object): what runs after moto evaluates it, in the order given, or instead of moto's evaluation.
-    _after: dict[int, tuple[Any, list[Action]]] = field(default_factory=dict)
-    _instead: dict[int, tuple[Any, Action]] = field(default_factory=dict)
+    _after: dict[int, tuple[object, list[Action]]] = field(default_factory=dict)
+    _instead: dict[int, tuple[object, Action]] = field(default_factory=dict)
 
     @property
     def single_state(self) -> bool:
         return self.request.state_name is None
 
-    def record(self, key: str, value: Any) -> None:
+    def record(self, key: str, value: object) -> None:
         with self.lock:
             self.inspection[key] = value
 
-    def record_once(self, key: str, value: Any) -> None:
+    def record_once(self, key: str, value: object) -> None:
         with self.lock:
             self.inspection.setdefault(key, value)
 
@@ -127,20 +129,20 @@ class StateRun:
             details: dict[str, Any] = self.inspection.setdefault("errorDetails", {})
             return details
 
-    def after(self, component: Any, action: Action) -> None:
+    def after(self, component: object, action: Action) -> None:
         """``action(env)`` once moto has evaluated ``component`` (its ``_eval_body``)."""
         if component is not None:
             self._after.setdefault(id(component), (component, []))[1].append(action)
 
-    def instead_of(self, component: Any, action: Action) -> None:
+    def instead_of(self, component: object, action: Action) -> None:
         """``action(env)`` where moto would evaluate ``component``."""
         self._instead[id(component)] = (component, action)
 
-    def actions_after(self, component: Any) -> list[Action]:
+    def actions_after(self, component: object) -> list[Action]:
         entry = self._after.get(id(component))
         return entry[1] if entry is not None and entry[0] is component else []
 
-    def action_instead_of(self, component: Any) -> Action | None:
+    def action_instead_of(self, component: object) -> Action | None:
         entry = self._instead.get(id(component))
         return entry[1] if entry is not None and entry[0] is component else None
 
@@ -154,7 +156,7 @@ class _EnvironmentRun:
 _runs: EngineRecords[_EnvironmentRun] = EngineRecords(_EnvironmentRun)
 
 
-def run_of(env: Any) -> StateRun | None:
+def run_of(env: object) -> StateRun | None:
     """The TestState run ``env`` belongs to; None for an execution's environment."""
     if not isinstance(env, SingleStateEnvironment):
         return None
@@ -205,10 +207,10 @@ class SingleStateEnvironment(Environment):
         return _mocked_response(run_of(self))
 
     def stop_test(self) -> None:
-        with self._state_mutex:
-            if isinstance(self._program_state, ProgramRunning):
-                self._program_state = Stopped()
-                frames: list[Any] = list(self._frames)
+        with internals.state_mutex(self):
+            if isinstance(internals.program_state_of(self), ProgramRunning):
+                internals.set_program_state(self, Stopped())
+                frames: list[Any] = list(internals.frames_of(self))  # SingleStateEnvironments
                 for frame in frames:
                     frame.stop_test()
                 self.program_state_event.set()
@@ -229,17 +231,17 @@ def _mocked_response(run: StateRun | None) -> Any:
     return MockedResponseReturn(0, 0, result)
 
 
-def replace_context(env: Any, context: dict[str, Any]) -> None:
+def replace_context(env: ProgramEnvironment, context: dict[str, Any]) -> None:
     # In place: the state's data ($states.context) holds the same dictionary.
     data = env.states.context_object.context_object_data
     data.clear()
     data.update(copy.deepcopy(context))
 
 
-def conclude(env: Any, *outcome: str | None) -> None:
+def conclude(env: object, *outcome: str | None) -> None:
     """The tested state is done before its end: record how, and stop the program there."""
     run = run_of(env)
-    if run is None:
+    if run is None or not isinstance(env, SingleStateEnvironment):  # run_of finds only theirs
         return
     with run.lock:
         if run.outcome is None:
@@ -284,19 +286,19 @@ class SingleStatePreprocessor(Preprocessor):
         self.inspected_steps: list[tuple[Any, str]] = []
 
     def visitState_decl(self, ctx: Any) -> Any:  # noqa: N802 - ANTLR visitor name
-        name = self._inner_string_of(parser_rule_context=ctx.string_literal())
+        name = internals.inner_string_of(self, ctx.string_literal())
         self._state_names.append(name or LONE_STATE_NAME)
-        return self._common_state_field_of(state_props=self.visit(ctx.state_decl_body()))
+        return internals.common_state_field_of(self, self.visit(ctx.state_decl_body()))
 
     def visitState_decl_body(self, ctx: Any) -> Any:  # noqa: N802 - ANTLR visitor name
-        self._open_query_language_scope(ctx)
+        internals.open_query_language_scope(self, ctx)
         state_props = TestStateStateProps()
         state_props.name = self._state_names.pop() if self._state_names else LONE_STATE_NAME
         for child in ctx.children:
             state_props.add(self.visit(child))
         if state_props.get(QueryLanguage) is None:
-            state_props.add(self._get_current_query_language())
-        self._close_query_language_scope()
+            state_props.add(internals.current_query_language(self))
+        internals.close_query_language_scope(self)
         return state_props
 
 
@@ -337,7 +339,7 @@ def parse(request: Request) -> ParsedState:
     preprocessor = SingleStatePreprocessor()
     try:
         if request.state_name is None:
-            state = preprocessor._common_state_field_of(state_props=preprocessor.visit(tree))
+            state = internals.common_state_field_of(preprocessor, preprocessor.visit(tree))
         else:
             program = preprocessor.visitState_machine(ctx=tree)
             state = _find_state(request.state_name, program.states.states)
@@ -348,13 +350,13 @@ def parse(request: Request) -> ParsedState:
     return ParsedState(state, preprocessor.inspected_steps)
 
 
-def _find_state(name: str, states: dict[str, Any]) -> Any:
+def _find_state(name: str, states: dict[str, Any]) -> object:
     if name in states:
         return states[name]
     for state in states.values():
         nested: list[dict[str, Any]] = []
         if isinstance(state, StateMap):
-            nested.append(state.iteration_component._states.states)
+            nested.append(internals.iteration_states(state))
         elif isinstance(state, StateParallel):
             nested.extend(program.states.states for program in state.branches.programs)
         for inner in nested:
@@ -374,7 +376,7 @@ def plan(parsed: ParsedState, request: Request) -> StateRun:
         run.after(component, _step_recorder(run, key))
     state = run.state
     if isinstance(state, ExecutionState):
-        if state._is_language_query_jsonpath():
+        if internals.is_jsonpath_state(state):
             # Default steps (InputPath "$", ResultPath "$") the preprocessor never built.
             run.after(state.input_path, _first_step_recorder(run, "afterInputPath"))
             run.after(state.result_path, _first_step_recorder(run, "afterResultPath"))
@@ -387,7 +389,7 @@ def plan(parsed: ParsedState, request: Request) -> StateRun:
 
 
 def _step_recorder(run: StateRun, key: str) -> Action:
-    def record_step(env: Any) -> None:
+    def record_step(env: ProgramEnvironment) -> None:
         value = env.stack[-1]
         number = isinstance(value, int | float) and not isinstance(value, bool)
         run.record(key, value if number and key in _NUMERIC_INSPECTION else to_json(value))
@@ -408,7 +410,7 @@ def _plan_map(run: StateRun, state: Any) -> None:
         # The mocked result is what the ResultWriter would have answered: nothing is written.
         run.instead_of(state.result_writer, lambda env: None)
 
-    def mocked_iterations(env: Any) -> None:
+    def mocked_iterations(env: ProgramEnvironment) -> None:
         eval_input = env.stack.pop()
         failures = run.request.map_iteration_failure_count
         if failures and _exceeds_tolerance(state, env, failures, _iteration_count(eval_input, mock)):
@@ -429,14 +431,14 @@ def _iteration_count(eval_input: Any, mock: Mock) -> int:
     return len(items) if isinstance(items, list) else 0
 
 
-def _exceeds_tolerance(state: Any, env: Any, failures: int, iterations: int) -> bool:
+def _exceeds_tolerance(state: Any, env: ProgramEnvironment, failures: int, iterations: int) -> bool:
     """Whether ``failures`` failed iterations pass a threshold the Map declares (one it does not declare is
     not checked: AWS answers SUCCEEDED for a Map without one, whatever the failure count)."""
     count_decl = state.tolerated_failure_count_decl
     count_declared = not (
         isinstance(count_decl, ToleratedFailureCountInt) and count_decl.tolerated_failure_count == 0
     )
-    if count_declared and failures > count_decl._eval_tolerated_failure_count(env):
+    if count_declared and failures > internals.tolerated_failure_count(count_decl, env):
         return True
     percentage_decl = state.tolerated_failure_percentage_decl
     if (
@@ -444,16 +446,16 @@ def _exceeds_tolerance(state: Any, env: Any, failures: int, iterations: int) -> 
         and percentage_decl.tolerated_failure_percentage == 0
     ):
         return False
-    percentage = percentage_decl._eval_tolerated_failure_percentage(env)
+    percentage = internals.tolerated_failure_percentage(percentage_decl, env)
     return iterations > 0 and failures * 100 / iterations > percentage
 
 
-def _mocked_branches(env: Any, mock: Mock) -> None:
+def _mocked_branches(env: ProgramEnvironment, mock: Mock) -> None:
     env.stack.pop()  # the branches' input
     _answer_with_mock(env, mock)
 
 
-def _answer_with_mock(env: Any, mock: Mock) -> None:
+def _answer_with_mock(env: ProgramEnvironment, mock: Mock) -> None:
     if mock.has_result:
         env.stack.append(copy.deepcopy(mock.result))
     else:
@@ -463,7 +465,7 @@ def _answer_with_mock(env: Any, mock: Mock) -> None:
 # ---------------------------------------------------------------------------------------------- listeners
 
 
-def _component_evaluation(proceed: Callable[..., Any], component: Any, env: Any) -> Any:
+def _component_evaluation(proceed: Callable[..., Any], component: object, env: ProgramEnvironment) -> Any:
     """A component's ``_eval_body``: the run's action instead of moto's, or moto's and the run's after."""
     run = run_of(env)
     if run is None:
@@ -478,13 +480,13 @@ def _component_evaluation(proceed: Callable[..., Any], component: Any, env: Any)
     return result
 
 
-def _tested_state_evaluation(proceed: Callable[..., Any], state: Any, env: Any) -> Any:
+def _tested_state_evaluation(proceed: Callable[..., Any], state: Any, env: ProgramEnvironment) -> Any:
     """``_eval_state`` of a state that runs nothing (Pass, Wait, Choice, Succeed, Fail), tested."""
     run = run_of(env)
     if run is None or state is not run.state:
         return proceed(state, env)
     given = env.states.get_input()  # after InputPath
-    jsonpath = state._is_language_query_jsonpath()
+    jsonpath = internals.is_jsonpath_state(state)
     if jsonpath and run.single_state and not isinstance(state, StatePass):
         run.record_once("afterInputPath", to_json(given))
     # TestState reports where a Wait goes; it does not wait.
@@ -495,7 +497,7 @@ def _tested_state_evaluation(proceed: Callable[..., Any], state: Any, env: Any) 
     return None
 
 
-def _pass_state_steps(run: StateRun, state: Any, given: Any) -> None:
+def _pass_state_steps(run: StateRun, state: Any, given: object) -> None:
     """A Pass state's data flow as AWS shows it: steps it has not recorded take the step before's value."""
     if state.result is not None:
         with run.lock:
@@ -510,13 +512,13 @@ def _pass_state_steps(run: StateRun, state: Any, given: Any) -> None:
     run.record_once("afterResultPath", run.inspection["afterResultSelector"])
 
 
-def _tested_state_execution(proceed: Callable[..., Any], state: Any, env: Any) -> Any:
+def _tested_state_execution(proceed: Callable[..., Any], state: Any, env: ProgramEnvironment) -> Any:
     """``_eval_execution`` of a Task, Map or Parallel state, tested: the steps it shows, recorded."""
     run = run_of(env)
     if run is None or state is not run.state:
         return proceed(state, env)
     proceed(state, env)
-    jsonpath = state._is_language_query_jsonpath()
+    jsonpath = internals.is_jsonpath_state(state)
     if jsonpath and isinstance(env.stack[-1], dict | list | str | int | float):
         run.record_once("afterResultSelector", to_json(env.stack[-1]))
     if isinstance(state, StateTask):
@@ -530,7 +532,9 @@ def _tested_state_execution(proceed: Callable[..., Any], state: Any, env: Any) -
     return None
 
 
-def _retry_reported(proceed: Callable[..., Any], state: Any, env: Any, failure_event: Any) -> Any:
+def _retry_reported(
+    proceed: Callable[..., Any], state: Any, env: ProgramEnvironment, failure_event: Any
+) -> Any:
     """``_handle_retry`` of the tested state: RETRIABLE while a matching retrier has attempts left."""
     run = run_of(env)
     if run is None or state is not run.state:
@@ -546,18 +550,20 @@ def _retry_reported(proceed: Callable[..., Any], state: Any, env: Any, failure_e
         wait = min(wait, retrier.max_delay_seconds.max_delays_seconds)
         run.error_details()["retryBackoffIntervalSeconds"] = int(wait)
         # Reported without sleeping the backoff.
-        conclude(env, "retriable", *_error_and_cause(failure_event))
+        conclude(env, "retriable", *internals.error_and_cause_of(failure_event))
         return RetryOutcome.CanRetry
     return RetryOutcome.NoRetrier
 
 
-def _catch_reported(proceed: Callable[..., Any], state: Any, env: Any, failure_event: Any) -> Any:
+def _catch_reported(
+    proceed: Callable[..., Any], state: Any, env: ProgramEnvironment, failure_event: Any
+) -> Any:
     """``_handle_catch`` of the tested state: CAUGHT_ERROR, naming the catcher and its next state."""
     run = run_of(env)
     if run is None or state is not run.state:
         return proceed(state, env=env, failure_event=failure_event)
     # moto also offers the error output as $states.result to a catcher; AWS offers errorOutput only.
-    env.states._states_data.pop("result", None)
+    internals.state_data(env.states).pop("result", None)
     proceed(state, env=env, failure_event=failure_event)
     if env.stack[-1] != CatchOutcome.Caught:
         return None
@@ -565,16 +571,11 @@ def _catch_reported(proceed: Callable[..., Any], state: Any, env: Any, failure_e
         if _matches(catcher.error_equals, env, failure_event.error_name):
             run.error_details()["catchIndex"] = index
             break
-    conclude(env, "caught", env.next_state_name, *_error_and_cause(failure_event))
+    conclude(env, "caught", env.next_state_name, *internals.error_and_cause_of(failure_event))
     return None
 
 
-def _error_and_cause(failure_event: Any) -> tuple[str, str]:
-    spec = ExecutionState._construct_error_output_value(failure_event)
-    return spec.get("Error"), spec.get("Cause")
-
-
-def _matches(error_equals: Any, env: Any, error_name: Any) -> bool:
+def _matches(error_equals: Any, env: ProgramEnvironment, error_name: Any) -> bool:
     env.stack.append(error_name)
     error_equals.eval(env)
     return bool(env.stack.pop())

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sam_local_cloud.json_types import JsonObject, JsonValue
+
 _CONTEXT_SECTIONS: Final[dict[str, dict[str, type]]] = {
     "Execution": {"Id": str, "Input": object, "Name": str, "RoleArn": str, "StartTime": str},
     "State": {"EnteredTime": str, "Name": str, "RetryCount": int},
@@ -35,7 +37,7 @@ def invalid_definition(message: str) -> RequestRefusedError:
 class Mock:
     """``mock``: a result (parsed JSON) or an error, what the tested state would have got from its calls."""
 
-    result: Any = None
+    result: JsonValue = None
     has_result: bool = False
     error: str | None = None
     cause: str | None = None
@@ -52,17 +54,17 @@ class Request:
 
     definition: str
     state_name: str | None
-    input_value: Any
-    variables: dict[str, Any] | None
+    input_value: JsonValue
+    variables: JsonValue
     inspection_level: str
     role_arn: str | None
     reveal_secrets: bool
     mock: Mock | None
-    context: dict[str, Any] | None
+    context: JsonObject | None
     retrier_retry_count: int = 0
     map_iteration_failure_count: int | None = None
     error_caused_by_state: str | None = None
-    map_item_reader_data: Any = None
+    map_item_reader_data: JsonValue = None
     has_configuration: bool = False
 
     @classmethod
@@ -94,14 +96,15 @@ class Request:
         )
 
 
-def _json_field(text: str | None, name: str, default: Any) -> Any:
+def _json_field(text: str | None, name: str, default: JsonValue) -> JsonValue:
     if text is None:
         return default
     try:
-        return json.loads(text)
+        document: JsonValue = json.loads(text)
     except json.JSONDecodeError as error:
         code = "InvalidExecutionInput" if name == "input" else "ValidationException"
         raise RequestRefusedError(code, f"Invalid {name}: {error}") from None
+    return document
 
 
 def _mock_of(mock_input: dict[str, Any] | None) -> Mock | None:
@@ -118,7 +121,7 @@ def _mock_of(mock_input: dict[str, Any] | None) -> Mock | None:
     return Mock(error=error_output.get("error"), cause=error_output.get("cause"), validation_mode=mode)
 
 
-def _context_of(text: str | None) -> dict[str, Any] | None:
+def _context_of(text: str | None) -> JsonObject | None:
     """The ``context`` object, checked as AWS checks it (sections and fields it knows, their types)."""
     if text is None:
         return None
@@ -148,7 +151,7 @@ def _context_of(text: str | None) -> dict[str, Any] | None:
     return document
 
 
-def _is_type(value: Any, expected: type) -> bool:
+def _is_type(value: object, expected: type) -> bool:
     if expected is object:
         return True
     if expected is int:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import botocore.session
 from botocore.exceptions import UnknownServiceError
+
+if TYPE_CHECKING:
+    from botocore.model import ServiceModel, Shape
+
+from sam_local_cloud.moto_seam import interpreter_internals as internals
 
 # The state classes the interpreter also imports: a list of names from the seam, not logic written twice.
 from sam_local_cloud.moto_seam.stepfunctions import (
@@ -27,7 +32,7 @@ from sam_local_cloud.stepfunctions.teststate.request import (
 )
 
 
-def validate(request: Request, state: Any) -> None:
+def validate(request: Request, state: object) -> None:
     """What AWS refuses before running anything, in the order its answers show."""
     mock = request.mock
     if request.map_iteration_failure_count is not None:
@@ -65,12 +70,12 @@ def validate(request: Request, state: Any) -> None:
         )
 
 
-def waits_for_a_token(state: Any) -> bool:
+def waits_for_a_token(state: object) -> bool:
     resource = getattr(state, "resource", None)
     return getattr(resource, "condition", None) is not None
 
 
-def _validate_mock_result(mock: Mock, state: Any) -> None:
+def _validate_mock_result(mock: Mock, state: object) -> None:
     result = mock.result
     if isinstance(state, StateMap):
         if state.result_writer is not None and not isinstance(result, dict):
@@ -90,19 +95,19 @@ def _validate_mock_result(mock: Mock, state: Any) -> None:
             _check_shape(result, output_shape, None, strict=mock.validation_mode == "STRICT")
 
 
-def _output_shape(state: Any) -> Any:
+def _output_shape(state: object) -> Shape | None:
     """The botocore output shape of the API a service Task calls; None where there is no API model."""
     if isinstance(state, StateTaskServiceApiGateway):
         return None
     try:
-        model = botocore.session.get_session().get_service_model(state._get_boto_service_name())
-        operation = model.operation_model(_api_operation_name(model, state._get_boto_service_action()))
+        model = botocore.session.get_session().get_service_model(internals.boto_service_name(state))
+        operation = model.operation_model(_api_operation_name(model, internals.boto_service_action(state)))
     except (UnknownServiceError, LookupError, ValueError):
         return None
     return operation.output_shape
 
 
-def _api_operation_name(model: Any, action: str) -> str:
+def _api_operation_name(model: ServiceModel, action: str) -> str:
     """botocore's operation name for Step Functions' lowerCamel or snake_case action name."""
     wanted = action.replace("_", "").lower()
     for name in model.operation_names:
@@ -123,13 +128,11 @@ def _check_shape(value: Any, shape: Any, name: str | None, *, strict: bool) -> N
     if kind == "structure":
         if not isinstance(value, dict):
             raise _shape_error(f"Field '{name}' must be an object")
-        members = {StateTaskService._to_sfn_cased(key): member for key, member in shape.members.items()}
+        members = {internals.to_sfn_cased(key): member for key, member in shape.members.items()}
         if strict:
             for required in shape.required_members:
-                if StateTaskService._to_sfn_cased(required) not in value:
-                    raise _shape_error(
-                        f"Required field '{StateTaskService._to_sfn_cased(required)}' is missing"
-                    )
+                if internals.to_sfn_cased(required) not in value:
+                    raise _shape_error(f"Required field '{internals.to_sfn_cased(required)}' is missing")
         for key, item in value.items():
             if key in members:  # fields the API does not model pass: forward compatibility
                 _check_shape(item, members[key], key, strict=strict)
