@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
+from sam_local_cloud.executions import execution_history
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.client import SFNClient
@@ -49,10 +50,7 @@ class HistoryFigures:
 
 
 def read_history(stepfunctions: SFNClient, execution_arn: str) -> list[HistoryEventTypeDef]:
-    events: list[HistoryEventTypeDef] = []
-    for page in stepfunctions.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
-        events.extend(page["events"])
-    return events
+    return cast("list[HistoryEventTypeDef]", execution_history(stepfunctions, execution_arn))
 
 
 def _details(event: HistoryEventTypeDef) -> Mapping[str, object]:

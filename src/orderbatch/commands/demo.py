@@ -33,6 +33,7 @@ from orderbatch.app_batches import audit_local_batch, fixture_skus, generate_ord
 from orderbatch.project import default_template
 from sam_local_cloud import DUMMY_CREDENTIALS, ExecutionStillRunningError, wait_for_execution
 from sam_local_cloud.aws_limits import THROTTLE_ERROR
+from sam_local_cloud.executions import execution_history
 
 if TYPE_CHECKING:
     from sam_local_cloud import LocalCloud
@@ -263,11 +264,10 @@ class Demo:
         self.expect("batch status", status.get("status"), "SUCCEEDED")
 
         throttled_task_events = 0
-        for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
-            for event in page["events"]:
-                details = event.get("taskFailedEventDetails") or {}
-                if event["type"] == "TaskFailed" and details.get("error") == THROTTLE_ERROR:
-                    throttled_task_events += 1
+        for event in execution_history(sfn, execution_arn):
+            details = event.get("taskFailedEventDetails") or {}
+            if event["type"] == "TaskFailed" and details.get("error") == THROTTLE_ERROR:
+                throttled_task_events += 1
         report = audit_local_batch(cloud, batch_id)
         # The audit counted every body run from the logs: {runs: orders} for the charge step.
         runs_per_order = report.body_runs_by_step.get(STEP_LOG_NAMES[CHARGE_PAYMENT_FUNCTION], {})

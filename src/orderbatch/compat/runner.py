@@ -36,6 +36,7 @@ from orderbatch.compat.manifest import CompatApp, Invocation, ResourceRef
 from orderbatch.compat.sources import SourceUnavailableError, export_app
 from sam_local_cloud import DUMMY_CREDENTIALS
 from sam_local_cloud.cli import API_PATH_PREFIX, HEALTH_PATH, RUNTIME_NOT_INSTALLED
+from sam_local_cloud.executions import execution_history
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.client import SFNClient
@@ -324,12 +325,11 @@ def _function_name(logical_id: str, cloud: _LocalUp, app: CompatApp) -> str:
 
 
 def _entered_states(sfn: SFNClient, arn: str) -> set[str]:
-    entered: set[str] = set()
-    for page in sfn.get_paginator("get_execution_history").paginate(executionArn=arn):
-        for event in page["events"]:
-            if event["type"].endswith("StateEntered"):
-                entered.add(event["stateEnteredEventDetails"]["name"])
-    return entered
+    return {
+        event["stateEnteredEventDetails"]["name"]
+        for event in execution_history(sfn, arn)
+        if event["type"].endswith("StateEntered")
+    }
 
 
 def _compare_entered(app: CompatApp, entered: set[str]) -> None:

@@ -74,6 +74,19 @@ class ExecutionResult:
         return [event for event in self.history if event["type"] == event_type]
 
 
+# GetExecutionHistory's largest page (AWS's limit): a batch's history runs to thousands of events, and a
+# page of the default 100 is a round trip each.
+HISTORY_PAGE_SIZE = 1000
+
+
+def execution_history(stepfunctions: Any, execution_arn: str) -> list[dict[str, Any]]:
+    """Every event of the execution's history, oldest first, read in pages of ``HISTORY_PAGE_SIZE``."""
+    pages = stepfunctions.get_paginator("get_execution_history").paginate(
+        executionArn=execution_arn, PaginationConfig={"PageSize": HISTORY_PAGE_SIZE}
+    )
+    return [event for page in pages for event in page["events"]]
+
+
 def finished_execution(
     stepfunctions: Any, execution_arn: str, *, timeout: float, poll_seconds: float = 1.0
 ) -> ExecutionResult:
@@ -81,7 +94,6 @@ def finished_execution(
     it: DescribeExecution, then every page of GetExecutionHistory."""
     wait_for_execution(stepfunctions, execution_arn, timeout=timeout, poll_seconds=poll_seconds)
     described = stepfunctions.describe_execution(executionArn=execution_arn)
-    pages = stepfunctions.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
     output = described.get("output")
     return ExecutionResult(
         arn=execution_arn,
@@ -89,5 +101,5 @@ def finished_execution(
         output=json.loads(output) if output is not None else None,
         error=described.get("error"),
         cause=described.get("cause"),
-        history=[event for page in pages for event in page["events"]],
+        history=execution_history(stepfunctions, execution_arn),
     )

@@ -17,6 +17,10 @@ they were half of a data plane request's CPU. The hooks here, registered by ``dy
   read the expression's tree, its attribute names and the table's key names, never a value or the item,
   and change nothing; having passed for a parsed expression with those names and keys, they pass again.
   Their walks find clauses from every nested node: most of an update's CPU.
+- **Structures written from what they hold.** moto writes a structure by asking for each member its
+  shape may have (sixty for a Step Functions history event), through a picker trying aliases of each; a
+  plain dict keyed by member names only is written from its own entries: the same members, found the
+  same way. A history of 6,000 events took 1.4 s of the local cloud's CPU to answer.
 - **Attribute values written as they are.** moto's response serialiser writes an item's attribute value
   by asking its shape for each of the ten members an ``AttributeValue`` may have, through a picker that
   tries aliases of each: most of a GetItem's CPU. A value that already is what the JSON protocol writes
@@ -412,7 +416,7 @@ def plain_attribute_value(value: object) -> dict[str, object]:
 
 def _register_plain_attribute_values() -> None:
     @hooks.around(BaseJSONSerializer, "_serialize_type_structure", concern=CONCERN)
-    def plain_values_as_they_are(
+    def lean_structures(
         proceed: Callable[..., None], self: Any, serialized: Any, value: Any, shape: Any, key: str
     ) -> None:
         if key and shape.name == "AttributeValue":
@@ -423,4 +427,27 @@ def _register_plain_attribute_values() -> None:
             else:
                 self._default_serialize(serialized, plain, shape, key)
                 return
+        if key and _members_of_its_own(self, value, shape):
+            # moto's loop, over the members the dict holds instead of every member the shape may have.
+            wrapper = self.MAP_TYPE()
+            for member_key, member_value in value.items():
+                member_shape = shape.members[member_key]
+                member_shape.parent = shape
+                if member_value is not None:
+                    self._serialize(wrapper, member_value, member_shape, member_key)
+            self._default_serialize(serialized, wrapper, shape, key)
+            return
         proceed(self, serialized, value, shape, key)
+
+
+def _members_of_its_own(serializer: Any, value: object, shape: Any) -> bool:
+    """Whether moto's serialiser would find exactly ``value``'s entries as ``shape``'s members: a plain
+    dict keyed by member names only, read by a picker that transforms nothing. moto asks its picker for
+    every member of the shape (sixty for a history event), each through its aliases; an entry under a
+    member's own name is what it finds first."""
+    if type(value) is not dict or shape.is_document_type:
+        return False
+    if getattr(serializer._value_picker, "response_transformers", None):
+        return False
+    members = shape.members
+    return all(name in members for name in value)
