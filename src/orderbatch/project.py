@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# src/orderbatch/project.py -> the checkout root (the package is installed in editable mode).
+# The checkout's root when the package runs from one (an editable install): the tests find the project's
+# files by it. The commands never do: they work on the template in the current directory (or the one they
+# are given) and on data shipped inside the package, so an installed wheel runs from anywhere.
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_LOCAL_PORT = 4566
 # Where `orderbatch local up` keeps the cloud's state and function logs (relative to where it runs).
@@ -13,8 +15,8 @@ DEFAULT_STATE_DIR = Path(".orderbatch") / "local"
 
 
 def default_template() -> Path:
-    here = Path.cwd() / "template.yaml"
-    return here if here.exists() else PROJECT_ROOT / "template.yaml"
+    """The SAM template in the current directory, as `sam build` and `sam deploy` look for it."""
+    return Path.cwd() / "template.yaml"
 
 
 def inventory_fixture(template: Path) -> Path:

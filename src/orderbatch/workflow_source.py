@@ -26,11 +26,11 @@ from pathlib import Path
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud.state_names import duplicate_state_names
 
-SOURCE = PROJECT_ROOT / "statemachine" / "order_batch.workflow.yaml"
-RENDERED = PROJECT_ROOT / "statemachine" / "order_batch.asl.yaml"
+# The project in the current directory (`make statemachine` and `make lint` run from its root).
+SOURCE = Path("statemachine") / "order_batch.workflow.yaml"
+RENDERED = Path("statemachine") / "order_batch.asl.yaml"
 DEFINITION_KEY = "definition"
 STATE_NAME_SUFFIX_KEY = "x-state-name-suffix"
 

@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+import orderbatch.compat
 from orderbatch.compat.manifest import CompatApp, ManifestError, load_manifest
 from orderbatch.compat.report import render, summary
 from orderbatch.compat.runner import AppResult, run_app
 from orderbatch.compat.sources import SourceUnavailableError, export_app
 
-PUBLIC_MANIFEST = Path(__file__).resolve().parent / "public_apps.yaml"
+# Shipped with the package: what `orderbatch compat` runs by default.
+PUBLIC_MANIFEST = Path(orderbatch.compat.__file__).resolve().parent / "public_apps.yaml"
 PUBLIC_SOURCES = {
     "aws-samples/aws-stepfunctions-examples",
     "aws-samples/serverless-patterns",

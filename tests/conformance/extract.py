@@ -1,4 +1,4 @@
-"""Regenerate tests/conformance/cases/ from LocalStack's AWS-recorded Step Functions tests.
+"""Regenerate src/orderbatch/conformance/cases/ from LocalStack's AWS-recorded Step Functions tests.
 
     .venv/bin/python tests/conformance/extract.py --repo PATH_TO_LOCALSTACK_GIT [--commit SHA]
 
@@ -29,7 +29,7 @@ from typing import Any
 from orderbatch.conformance.outcome import Outcome, outcome_from_description, outcome_from_events
 
 HERE = Path(__file__).resolve().parent
-CASES_DIR = HERE / "cases"
+CASES_DIR = HERE.parents[1] / "src" / "orderbatch" / "conformance" / "cases"
 SOURCE_REPOSITORY = "localstack/localstack"
 TESTS_ROOT = "tests/aws/services/stepfunctions"
 EXPORTED_PATHS = ["tests/__init__.py", "tests/aws/__init__.py", "tests/aws/services/__init__.py", TESTS_ROOT]

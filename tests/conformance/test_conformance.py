@@ -1,4 +1,4 @@
-"""Every AWS-recorded execution of tests/conformance/cases, replayed on the local cloud: one test each.
+"""Every AWS-recorded execution of orderbatch/conformance/cases, replayed on the local cloud: one test each.
 
 The selected cases run once, side by side, on one local cloud (about a minute for all of them); each
 test then checks its own case's outcome. The known differences listed in docs/fidelity.md are strict

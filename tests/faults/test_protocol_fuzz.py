@@ -131,6 +131,16 @@ def test_aws_own_answers_pass() -> None:
     assert judge(case("s3", "GetObject"), operation("s3", "GetObject"), Outcome(404, "NoSuchKey")) is None
 
 
+def test_a_query_code_the_json_model_dropped_passes_for_its_error_only() -> None:
+    create_queue, get_queue = operation("sqs", "CreateQueue"), operation("sqs", "GetQueueUrl")
+
+    # QueueNameExists's code in SQS's query model: what AWS sends in x-amzn-query-error and boto3 reports.
+    assert judge(case("sqs", "CreateQueue"), create_queue, Outcome(400, "QueueAlreadyExists")) is None
+    wrong_operation = judge(case("sqs", "GetQueueUrl"), get_queue, Outcome(400, "QueueAlreadyExists"))
+    assert wrong_operation is not None
+    assert wrong_operation[0] == UNKNOWN_CODE
+
+
 # ------------------------------------------------------------------------------------------ the fuzzer
 @pytest.fixture
 def broken_dynamodb() -> Iterator[str]:

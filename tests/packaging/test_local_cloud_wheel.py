@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from wheels import built_wheel
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 PACKAGE = REPOSITORY / "packages" / "sam-local-cloud"
@@ -70,9 +71,7 @@ def run(*command: str | Path, cwd: Path | None = None) -> str:
 def test_the_wheel_installed_alone_runs_a_compat_app_from_another_directory(tmp_path: Path) -> None:
     if not UV.exists():
         pytest.fail(f"{UV} is missing: `make setup` installs it")
-    wheels = tmp_path / "wheels"
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, PACKAGE)
-    (wheel,) = wheels.glob("sam_local_cloud-*.whl")
+    wheel = built_wheel(PACKAGE, tmp_path, tmp_path / "wheels")
     venv = tmp_path / "venv"
     run(UV, "venv", "--quiet", "--no-python-downloads", "--python", sys.executable, venv)
     python = venv / "bin" / "python"

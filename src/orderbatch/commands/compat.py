@@ -9,10 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-from orderbatch.project import PROJECT_ROOT
-
-COMPAT_DIR = PROJECT_ROOT / "tests" / "compat"
-DEFAULT_MANIFESTS = (COMPAT_DIR / "public_apps.yaml",)
+# The public apps' manifest ships inside the package (orderbatch/compat/public_apps.yaml).
+DEFAULT_MANIFESTS = (Path(__file__).resolve().parents[1] / "compat" / "public_apps.yaml",)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         action="append",
         default=None,
-        help="apps to run (default tests/compat/public_apps.yaml; repeat for more)",
+        help="apps to run (default: the public apps shipped with orderbatch; repeat for more); an app's "
+        "local paths are relative to its manifest's folder",
     )
     parser.add_argument(
         "--sources",
@@ -58,16 +57,21 @@ def run(args: argparse.Namespace) -> int:
     from orderbatch.compat.report import render, summary, write_html
     from orderbatch.compat.runner import AppResult, run_app
 
-    apps = []
+    apps: list[tuple[CompatApp, Path]] = []
     for manifest in args.manifest or DEFAULT_MANIFESTS:
-        apps += [app for app in load_manifest(manifest) if not args.filter or args.filter in app.id]
+        apps += [
+            (app, manifest.resolve().parent)
+            for app in load_manifest(manifest)
+            if not args.filter or args.filter in app.id
+        ]
     if not apps:
         print("no app matches", file=sys.stderr)
         return 2
 
-    def one(app: CompatApp) -> AppResult:
+    def one(listed: tuple[CompatApp, Path]) -> AppResult:
+        app, manifest_folder = listed
         extra = ("--runtime-fallback",) if args.runtime_fallback else ()
-        result = run_app(app, sources=args.sources, local_root=COMPAT_DIR, extra_up_args=extra)
+        result = run_app(app, sources=args.sources, local_root=manifest_folder, extra_up_args=extra)
         if not args.json:
             verdict = "passed" if result.ended_as_readme else f"{result.stage}: {result.cause[:160]}"
             print(f"{app.id}: {verdict} ({result.seconds:.0f} s)", file=sys.stderr, flush=True)

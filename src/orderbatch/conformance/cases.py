@@ -1,4 +1,4 @@
-"""The conformance cases on disk: one folder per AWS-recorded execution (see tests/conformance/NOTICE).
+"""The conformance cases on disk: one folder per AWS-recorded execution (see orderbatch/conformance/NOTICE).
 
 A folder holds ``case.json`` (input, recorded outcome, provenance, functions, S3 objects, DynamoDB
 tables, the snapshot's transformers), ``definition.json`` (ASL with ``${FunctionArn_<name>}`` and
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Required, TypedDict
 
 from orderbatch.conformance.outcome import Outcome
-from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud.json_types import JsonObject, JsonValue
 
-DEFAULT_CASES_DIR = PROJECT_ROOT / "tests" / "conformance" / "cases"
+# Shipped inside the package (its data files), so `orderbatch conformance` runs from an installed wheel.
+DEFAULT_CASES_DIR = Path(__file__).resolve().parent / "cases"
 STATE_TYPES = ("Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Map", "Parallel")
 _INTRINSIC = re.compile(r"States\.([A-Za-z0-9]+)\(")
 _PLACEHOLDER = re.compile(r"\$\{(FunctionArn|StateMachineArn)_([A-Za-z0-9_-]+)\}")

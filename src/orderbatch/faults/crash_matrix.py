@@ -69,7 +69,6 @@ from orderbatch.faults.crash_cases import (
 )
 from orderbatch.faults.crash_results import CaseResult, ConfigurationResult, MatrixResult
 from orderbatch.faults.duplicate_children import run_duplicate_children_row
-from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud import ExecutionStillRunningError, LocalCloud, wait_for_execution
 from sam_local_cloud.faults import (
     AFTER_CALL,
@@ -93,7 +92,8 @@ from sam_local_cloud.faults import (
 )
 from sam_local_cloud.json_types import JsonObject
 
-TEMPLATE = PROJECT_ROOT / "template.yaml"
+# The app in the current directory, as the other commands find it.
+TEMPLATE = Path("template.yaml")
 PARAMETERS = {
     "MapMaxConcurrency": "8",
     # Short enough that an abandoned INPROGRESS record (it expires with the invocation's time) frees

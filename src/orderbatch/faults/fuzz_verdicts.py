@@ -209,11 +209,20 @@ def _known_statuses(operation: OperationModel) -> dict[str, int | None]:
     return codes
 
 
+# Query codes the JSON models dropped with their query protocol: SQS's query model gave ``QueueNameExists``
+# the code ``QueueAlreadyExists``, which AWS still sends in ``x-amzn-query-error`` and boto3 reports.
+_QUERY_CODES_OF_ERRORS = {"sqs": {"QueueNameExists": "QueueAlreadyExists"}}
+
+
 def _legacy_query_code(operation: OperationModel, code: str) -> bool:
     """A JSON service compatible with its query protocol answers its query codes (``x-amzn-query-error``),
-    which its JSON model no longer lists: SQS's ``AWS.SimpleQueueService.NonExistentQueue``."""
+    which its JSON model no longer lists: SQS's ``AWS.SimpleQueueService.NonExistentQueue``, and the
+    renamed codes of ``_QUERY_CODES_OF_ERRORS`` for the errors the operation lists."""
     metadata = operation.service_model.metadata
-    return metadata.get("awsQueryCompatible") is not None and code.startswith("AWS.")
+    if metadata.get("awsQueryCompatible") is None:
+        return False
+    renamed = _QUERY_CODES_OF_ERRORS.get(operation.service_model.service_name, {})
+    return code.startswith("AWS.") or code in {renamed.get(shape.name) for shape in operation.error_shapes}
 
 
 def _front_door_refusal(parse_error: str) -> bool:
