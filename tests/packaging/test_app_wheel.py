@@ -2,9 +2,7 @@
 its commands run on a copy of the project in another directory, with no checkout to lean on.
 
 `orderbatch lint`, `orderbatch plan` and `orderbatch local up --template` are what a team runs on its own
-template; the conformance cases and the public apps' manifest ship inside the wheel. The dependencies are
-installed at the dev lock's versions from the installer's cache that `make setup` filled, with the lock's
-override of SAM CLI's boto3 pin (requirements/overrides.txt says why).
+template; the conformance cases and the public apps' manifest ship inside the wheel.
 """
 
 from __future__ import annotations
@@ -14,19 +12,14 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from wheels import built_wheel
+from wheels import REPOSITORY, built_wheel, run, venv_with
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 LOCAL_CLOUD = REPOSITORY / "packages" / "sam-local-cloud"
-UV = REPOSITORY / ".cache" / "uv" / "bin" / "uv"
-DEV_LOCK = REPOSITORY / "requirements" / "dev.lock"
-OVERRIDES = REPOSITORY / "requirements" / "overrides.txt"
 # What `sam deploy` reads of the project: the template and what it points at.
 PROJECT_FILES = ("template.yaml", "samconfig.toml", "statemachine", "functions", "fixtures")
 HEALTH_PATH = "/_sam_local_cloud/health"
@@ -34,14 +27,6 @@ WHERE_THE_PACKAGE_IS = (
     "import orderbatch, orderbatch.conformance.cases as cases; "
     "print(orderbatch.__file__); print(cases.DEFAULT_CASES_DIR)"
 )
-
-
-def run(*command: str | Path, cwd: Path | None = None) -> str:
-    done = subprocess.run([str(part) for part in command], cwd=cwd, capture_output=True, text=True)
-    assert done.returncode == 0, (
-        f"{command}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    )
-    return done.stdout
 
 
 def free_port() -> int:
@@ -62,29 +47,13 @@ def healthy(port: int) -> bool:
 @pytest.mark.e2e
 @pytest.mark.timeout(900)
 def test_the_installed_app_lints_plans_and_serves_a_project_elsewhere(tmp_path: Path) -> None:
-    if not UV.exists():
-        pytest.fail(f"{UV} is missing: `make setup` installs it")
     wheels = tmp_path / "wheels"
     cloud_wheel = built_wheel(LOCAL_CLOUD, tmp_path, wheels)
     app_wheel = built_wheel(REPOSITORY, tmp_path, wheels)
     assert app_wheel.name.startswith("orderbatch-")
     venv = tmp_path / "venv"
-    run(UV, "venv", "--quiet", "--no-python-downloads", "--python", sys.executable, venv)
-    python, command = venv / "bin" / "python", venv / "bin" / "orderbatch"
-    run(
-        UV,
-        "pip",
-        "install",
-        "--quiet",
-        "--python",
-        python,
-        "-c",
-        DEV_LOCK,
-        "--override",
-        OVERRIDES,
-        app_wheel,
-        cloud_wheel,
-    )
+    python = venv_with(venv, app_wheel, cloud_wheel)
+    command = venv / "bin" / "orderbatch"
 
     project = tmp_path / "elsewhere" / "app"
     project.mkdir(parents=True)

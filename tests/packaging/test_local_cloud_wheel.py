@@ -8,19 +8,13 @@ The wheel's dependencies are installed at the dev lock's versions, from the inst
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from wheels import built_wheel
+from wheels import REPOSITORY, UV, built_wheel, run, venv_with
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 PACKAGE = REPOSITORY / "packages" / "sam-local-cloud"
-UV = REPOSITORY / ".cache" / "uv" / "bin" / "uv"
-DEV_LOCK = REPOSITORY / "requirements" / "dev.lock"
-OVERRIDES = REPOSITORY / "requirements" / "overrides.txt"
 APP = REPOSITORY / "tests" / "compat" / "fixtures" / "zip_code_uri"
 
 # Run by the fresh venv's Python, from a folder outside the checkout.
@@ -57,39 +51,13 @@ RUN_THE_APP = textwrap.dedent(
 )
 
 
-def run(*command: str | Path, cwd: Path | None = None) -> str:
-    done = subprocess.run([str(part) for part in command], cwd=cwd, capture_output=True, text=True)
-    assert done.returncode == 0, (
-        f"{command}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    )
-    return done.stdout
-
-
 @pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_the_wheel_installed_alone_runs_a_compat_app_from_another_directory(tmp_path: Path) -> None:
-    if not UV.exists():
-        pytest.fail(f"{UV} is missing: `make setup` installs it")
     wheel = built_wheel(PACKAGE, tmp_path, tmp_path / "wheels")
     venv = tmp_path / "venv"
-    run(UV, "venv", "--quiet", "--no-python-downloads", "--python", sys.executable, venv)
-    python = venv / "bin" / "python"
-    # The lock's pins as constraints (the versions tested here, already in the cache) and its
-    # override of SAM CLI's exact boto3 pin (requirements/overrides.txt says why).
-    run(
-        UV,
-        "pip",
-        "install",
-        "--quiet",
-        "--python",
-        python,
-        "-c",
-        DEV_LOCK,
-        "--override",
-        OVERRIDES,
-        wheel,
-    )
+    python = venv_with(venv, wheel)
 
     installed = run(UV, "pip", "list", "--python", python, "--format", "json")
     names = {entry["name"] for entry in json.loads(installed)}
