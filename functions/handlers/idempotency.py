@@ -1,7 +1,9 @@
 """Powertools idempotency for the task functions' bodies and the batch summary, in one place.
 
-The persistence layer is built per call around the shared DynamoDB client (never created at import), so
-nothing here outlives the client it was built with. POWERTOOLS_IDEMPOTENCY_DISABLED=1 (Powertools' own
+One persistence layer per key, table and client, built on first use (never at import) and kept for the
+life of the execution environment, as Powertools means it to be: each construction registers one more
+User-Agent hook on the client, so a layer per call made every request of a warm environment slower and
+its User-Agent header longer, invocation after invocation. POWERTOOLS_IDEMPOTENCY_DISABLED=1 (Powertools' own
 switch) still works: the decorated function checks it on every call.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 from aws_lambda_powertools.utilities.idempotency import (
@@ -21,6 +24,7 @@ from handlers import clients
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
     from handlers.environment import IdempotencyEnvironment
 
@@ -84,11 +88,31 @@ def run_once(
     )
     # An INPROGRESS record then expires when this invocation's time runs out, not after the full expiry.
     config.register_lambda_context(context)
-    persistence = DynamoDBPersistenceLayer(
-        table_name=idempotency.idempotency_table_name, boto3_client=clients.dynamodb()
+    persistence = _persistence_layer(
+        f"{body.__module__}.{body.__qualname__}",
+        key,
+        idempotency.idempotency_table_name,
+        idempotency.idempotency_expiry_seconds,
+        clients.dynamodb(),
     )
     run = idempotent_function(
         body, data_keyword_argument=key.data_argument, persistence_store=persistence, config=config
     )
     result: ResultT = run(**{key.data_argument: data}, **other_arguments)
     return result
+
+
+# One layer per decorated body (by name: a step's body may be a new closure each call), as Powertools means
+# a layer to be used: it keeps the settings of the first config it sees (configured once) and names its
+# records after the body it last ran, so the key, expiry, table and client select it with the body. An
+# environment has one or two bodies and one client; only tests, running every step in one process and
+# forgetting clients, make more.
+@lru_cache(maxsize=32)
+def _persistence_layer(
+    body_name: str,
+    key: IdempotencyKey,
+    table_name: str,
+    expiry_seconds: int,
+    client: DynamoDBClient,
+) -> DynamoDBPersistenceLayer:
+    return DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client)
