@@ -22,7 +22,7 @@ from botocore.exceptions import ClientError
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from sam_local_cloud.dynamodb_service import DynamoDBApp
-from sam_local_cloud.moto_seam.installers import install_request_caches
+from sam_local_cloud.moto_seam.installers import install_dynamodb_expression_errors, install_request_caches
 
 REGION = "eu-west-1"
 ORDERS = "orders"
@@ -537,6 +537,7 @@ def _metadata_free(seen: list[Any]) -> list[Any]:
 
 
 def test_a_condition_tokenised_once_still_reads_each_call_s_names_and_values() -> None:
+    install_dynamodb_expression_errors()  # as wherever the local cloud serves DynamoDB
     fresh_backends()
     with serving(DynamoDBApp(moto_app())) as (client, _):
         client.create_table(
@@ -565,9 +566,10 @@ def test_a_condition_tokenised_once_still_reads_each_call_s_names_and_values() -
                     TableName="t", Item={"k": {"S": "2"}}, ConditionExpression="k = :v ! x"
                 )
             )
-            # moto's own server fails the same way (a ValidationException on AWS): what counts is that
-            # the failure is not remembered as tokens.
-            assert invalid["ResponseMetadata"]["HTTPStatusCode"] == 500
+            # Refused as DynamoDB refuses it, each time: the failure is not remembered as tokens.
+            assert invalid["ResponseMetadata"]["HTTPStatusCode"] == 400
+            assert invalid["Error"]["Code"] == "ValidationException"
+            assert invalid["Error"]["Message"].startswith("Invalid ConditionExpression: Syntax error; ")
 
 
 def test_what_it_does_not_handle_goes_to_moto_s_app_unchanged() -> None:

@@ -3,8 +3,9 @@ class and structure checks once, a table's key names once per put, attribute val
 answers exactly as moto's own code does.
 
 Differential: one sequence of conditional writes and updates of every kind runs against moto's app in a
-process where nothing was hooked into moto, then against DynamoDBApp here (hooks installed); every
-answer the client sees must match. The sequence repeats each condition shape with other values, so
+process where nothing but the refusals of malformed expressions (which change moto's answers on purpose,
+``dynamodb_expression_errors``) was hooked into moto, then against DynamoDBApp here (hooks installed);
+every answer the client sees must match. The sequence repeats each condition shape with other values, so
 most of its parses come from a kept tree.
 """
 
@@ -19,7 +20,7 @@ from botocore.exceptions import ClientError
 from test_dynamodb_service import _metadata_free, fresh_backends, moto_app, serving, without_volatile
 
 from sam_local_cloud.dynamodb_service import DynamoDBApp
-from sam_local_cloud.moto_seam.installers import install_request_caches
+from sam_local_cloud.moto_seam.installers import install_dynamodb_expression_errors, install_request_caches
 
 TABLE = "things"
 
@@ -199,13 +200,15 @@ def expression_answers(app: Any) -> list[dict[str, Any]]:
 
 
 def moto_s_expression_answers() -> list[dict[str, Any]]:
-    """The reference, from a process where nothing was hooked into moto."""
+    """The reference, from a process where only the refusals of malformed expressions are hooked into moto."""
+    install_dynamodb_expression_errors()
     return expression_answers(moto_app())
 
 
 def test_kept_parses_and_class_walks_answer_as_moto_does() -> None:
     with multiprocessing.get_context("spawn").Pool(1) as reference:
         by_moto = reference.apply_async(moto_s_expression_answers).get(timeout=120)
+    install_dynamodb_expression_errors()
     install_request_caches()
     by_lean = expression_answers(DynamoDBApp(moto_app()))
 

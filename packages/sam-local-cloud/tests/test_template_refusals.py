@@ -1,10 +1,10 @@
 """SAM templates `orderbatch local up` refuses before creating anything, naming the resource and why.
 
-Given a template with a function whose code folder is missing or outside the project, whose handler names
-a module or function that is not there, or whose runtime Lambda does not know, or resources whose
-``DependsOn`` names nothing or goes round in a circle, loading the stack must raise ``TemplateError``
-naming the resource, in the words CloudFormation, Lambda or ``sam build`` would use; a template AWS
-accepts (a loop of DependsOn-free resources, a handler in a package, ``../`` inside the project) must
+Given a template with a function whose code folder is missing or outside the project, or whose runtime
+Lambda does not know, or resources whose ``DependsOn`` names nothing or goes round in a circle, loading
+the stack must raise ``TemplateError`` naming the resource, in the words CloudFormation, Lambda or ``sam
+build`` would use; a template AWS accepts (a loop of DependsOn-free resources, a handler in a package,
+``../`` inside the project, a handler that is not there: AWS fails its invokes, not its deploy) must
 still load. A refused start must leave no thread, child process or listening port behind.
 """
 
@@ -107,21 +107,85 @@ def test_a_code_folder_beside_the_template_in_the_same_work_tree_is_accepted(tmp
     assert [spec.code_dir for spec in stack.functions] == [tmp_path / "shared"]
 
 
-def test_a_handler_module_that_is_not_in_the_code_is_refused_naming_it(tmp_path: Path) -> None:
-    message = refusal(template_in(tmp_path, {"Hello": function(handler="missing.handler")}))
+@pytest.mark.parametrize(
+    ("handler", "warning"),
+    [
+        (
+            "missing.handler",
+            "Hello: Handler 'missing.handler': no module 'missing' in {src}: every invoke will fail with "
+            "Runtime.ImportModuleError, as on AWS",
+        ),
+        (
+            "app.lambda_handler",
+            "Hello: Handler 'app.lambda_handler': {src}/app.py defines no 'lambda_handler': every invoke "
+            "will fail with Runtime.HandlerNotFound, as on AWS",
+        ),
+    ],
+)
+def test_a_handler_that_is_not_there_deploys_as_on_aws_and_the_log_says_what_invokes_will_meet(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, handler: str, warning: str
+) -> None:
+    with caplog.at_level("WARNING", logger="sam_local_cloud.stack"):
+        stack = load_stack(template_in(tmp_path, {"Hello": function(handler=handler)}))
 
-    assert message == (
-        f"Hello: Handler 'missing.handler': no module 'missing' in {tmp_path / 'src'} "
-        "(AWS would fail every invoke with Runtime.ImportModuleError)"
+    assert [spec.handler for spec in stack.functions] == [handler]
+    assert [record.getMessage() for record in caplog.records] == [warning.format(src=tmp_path / "src")]
+
+
+def test_a_handler_name_without_a_dot_is_refused(tmp_path: Path) -> None:
+    message = refusal(template_in(tmp_path, {"Hello": function(handler="handler")}))
+
+    assert message == "Hello: Handler 'handler' is not <module>.<function> (Runtime.MalformedHandlerName)"
+
+
+def test_a_handler_that_is_not_there_fails_each_invoke_with_aws_s_error(tmp_path: Path) -> None:
+    resources = {
+        "NoModule": function(handler="missing.handler"),
+        "NoFunction": function(handler="app.lambda_handler"),
+    }
+    config = LocalCloudConfig(template=template_in(tmp_path, resources), port=0, state_dir=tmp_path / "state")
+    with LocalCloud(config) as cloud:
+        lambda_client = cloud.client("lambda")
+        answers = {}
+        for logical_id in resources:
+            name = cloud.stack.physical_ids[logical_id]
+            for _ in range(2):  # no environment stays warm: each invoke runs the init again, and fails
+                answer = lambda_client.invoke(FunctionName=name, Payload=b"{}")
+                answers.setdefault(logical_id, []).append(
+                    (answer["StatusCode"], answer.get("FunctionError"), json.loads(answer["Payload"].read()))
+                )
+
+    assert (
+        answers["NoModule"]
+        == [
+            (
+                200,
+                "Unhandled",
+                {
+                    "errorMessage": "Unable to import module 'missing': No module named 'missing'",
+                    "errorType": "Runtime.ImportModuleError",
+                    "requestId": "",
+                    "stackTrace": [],
+                },
+            )
+        ]
+        * 2
     )
-
-
-def test_a_handler_function_the_module_does_not_define_is_refused_naming_it(tmp_path: Path) -> None:
-    message = refusal(template_in(tmp_path, {"Hello": function(handler="app.lambda_handler")}))
-
-    assert message == (
-        f"Hello: Handler 'app.lambda_handler': {tmp_path / 'src' / 'app.py'} defines no 'lambda_handler' "
-        "(AWS would fail every invoke with Runtime.HandlerNotFound)"
+    assert (
+        answers["NoFunction"]
+        == [
+            (
+                200,
+                "Unhandled",
+                {
+                    "errorMessage": "Handler 'lambda_handler' missing on module 'app'",
+                    "errorType": "Runtime.HandlerNotFound",
+                    "requestId": "",
+                    "stackTrace": [],
+                },
+            )
+        ]
+        * 2
     )
 
 
@@ -182,8 +246,18 @@ def _listening_ports() -> set[str]:
 
 
 def _children() -> set[int]:
+    """This process's children, but the reaper of process groups, which lives as long as this process
+    once any local cloud has started a group (process_groups.py): whichever test did so first."""
     children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
-    return {int(pid) for pid in children}
+    return {int(pid) for pid in children if not _is_reaper(int(pid))}
+
+
+def _is_reaper(pid: int) -> bool:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(part.endswith(b"process_groups.py") for part in command)
 
 
 def test_a_state_machine_refused_at_start_leaves_nothing_running(tmp_path: Path) -> None:

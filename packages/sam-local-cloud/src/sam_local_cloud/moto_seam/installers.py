@@ -36,14 +36,28 @@ def install_step_functions() -> None:
 
 
 def install_dynamodb() -> None:
-    """Transactions that roll back by item instead of by whole-table copies (``dynamodb``)."""
+    """Transactions that roll back by item instead of by whole-table copies (``dynamodb``), and a malformed
+    condition or filter expression refused as DynamoDB refuses it."""
 
     def register() -> None:
         from sam_local_cloud import dynamodb
 
+        install_dynamodb_expression_errors()
         dynamodb.register_hooks()
 
     _once("dynamodb", register)
+
+
+def install_dynamodb_expression_errors() -> None:
+    """DynamoDB's ValidationException for a malformed condition or filter expression, where moto raises a
+    Python error (``dynamodb_expression_errors``); part of ``install_dynamodb``."""
+
+    def register() -> None:
+        from sam_local_cloud.moto_seam import dynamodb_expression_errors
+
+        dynamodb_expression_errors.register_hooks()
+
+    _once("dynamodb_expression_errors", register)
 
 
 def install_request_caches() -> None:

@@ -1,6 +1,6 @@
 """A function's runtime, code folder and handler, checked when the template is read, before anything runs.
 
-Each check refuses what would otherwise half-deploy or fail later, naming the function:
+The first two refuse what would otherwise half-deploy, naming the function; the handler is only looked at:
 
 - ``Runtime``: a name outside Lambda's runtime enum is refused as CreateFunction's request validation
   refuses it ("Value 'x' at 'runtime' failed to satisfy constraint: Member must satisfy enum value set:
@@ -12,11 +12,14 @@ Each check refuses what would otherwise half-deploy or fail later, naming the fu
   (the git work tree holding the template, or the template's folder when there is none): one ``../`` too
   many would otherwise run whatever sits there. A monorepo's ``../src`` inside the same work tree, and an
   absolute path (written on purpose), are accepted.
-- ``Handler``: AWS only finds a missing module or function at the first invoke
-  (``Runtime.ImportModuleError`` / ``Runtime.HandlerNotFound``), and ``sam build`` does not look. Here a
-  Python handler whose module is in neither the code folder nor a layer folder, or whose module binds no
-  such name anywhere, is refused at deploy. A module the check cannot read (a syntax of another
-  Python, names made at run time, ``import *``) is accepted: the invoke answers for it, as on AWS.
+- ``Handler``: not refused for a missing module or function. AWS creates the function and only finds
+  them missing at each invoke (``Runtime.ImportModuleError`` / ``Runtime.HandlerNotFound``), and so does
+  the local cloud; a code folder filled by a build step, or a function deployed ahead of its code,
+  deploys as it does on AWS. ``handler_problem`` says at deploy what the invokes will answer, for the
+  log: a Python handler whose module is in neither the code folder nor a layer folder, or whose module
+  binds no such name anywhere. A module it cannot read (a syntax of another Python, names made at run
+  time, ``import *``) is taken as fine. A name without a dot is still refused (AWS fails its invokes with
+  ``Runtime.MalformedHandlerName``; the local Lambda service runs ``module.function`` handlers only).
 """
 
 from __future__ import annotations
@@ -77,33 +80,38 @@ def check_code_location(
         )
 
 
-def check_python_handler(
+def handler_problem(
     logical_id: str, handler: str, runtime: str, code_dir: Path, layers: Iterable[LayerSpec]
-) -> None:
+) -> str | None:
+    """What every invoke of this Python function will fail with, if its handler is not there; None when
+    it is, or cannot be told by reading the code."""
     module_path, _, function_name = handler.rpartition(".")
     if not module_path or not function_name:
+        # The one refusal left: AWS creates the function and fails its invokes with
+        # Runtime.MalformedHandlerName; the local Lambda service runs module.function handlers only.
         raise TemplateError(
             f"{logical_id}: Handler {handler!r} is not <module>.<function> (Runtime.MalformedHandlerName)"
         )
     search = [code_dir]
     for layer in layers:
         if not layer.content.is_dir():
-            return  # a zipped layer: its modules are the invoke's to find
+            return None  # a zipped layer: its modules are the invoke's to find
         search.extend(python_layer_dirs(layer.content, runtime))
     relative = Path(*module_path.replace(".", "/").split("/"))
     source = _module_source(search, relative)
     if source is None:
-        raise TemplateError(
+        return (
             f"{logical_id}: Handler {handler!r}: no module {module_path!r} in {code_dir}"
-            f"{' or its layers' if len(search) > 1 else ''} (AWS would fail every invoke with "
-            "Runtime.ImportModuleError)"
+            f"{' or its layers' if len(search) > 1 else ''}: every invoke will fail with "
+            "Runtime.ImportModuleError, as on AWS"
         )
     names = _bound_names(source)
     if names is not None and function_name not in names:
-        raise TemplateError(
-            f"{logical_id}: Handler {handler!r}: {source} defines no {function_name!r} (AWS would fail every "
-            "invoke with Runtime.HandlerNotFound)"
+        return (
+            f"{logical_id}: Handler {handler!r}: {source} defines no {function_name!r}: every invoke will "
+            "fail with Runtime.HandlerNotFound, as on AWS"
         )
+    return None
 
 
 def _module_source(search: list[Path], relative: Path) -> Path | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,12 +13,13 @@ from sam_local_cloud.lambda_service.code_archives import CodeArchiveError, extra
 from sam_local_cloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
 from sam_local_cloud.stack.function_checks import (
     check_code_location,
-    check_python_handler,
     check_runtime,
+    handler_problem,
 )
 from sam_local_cloud.stack.model import LocalStack, TemplateError, note_unhonoured
 
 LAYER_TYPES = ("AWS::Serverless::LayerVersion", "AWS::Lambda::LayerVersion")
+_LOG = logging.getLogger("sam_local_cloud.stack")
 
 
 def add_layer(
@@ -84,9 +86,11 @@ def function_spec(
         code_dir = inline_code_root(inline_code, runtime)
     else:
         code_dir = task_root(logical_id, "CodeUri", code_uri, base_dir)
-    # A wrong handler in InlineCode fails its invokes, as on AWS, rather than the deploy.
+    # A handler that is not there fails its invokes, as on AWS, not the deploy: said once in the log.
     if runtime.startswith("python") and "Handler" in props and inline_code is None:
-        check_python_handler(logical_id, str(props["Handler"]), runtime, code_dir, layers)
+        problem = handler_problem(logical_id, str(props["Handler"]), runtime, code_dir, layers)
+        if problem is not None:
+            _LOG.warning("%s", problem)
     environment = ((props.get("Environment") or {}).get("Variables")) or {}
     reserved = props.get("ReservedConcurrentExecutions")
     durable_config = props.get("DurableConfig")
