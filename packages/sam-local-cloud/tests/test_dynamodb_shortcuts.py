@@ -242,7 +242,9 @@ def test_a_kept_tree_is_never_handed_out() -> None:
 def test_a_parse_that_raises_raises_every_time(values: dict[str, Any]) -> None:
     from sam_local_cloud.moto_seam.services import ConditionExpressionParser
 
+    install_dynamodb_expression_errors()
     install_request_caches()
     for _attempt in range(3):
-        with pytest.raises(KeyError):
+        with pytest.raises(Exception, match="attribute value: :absent") as raised:
             ConditionExpressionParser("s = :absent", None, values).parse()
+        assert type(raised.value).__name__ == "InvalidConditionExpression"
