@@ -40,6 +40,22 @@ SILENTLY_LOCAL = {
         # Honoured as an alias of $LATEST (FunctionSpec.aliases): no versions are published locally.
         "AutoPublishAlias",
     },
+    "AWS::Lambda::Function": {
+        "Runtime",
+        "Architectures",
+        "Code",
+        "Handler",
+        "MemorySize",
+        "Timeout",
+        "Environment",
+        "Description",
+        "ReservedConcurrentExecutions",
+        "Role",
+        "Layers",
+        "FunctionName",
+        "TracingConfig",
+        "Tags",
+    },
     "AWS::DynamoDB::Table": {
         "TableName",
         "BillingMode",

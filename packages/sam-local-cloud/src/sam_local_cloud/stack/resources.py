@@ -44,6 +44,8 @@ def add_resource(
         registry(stack)[logical_id] = physical[logical_id][returned]
     elif kind in ("AWS::Serverless::Function", "AWS::Serverless::StateMachine"):
         _add_serverless_compute(stack, logical_id, kind, props, physical, base_dir)
+    elif kind == "AWS::Lambda::Function":
+        _add_cloudformation_function(stack, logical_id, props, physical[logical_id]["Ref"], base_dir)
     elif kind == "AWS::Serverless::HttpApi":
         if (props.get("Auth") or {}).get("DefaultAuthorizer") not in (None, "AWS_IAM"):
             stack.not_honoured.append(f"{logical_id}: only AWS_IAM authorization is emulated locally")
@@ -90,6 +92,29 @@ def _add_serverless_compute(
     else:
         add_state_machine(stack, state_machine_spec(logical_id, ids, props, base_dir))
     stack.event_rules.extend(event_source_rules(logical_id, ids["Arn"], props))
+
+
+def _add_cloudformation_function(
+    stack: LocalStack, logical_id: str, props: Mapping[str, Any], name: str, base_dir: Path
+) -> None:
+    """A plain CloudFormation function: its ``Code`` written in the template (``ZipFile``) or a local folder
+    or .zip (as ``aws cloudformation package`` takes it before uploading) is run as SAM's ``InlineCode``
+    or ``CodeUri``; its other properties have SAM's names and meanings. Code in Amazon S3, or an image,
+    is AWS's to fetch: that function is not created here, and the rest of the stack still is."""
+    code = props.get("Code")
+    if isinstance(code, Mapping) and isinstance(code.get("ZipFile"), str):
+        source: dict[str, Any] = {"InlineCode": code["ZipFile"]}
+    elif isinstance(code, str):
+        source = {"CodeUri": code}
+    else:
+        stack.not_honoured.append(
+            f"{logical_id}.Code: in Amazon S3 or an image registry, which AWS would fetch; the function is "
+            "not created locally (point Code at a local folder, or use AWS::Serverless::Function's CodeUri)"
+        )
+        return
+    as_serverless = {key: value for key, value in props.items() if key != "Code"} | source
+    layers = layers_of(stack, logical_id, props)
+    stack.functions.append(function_spec(logical_id, name, as_serverless, base_dir, layers))
 
 
 def _table_spec(logical_id: str, kind: str, name: str, props: Mapping[str, Any]) -> TableSpec | None:
