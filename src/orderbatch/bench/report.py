@@ -251,7 +251,9 @@ def scenario_notes(figures: dict[str, Any], by_name: dict[str, dict[str, Any]]) 
         f"slot utilisation {accounting['slot_utilisation']}, a step call took "
         f"{accounting['mean_step_call_ms']} ms on average "
         f"({accounting['step_overhead_ms_beyond_work']} ms beyond d); "
-        f"median order {accounting['median_order_seconds']} s",
+        f"median order {accounting['median_order_seconds']} s"
+        # Reports of runs before the audit was timed have no such figure.
+        + (f"; the audit took {accounting['audit_seconds']} s" if "audit_seconds" in accounting else ""),
         f"resources: CPU {used['cpu_seconds']['local_cloud']} s local cloud + "
         f"{used['cpu_seconds'].get('data_plane', 0.0)} s data plane + "
         f"{used['cpu_seconds']['environments']} s environments; PSS {used['tree_pss_mib_before']} MiB "
