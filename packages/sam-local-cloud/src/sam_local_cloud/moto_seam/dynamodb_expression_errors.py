@@ -58,19 +58,8 @@ def register_hooks() -> None:
 
     # Where the parser raises (``parse`` itself is the parse cache's to hook): what it cannot lex, a
     # construction it asserts against, an operand of the wrong type for its function.
-    @hooks.around(ConditionExpressionParser, "_lex_one_node", concern=CONCERN)
-    def lexed(proceed: Callable[..., Any], self: Any, *args: Any) -> Any:
-        try:
-            return proceed(self, *args)
-        except ValueError as error:
-            raise InvalidConditionExpression(f"Syntax error; {error}") from error
-
-    @hooks.around(ConditionExpressionParser, "_assert", concern=CONCERN)
-    def asserted(proceed: Callable[..., Any], self: Any, *args: Any) -> Any:
-        try:
-            return proceed(self, *args)
-        except ValueError as error:
-            raise InvalidConditionExpression(f"Syntax error; {error}") from error
+    for method in ("_lex_one_node", "_assert"):
+        hooks.around(ConditionExpressionParser, method, concern=CONCERN)(_unreadable_is_a_syntax_error)
 
     @hooks.around(ConditionExpressionParser, "_make_op_condition", concern=CONCERN)
     def operand_types_checked(proceed: Callable[..., Any], self: Any, *args: Any) -> Any:
@@ -81,6 +70,13 @@ def register_hooks() -> None:
 
     for operation in ("query", "scan"):
         hooks.around(DynamoHandler, operation, concern=CONCERN)(_filter_expression_named)
+
+
+def _unreadable_is_a_syntax_error(proceed: Callable[..., Any], self: Any, *args: Any) -> Any:
+    try:
+        return proceed(self, *args)
+    except ValueError as error:
+        raise InvalidConditionExpression(f"Syntax error; {error}") from error
 
 
 def _filter_expression_named(proceed: Callable[[Any], Any], self: Any) -> Any:
