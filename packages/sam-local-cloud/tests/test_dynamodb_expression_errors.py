@@ -175,3 +175,32 @@ def test_well_formed_conditions_still_decide(dynamodb: Any) -> None:
         == "ConditionalCheckFailedException"
     )
     assert _items(dynamodb) == [{"id": {"S": "o-1"}, "amount": {"N": "6"}}]
+
+
+def test_a_value_the_condition_does_not_use_is_refused_by_every_write(dynamodb: Any) -> None:
+    key = {"id": {"S": "o-1"}}
+    expression = {
+        "ConditionExpression": "attribute_exists(id) AND amount < :limit",
+        "ExpressionAttributeValues": {":limit": {"N": "9"}, ":spare": {"N": "1"}},
+    }
+    unused = (
+        "1 validation error detected: Value provided in ExpressionAttributeValues unused in expressions: "
+    )
+    for call, request in (
+        (dynamodb.put_item, {"Item": {**key, "amount": {"N": "7"}}}),
+        (dynamodb.delete_item, {"Key": key}),
+        (dynamodb.update_item, {"Key": key, "UpdateExpression": "SET paid = :limit"}),
+    ):
+        assert _refusal(call, TableName=TABLE, **request, **expression) == (
+            "ValidationException",
+            unused + "keys: {:spare}",
+        ), call
+    assert _items(dynamodb) == [{"id": {"S": "o-1"}, "amount": {"N": "5"}}]
+    # Every value used (one of them twice): the write goes ahead.
+    dynamodb.delete_item(
+        TableName=TABLE,
+        Key=key,
+        ConditionExpression="amount BETWEEN :low AND :high OR amount = :low",
+        ExpressionAttributeValues={":low": {"N": "1"}, ":high": {"N": "9"}},
+    )
+    assert _items(dynamodb) == []

@@ -18,17 +18,24 @@ read with ``ValueError``, so such a request failed inside moto (``KeyError``, ``
 PutItem, UpdateItem, DeleteItem and a transaction's items say ``ConditionExpression``; Query and Scan,
 whose parsed expression is the ``FilterExpression``, say so (moto's own refusals there, such as a
 reserved word, said ``ConditionExpression`` too).
+
+An ``ExpressionAttributeValues`` entry the condition of a PutItem or DeleteItem does not use is refused,
+as DynamoDB refuses it and moto's UpdateItem does, in moto's UpdateItem's words ("Value provided in
+ExpressionAttributeValues unused in expressions: keys: {:v}"); moto checked only the names there. A
+value is used where its placeholder appears in the expression's text (expressions have no string
+literals, and a plain attribute name cannot hold a colon), so no second parse is needed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.dynamodb.comparisons import IncorrectOperandType as ParsedOperandTypeError
 from moto.dynamodb.exceptions import InvalidConditionExpression, MockValidationException
-from moto.dynamodb.responses import DynamoHandler
+from moto.dynamodb.responses import DynamoHandler, validate_attributes_used
 
 from sam_local_cloud.moto_seam import hooks
 
@@ -41,6 +48,8 @@ _NAME_NOT_DEFINED = (
 )
 _CONDITION_PREFIX = "Invalid ConditionExpression: "
 _FILTER_PREFIX = "Invalid FilterExpression: "
+# A value placeholder as moto's condition lexer reads one.
+_VALUE_PLACEHOLDER = re.compile(r":[A-Za-z0-9_\-]+")
 
 
 def register_hooks() -> None:
@@ -70,6 +79,8 @@ def register_hooks() -> None:
 
     for operation in ("query", "scan"):
         hooks.around(DynamoHandler, operation, concern=CONCERN)(_filter_expression_named)
+    for operation in ("put_item", "delete_item"):
+        hooks.around(DynamoHandler, operation, concern=CONCERN)(_condition_values_used)
 
 
 def _unreadable_is_a_syntax_error(proceed: Callable[..., Any], self: Any, *args: Any) -> Any:
@@ -87,3 +98,15 @@ def _filter_expression_named(proceed: Callable[[Any], Any], self: Any) -> Any:
         if not message.startswith(_CONDITION_PREFIX):
             raise
         raise MockValidationException(_FILTER_PREFIX + message[len(_CONDITION_PREFIX) :]) from error
+
+
+def _condition_values_used(proceed: Callable[[Any], Any], self: Any) -> Any:
+    condition = self.body.get("ConditionExpression")
+    values = self.body.get("ExpressionAttributeValues")
+    # An empty or absent map, or values without a condition, are moto's to answer as they are.
+    if isinstance(condition, str) and isinstance(values, dict) and values:
+        used = set(_VALUE_PLACEHOLDER.findall(condition))
+        # An undefined value is the parse's to refuse first, as in moto's UpdateItem.
+        if used <= values.keys():
+            validate_attributes_used(values, list(used), "Values")
+    return proceed(self)
