@@ -29,6 +29,7 @@ EXPECTED: dict[str, tuple[dict[str, int], set[str]]] = {
     "bad_concurrency.yaml": ({}, {"W9522"}),
     "bad_in_progress_retry.yaml": ({}, {"W9530"}),
     "bad_not_idempotent.yaml": ({}, {"W9540"}),
+    "bad_layer_per_invocation.yaml": ({}, {"W9541"}),
     "bad_unreadable_definition.yaml": ({}, {"W9550"}),
     "bad_jsonata.yaml": ({}, {"E9501", "W9512"}),
     "good_durable_env_concurrency.yaml": ({"account_concurrency": 10}, set()),
@@ -137,6 +138,19 @@ def test_each_unretried_chained_invoke_is_reported_where_it_is() -> None:
     assert "len(event['orders']) // 2 is computed at run time" in unresolved.message
     # Informational findings fail the run only when asked.
     assert exit_code([problem for problem in problems if problem.severity == "informational"]) == 0
+
+
+def test_a_persistence_layer_built_per_call_is_reported_where_it_is_built() -> None:
+    problems = lint_templates([FIXTURES / "bad_layer_per_invocation.yaml"])
+
+    # Reserve's handler calls run_once, which builds a layer each time; Confirm's uses one built at module
+    # level and one from an lru_cache'd function, and never names run_once.
+    assert [(problem.rule_id, problem.message.split(":", 1)[0]) for problem in problems] == [
+        ("W9541", "Function ReserveFunction")
+    ]
+    assert "steps/persistence.py:13 builds a Powertools DynamoDBPersistenceLayer inside run_once()" in (
+        problems[0].message
+    )
 
 
 def test_message_names_state_machine_state_path_and_fix() -> None:

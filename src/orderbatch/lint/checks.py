@@ -24,6 +24,7 @@ from orderbatch.lint.asl import (
     walk_states,
 )
 from orderbatch.lint.durable import THROTTLE_ERROR_NAME, DurableFunction, durable_functions
+from orderbatch.lint.persistence_layers import layers_built_per_call
 from orderbatch.lint.template_model import LambdaFunction, StateMachine, TemplateModel
 from sam_local_cloud.aws_limits import (
     DISTRIBUTED_MAP_CONCURRENCY_LIMIT,
@@ -160,6 +161,13 @@ RULES: dict[str, RuleSpec] = {
             "Retried Tasks run functions more than once; the function needs idempotency.",
         ),
         RuleSpec(
+            "W9541",
+            "IdempotencyLayerPerInvocation",
+            "Powertools persistence layer built on every invocation",
+            "Each persistence layer adds a hook to its boto3 client: built per call, a warm environment "
+            "slows down invocation after invocation. Build it once, at module level or in a cached function.",
+        ),
+        RuleSpec(
             "W9560",
             "DurableMapUnbounded",
             "Durable map/parallel has no max_concurrency",
@@ -250,6 +258,8 @@ def find_problems(model: TemplateModel, settings: Settings | None = None) -> lis
         findings.extend(_map_findings(state_machine, model.functions, settings))
     for durable in durable_functions(model):
         findings.extend(_durable_findings(durable, model, settings))
+    for function in model.functions.values():
+        findings.extend(_persistence_layer_findings(function, model))
     return findings
 
 
@@ -456,6 +466,18 @@ def _idempotency_findings(
             f"{gap}, yet retries run it more than once. Add Powertools idempotency with its table in an "
             "IDEMPOTENCY_TABLE variable, or declare Metadata: {orderbatch: {idempotent: true}} if it is "
             "idempotent by other means.",
+        )
+
+
+def _persistence_layer_findings(function: LambdaFunction, model: TemplateModel) -> Iterator[Finding]:
+    for built in layers_built_per_call(function, model.template_path):
+        yield Finding(
+            "W9541",
+            (*function.cfn_path, "Properties", "Handler"),
+            f"Function {function.logical_id}: {built.where} builds a Powertools {built.layer} inside "
+            f"{built.function}(), on every call. Each layer registers a User-Agent hook on its boto3 client "
+            "(or makes a client of its own), so a warm environment's requests slow down invocation after "
+            "invocation. Build it once: at module level, or in a function decorated with functools.cache.",
         )
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
 
+from orderbatch.lint.handler_source import HandlerProgram, SourceModule, call_name, handler_file
 from orderbatch.lint.template_model import LambdaFunction, TemplateModel, function_reference, resolve_int
 
 DURABLE_SDK = "aws_durable_execution_sdk_python"
@@ -30,7 +30,6 @@ CONTEXT_NAMES = frozenset({"context", "ctx", "durable_context", "branch", "child
 
 # Bounds on how far the analysis follows names through callers and imports.
 MAX_RESOLUTION_DEPTH = 8
-MAX_MODULES = 60
 
 
 @dataclass(frozen=True)
@@ -122,183 +121,23 @@ def analyze(function: LambdaFunction, model: TemplateModel) -> DurableFunction:
             }
         )
     )
-    located = _handler_file(function, model.template_path)
+    located = handler_file(function, model.template_path)
     if isinstance(located, str):
         return DurableFunction(function, execution_timeout, located, invoked_functions=invoked)
-    handler_file, code_root = located
+    source, code_root = located
     try:
-        program = _Program.load(handler_file, code_root)
+        program = HandlerProgram.load(source, code_root)
     except (OSError, SyntaxError, UnicodeDecodeError) as error:
         return DurableFunction(
-            function, execution_timeout, f"cannot read {handler_file}: {error}", invoked_functions=invoked
+            function, execution_timeout, f"cannot read {source}: {error}", invoked_functions=invoked
         )
     resolver = _Resolver(program, function)
     operations = tuple(resolver.concurrent_operations())
     invokes = tuple(resolver.chained_invokes())
-    return DurableFunction(function, execution_timeout, None, handler_file, operations, invokes, invoked)
-
-
-# --- finding the source -------------------------------------------------------------------------
-
-
-def _handler_file(function: LambdaFunction, template_path: Path | None) -> tuple[Path, Path] | str:
-    properties = function.properties
-    runtime = properties.get("Runtime")
-    if isinstance(runtime, str) and not runtime.startswith("python"):
-        return f"its runtime {runtime} is not Python, whose source this linter reads"
-    handler = properties.get("Handler")
-    if not isinstance(handler, str) or "." not in handler:
-        return "it has no Handler of the form module.function"
-    code_uri = properties.get("CodeUri", properties.get("Code", "."))
-    if not isinstance(code_uri, str) or code_uri.startswith("s3://"):
-        return "its code is not a local CodeUri directory"
-    base = template_path.parent if template_path else Path.cwd()
-    code_root = (base / code_uri).resolve()
-    module = handler.rsplit(".", 1)[0]
-    for candidate in (
-        code_root / f"{module.replace('.', '/')}.py",
-        code_root / module.replace(".", "/") / "__init__.py",
-    ):
-        if candidate.is_file():
-            return candidate, code_root
-    return f"its handler module {module} is not under CodeUri {code_uri} ({code_root})"
-
-
-@lru_cache(maxsize=256)
-def _parse(path: Path, modified: float) -> ast.Module:
-    del modified  # part of the cache key only: an edited file is parsed again
-    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-
-
-@dataclass
-class _Module:
-    path: Path
-    tree: ast.Module
-    uses_durable_sdk: bool
-    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
-
-    def enclosing(self, node: ast.AST, kinds: tuple[type[ast.AST], ...]) -> Iterator[ast.AST]:
-        current = self.parents.get(node)
-        while current is not None:
-            if isinstance(current, kinds):
-                yield current
-            current = self.parents.get(current)
-
-    def enclosing_function(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-        for found in self.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            assert isinstance(found, ast.FunctionDef | ast.AsyncFunctionDef)
-            return found
-        return None
-
-    def where(self, node: ast.AST, code_root: Path) -> str:
-        try:
-            shown = self.path.relative_to(code_root)
-        except ValueError:
-            shown = self.path
-        return f"{shown}:{getattr(node, 'lineno', 0)}"
-
-
-@dataclass
-class _Program:
-    code_root: Path
-    modules: list[_Module]
-
-    @classmethod
-    def load(cls, handler_file: Path, code_root: Path) -> _Program:
-        modules: list[_Module] = []
-        queue = [handler_file]
-        seen: set[Path] = set()
-        while queue and len(modules) < MAX_MODULES:
-            path = queue.pop(0)
-            if path in seen:
-                continue
-            seen.add(path)
-            tree = _parse(path, path.stat().st_mtime)
-            imported = list(_imported_modules(tree, path, code_root))
-            uses_sdk = any(name.split(".")[0] == DURABLE_SDK for name, _ in imported)
-            module = _Module(path, tree, uses_sdk)
-            for parent in ast.walk(tree):
-                for child in ast.iter_child_nodes(parent):
-                    module.parents[child] = parent
-            modules.append(module)
-            for _name, local in imported:
-                if local is not None:
-                    queue.append(local)
-        return cls(code_root, modules)
-
-    def calls(self) -> Iterator[tuple[_Module, ast.Call]]:
-        for module in self.modules:
-            for node in ast.walk(module.tree):
-                if isinstance(node, ast.Call):
-                    yield module, node
-
-    def functions_named(self, name: str) -> Iterator[tuple[_Module, ast.FunctionDef | ast.AsyncFunctionDef]]:
-        for module in self.modules:
-            for node in ast.walk(module.tree):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
-                    yield module, node
-
-    def class_fields(self, name: str) -> Iterator[ast.AnnAssign]:
-        for module in self.modules:
-            for node in ast.walk(module.tree):
-                if isinstance(node, ast.ClassDef):
-                    for statement in node.body:
-                        if (
-                            isinstance(statement, ast.AnnAssign)
-                            and isinstance(statement.target, ast.Name)
-                            and statement.target.id == name
-                        ):
-                            yield statement
-
-    def mentions(self, text: str) -> bool:
-        return any(
-            isinstance(node, ast.Constant) and isinstance(node.value, str) and text in node.value
-            for module in self.modules
-            for node in ast.walk(module.tree)
-        )
-
-
-def _imported_modules(tree: ast.Module, path: Path, code_root: Path) -> Iterator[tuple[str, Path | None]]:
-    for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                package = path.parent
-                for _ in range(node.level - 1):
-                    package = package.parent
-                try:
-                    prefix = ".".join(package.relative_to(code_root).parts)
-                except ValueError:
-                    continue
-                base = ".".join(part for part in (prefix, node.module or "") if part)
-            else:
-                base = node.module or ""
-            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
-        for name in names:
-            yield name, _local_module(name, code_root)
-
-
-def _local_module(name: str, code_root: Path) -> Path | None:
-    if not name:
-        return None
-    relative = name.replace(".", "/")
-    for candidate in (code_root / f"{relative}.py", code_root / relative / "__init__.py"):
-        if candidate.is_file():
-            return candidate.resolve()
-    return None
+    return DurableFunction(function, execution_timeout, None, source, operations, invokes, invoked)
 
 
 # --- reading the calls --------------------------------------------------------------------------
-
-
-def _call_name(call: ast.Call) -> str | None:
-    if isinstance(call.func, ast.Name):
-        return call.func.id
-    if isinstance(call.func, ast.Attribute):
-        return call.func.attr
-    return None
 
 
 def _argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
@@ -323,7 +162,7 @@ def _catches(handler: ast.ExceptHandler, names: set[str]) -> bool:
 
 
 class _Resolver:
-    def __init__(self, program: _Program, function: LambdaFunction) -> None:
+    def __init__(self, program: HandlerProgram, function: LambdaFunction) -> None:
         self.program = program
         self.function = function
 
@@ -335,7 +174,7 @@ class _Resolver:
                 continue
             kind = call.func.attr
             config = _argument(call, CONFIG_POSITION[kind], "config")
-            if not module.uses_durable_sdk or not (
+            if DURABLE_SDK not in module.packages or not (
                 self._is_config_call(config, kind) or self._is_context(module, call.func.value)
             ):
                 continue
@@ -343,9 +182,9 @@ class _Resolver:
             yield ConcurrentOperation(kind, module.where(call, self.program.code_root), concurrency)
 
     def _is_config_call(self, node: ast.expr | None, kind: str) -> bool:
-        return isinstance(node, ast.Call) and _call_name(node) == CONFIG_CLASSES[kind]
+        return isinstance(node, ast.Call) and call_name(node) == CONFIG_CLASSES[kind]
 
-    def _is_context(self, module: _Module, receiver: ast.expr) -> bool:
+    def _is_context(self, module: SourceModule, receiver: ast.expr) -> bool:
         if not isinstance(receiver, ast.Name):
             return False
         if receiver.id in CONTEXT_NAMES:
@@ -359,7 +198,7 @@ class _Resolver:
         return False
 
     def _config_concurrency(
-        self, module: _Module, call: ast.Call, config: ast.expr | None, kind: str
+        self, module: SourceModule, call: ast.Call, config: ast.expr | None, kind: str
     ) -> Concurrency:
         if config is None or (isinstance(config, ast.Constant) and config.value is None):
             return Concurrency(None, True, f"no {CONFIG_CLASSES[kind]}, so max_concurrency is unset")
@@ -383,7 +222,7 @@ class _Resolver:
 
     # value resolution
 
-    def resolve(self, module: _Module, node: ast.expr, depth: int) -> Concurrency:
+    def resolve(self, module: SourceModule, node: ast.expr, depth: int) -> Concurrency:
         text = ast.unparse(node)
         if depth > MAX_RESOLUTION_DEPTH:
             return Concurrency(None, False, f"{text} is passed through too many calls to follow")
@@ -393,7 +232,7 @@ class _Resolver:
             if isinstance(node.value, int) and not isinstance(node.value, bool):
                 return Concurrency(node.value, False, f"the literal {node.value}")
             return Concurrency(None, False, f"{text} is not an integer")
-        if isinstance(node, ast.Call) and _call_name(node) in ("int", "float") and len(node.args) == 1:
+        if isinstance(node, ast.Call) and call_name(node) in ("int", "float") and len(node.args) == 1:
             return self.resolve(module, node.args[0], depth + 1)
         environment = self._environment_read(node)
         if environment is not None:
@@ -421,7 +260,7 @@ class _Resolver:
         return None
 
     def _from_environment(
-        self, module: _Module, name: str, default: ast.expr | None, depth: int
+        self, module: SourceModule, name: str, default: ast.expr | None, depth: int
     ) -> Concurrency:
         variables = self.function.environment_variables
         if name in variables:
@@ -448,7 +287,7 @@ class _Resolver:
             )
         return Concurrency(None, False, f"environment variable {name} is not set in the template")
 
-    def _resolve_name(self, module: _Module, node: ast.Name, depth: int) -> Concurrency:
+    def _resolve_name(self, module: SourceModule, node: ast.Name, depth: int) -> Concurrency:
         assigned = self._local_assignment(module, node, node.id)
         if assigned is not None:
             return self.resolve(module, assigned, depth + 1)
@@ -470,7 +309,7 @@ class _Resolver:
     ) -> Concurrency:
         found: list[Concurrency] = []
         for module, call in self.program.calls():
-            if _call_name(call) != function.name:
+            if call_name(call) != function.name:
                 continue
             argument = _argument(call, position, parameter)
             if argument is not None:
@@ -484,10 +323,10 @@ class _Resolver:
             )
         return found[0]
 
-    def _resolve_field(self, module: _Module, node: ast.Attribute, depth: int) -> Concurrency:
+    def _resolve_field(self, module: SourceModule, node: ast.Attribute, depth: int) -> Concurrency:
         for statement in self.program.class_fields(node.attr):
             value = statement.value
-            if isinstance(value, ast.Call) and _call_name(value) == "Field":
+            if isinstance(value, ast.Call) and call_name(value) == "Field":
                 alias = next((item.value for item in value.keywords if item.arg == "alias"), None)
                 default = next((item.value for item in value.keywords if item.arg == "default"), None)
                 if isinstance(alias, ast.Constant) and isinstance(alias.value, str):
@@ -497,7 +336,7 @@ class _Resolver:
             )
         return Concurrency(None, False, f"{ast.unparse(node)} is not a value the analysis can follow")
 
-    def _local_assignment(self, module: _Module, node: ast.AST, name: str) -> ast.expr | None:
+    def _local_assignment(self, module: SourceModule, node: ast.AST, name: str) -> ast.expr | None:
         """The last plain ``name = value`` before ``node`` in the same function."""
         function = module.enclosing_function(node)
         if function is None:
@@ -518,7 +357,7 @@ class _Resolver:
         mentions_throttle = self.program.mentions(THROTTLE_ERROR_NAME)
         for module, call in self.program.calls():
             if (
-                not module.uses_durable_sdk
+                DURABLE_SDK not in module.packages
                 or not isinstance(call.func, ast.Attribute)
                 or call.func.attr != "invoke"
                 or any(item.arg == "FunctionName" for item in call.keywords)  # boto3's Lambda client
@@ -537,7 +376,7 @@ class _Resolver:
             else:
                 yield ChainedInvoke(where, retry[0])
 
-    def _retry_around(self, module: _Module, node: ast.AST, depth: int) -> tuple[str, bool] | None:
+    def _retry_around(self, module: SourceModule, node: ast.AST, depth: int) -> tuple[str, bool] | None:
         """How the call at ``node`` is retried: a loop around a ``try`` catching InvokeError here or in a
         caller. The flag says the handler is a broad ``Exception`` rather than InvokeError."""
         for statement in module.enclosing(node, (ast.Try, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -566,7 +405,7 @@ class _Resolver:
         callers = [
             (caller_module, call)
             for caller_module, call in self.program.calls()
-            if _call_name(call) == function.name and call is not node
+            if call_name(call) == function.name and call is not node
         ]
         if not callers:
             return None

@@ -86,6 +86,10 @@ class FunctionNotIdempotent(ThrottleSafetyRule):
     id = "W9540"
 
 
+class IdempotencyLayerPerInvocation(ThrottleSafetyRule):
+    id = "W9541"
+
+
 class DurableMapUnbounded(ThrottleSafetyRule):
     id = "W9560"
 
