@@ -120,6 +120,11 @@ def test_a_code_folder_beside_the_template_in_the_same_work_tree_is_accepted(tmp
             "Hello: Handler 'app.lambda_handler': {src}/app.py defines no 'lambda_handler': every invoke "
             "will fail with Runtime.HandlerNotFound, as on AWS",
         ),
+        (
+            "handler",
+            "Hello: Handler 'handler' is not <module>.<function>: every invoke will fail with "
+            "Runtime.MalformedHandlerName, as on AWS",
+        ),
     ],
 )
 def test_a_handler_that_is_not_there_deploys_as_on_aws_and_the_log_says_what_invokes_will_meet(
@@ -132,16 +137,26 @@ def test_a_handler_that_is_not_there_deploys_as_on_aws_and_the_log_says_what_inv
     assert [record.getMessage() for record in caplog.records] == [warning.format(src=tmp_path / "src")]
 
 
-def test_a_handler_name_without_a_dot_is_refused(tmp_path: Path) -> None:
-    message = refusal(template_in(tmp_path, {"Hello": function(handler="handler")}))
+@pytest.mark.parametrize(
+    ("handler", "constraint"),
+    [
+        ("app .handler", r"Member must satisfy regular expression pattern: [^\s]+"),
+        ("a" * 127 + ".h", "Member must have length less than or equal to 128"),
+    ],
+)
+def test_a_handler_create_function_refuses_is_refused_in_its_words(
+    tmp_path: Path, handler: str, constraint: str
+) -> None:
+    message = refusal(template_in(tmp_path, {"Hello": function(handler=handler)}))
 
-    assert message == "Hello: Handler 'handler' is not <module>.<function> (Runtime.MalformedHandlerName)"
+    assert message == f"Hello: Value '{handler}' at 'handler' failed to satisfy constraint: {constraint}"
 
 
 def test_a_handler_that_is_not_there_fails_each_invoke_with_aws_s_error(tmp_path: Path) -> None:
     resources = {
         "NoModule": function(handler="missing.handler"),
         "NoFunction": function(handler="app.lambda_handler"),
+        "NoDot": function(handler="handler"),
     }
     config = LocalCloudConfig(template=template_in(tmp_path, resources), port=0, state_dir=tmp_path / "state")
     with LocalCloud(config) as cloud:
@@ -180,6 +195,22 @@ def test_a_handler_that_is_not_there_fails_each_invoke_with_aws_s_error(tmp_path
                 {
                     "errorMessage": "Handler 'lambda_handler' missing on module 'app'",
                     "errorType": "Runtime.HandlerNotFound",
+                    "requestId": "",
+                    "stackTrace": [],
+                },
+            )
+        ]
+        * 2
+    )
+    assert (
+        answers["NoDot"]
+        == [
+            (
+                200,
+                "Unhandled",
+                {
+                    "errorMessage": "Bad handler 'handler': not enough values to unpack (expected 2, got 1)",
+                    "errorType": "Runtime.MalformedHandlerName",
                     "requestId": "",
                     "stackTrace": [],
                 },

@@ -473,6 +473,8 @@ def initialize(handler_name: str, report_fd: int) -> None:
     the invocation, fails the same way and is reported by awslambdaric, as AWS retries a failed init.
     """
     module_name = handler_name.rpartition(".")[0].replace("/", ".")
+    if not module_name:
+        os._exit(1)  # no module to import: awslambdaric's Runtime.MalformedHandlerName, at each invoke
     try:
         importlib.import_module(module_name)
     except BaseException:

@@ -19,6 +19,9 @@ from sam_local_cloud.lambda_service.errors import ResourceNotFoundError
 from sam_local_cloud.lambda_service.layers import MAX_LAYERS_PER_FUNCTION, LayerSpec
 
 LATEST = "$LATEST"
+# CreateFunction's constraint on Handler. A name without a dot is accepted, as on AWS: each invoke then
+# fails with Runtime.MalformedHandlerName.
+HANDLER_PATTERN = re.compile(r"[^\s]{1,128}")
 # Lambda's defaults for a DurableConfig that leaves them out (CreateFunction's DurableConfig shape).
 DEFAULT_RETENTION_PERIOD_DAYS = 14
 DEFAULT_EXECUTION_TIMEOUT_SECONDS = 86_400
@@ -57,8 +60,10 @@ class FunctionSpec:
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
             raise ValueError(f"invalid function name {self.name!r}")
-        if "." not in self.handler:
-            raise ValueError(f"handler of {self.name} must be 'module.function', got {self.handler!r}")
+        if not HANDLER_PATTERN.fullmatch(self.handler):
+            raise ValueError(
+                f"handler of {self.name} must be 1-128 characters without whitespace, got {self.handler!r}"
+            )
         if self.timeout_seconds < 1:
             raise ValueError(f"timeout of {self.name} must be at least 1 second")
         if self.reserved_concurrency is not None and self.reserved_concurrency < 0:

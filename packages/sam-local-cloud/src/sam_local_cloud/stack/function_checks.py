@@ -18,8 +18,9 @@ The first two refuse what would otherwise half-deploy, naming the function; the 
   deploys as it does on AWS. ``handler_problem`` says at deploy what the invokes will answer, for the
   log: a Python handler whose module is in neither the code folder nor a layer folder, or whose module
   binds no such name anywhere. A module it cannot read (a syntax of another Python, names made at run
-  time, ``import *``) is taken as fine. A name without a dot is still refused (AWS fails its invokes with
-  ``Runtime.MalformedHandlerName``; the local Lambda service runs ``module.function`` handlers only).
+  time, ``import *``) is taken as fine. A name without a dot deploys too (every invoke fails with
+  ``Runtime.MalformedHandlerName``); only what CreateFunction itself refuses (whitespace, over 128
+  characters, empty) stops the deploy.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from sam_local_cloud.lambda_service.functions import HANDLER_PATTERN
 from sam_local_cloud.lambda_service.layers import LayerSpec, python_layer_dirs
 from sam_local_cloud.stack.model import TemplateError
 
@@ -86,11 +88,20 @@ def handler_problem(
     """What every invoke of this Python function will fail with, if its handler is not there; None when
     it is, or cannot be told by reading the code."""
     module_path, _, function_name = handler.rpartition(".")
-    if not module_path or not function_name:
-        # The one refusal left: AWS creates the function and fails its invokes with
-        # Runtime.MalformedHandlerName; the local Lambda service runs module.function handlers only.
+    if not HANDLER_PATTERN.fullmatch(handler):
+        # CloudFormation passes CreateFunction's refusal on; the function is never created.
+        constraint = (
+            "Member must have length less than or equal to 128"
+            if len(handler) > 128
+            else r"Member must satisfy regular expression pattern: [^\s]+"
+        )
         raise TemplateError(
-            f"{logical_id}: Handler {handler!r} is not <module>.<function> (Runtime.MalformedHandlerName)"
+            f"{logical_id}: Value '{handler}' at 'handler' failed to satisfy constraint: {constraint}"
+        )
+    if not module_path or not function_name:
+        return (
+            f"{logical_id}: Handler {handler!r} is not <module>.<function>: every invoke will fail with "
+            "Runtime.MalformedHandlerName, as on AWS"
         )
     search = [code_dir]
     for layer in layers:
