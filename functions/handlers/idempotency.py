@@ -1,10 +1,11 @@
 """Powertools idempotency for the task functions' bodies and the batch summary, in one place.
 
-One persistence layer per key, table and client, built on first use (never at import) and kept for the
-life of the execution environment, as Powertools means it to be: each construction registers one more
-User-Agent hook on the client, so a layer per call made every request of a warm environment slower and
-its User-Agent header longer, invocation after invocation. POWERTOOLS_IDEMPOTENCY_DISABLED=1 (Powertools' own
-switch) still works: the decorated function checks it on every call.
+One persistence layer per step body, key, table and client, built on first use (never at import) and
+kept for the life of the execution environment, as Powertools means it to be: each construction
+registers one more User-Agent hook on the client, so a layer per call made every request of a warm
+environment slower, invocation after invocation (lint rule W9541 finds that pattern).
+POWERTOOLS_IDEMPOTENCY_DISABLED=1 (Powertools' own switch) still works: the decorated function checks it
+on every call.
 """
 
 from __future__ import annotations
