@@ -23,6 +23,7 @@ from botocore.model import ServiceModel
 
 from sam_local_cloud.error_answers import NOT_XML, Answer, error_answer
 from sam_local_cloud.error_statuses import documented_status
+from sam_local_cloud.moto_seam.s3_subresources import moto_has_no_code_for
 from sam_local_cloud.request_checks import (
     MALFORMED_XML,
     NOT_IMPLEMENTED_CODE,
@@ -31,6 +32,7 @@ from sam_local_cloud.request_checks import (
     operation_name,
     protocol_of,
     rest_operation,
+    rest_operations,
     service_of,
 )
 
@@ -61,6 +63,10 @@ class ProtocolGuard:
         if refusal is not None:
             return answer(model, environ, refusal, start_response)
         protocol = protocol_of(model)
+        unknown_to_moto = _s3_operation_moto_lacks(model, environ)
+        if unknown_to_moto is not None:
+            message = f"The local cloud does not implement {model.service_id} {unknown_to_moto}."
+            return answer(model, environ, Refusal(NOT_IMPLEMENTED_CODE, message), start_response)
         if protocol == "json" and not str(environ.get("CONTENT_TYPE", "")).startswith(_JSON_CONTENT_TYPES):
             # moto picks the protocol to read the body with by the Content-Type; AWS goes by the service.
             environ["CONTENT_TYPE"] = f"application/x-amz-json-{model.metadata.get('jsonVersion', '1.0')}"
@@ -119,6 +125,19 @@ def _failure_answer(model: ServiceModel, environ: WSGIEnvironment, body: bytes, 
         f"The local cloud cannot answer this {model.service_id} {operation} request (moto raised {reason})."
     )
     return Refusal(NOT_IMPLEMENTED_CODE, message)
+
+
+def _s3_operation_moto_lacks(model: ServiceModel, environ: WSGIEnvironment) -> str | None:
+    """The S3 operation this request names when moto has no code for it (it would run the plain object or
+    bucket operation instead: an object deleted for a DeleteObjectAnnotation); None otherwise."""
+    if model.service_name != "s3":
+        return None
+    operations = rest_operations(model, str(environ.get("REQUEST_METHOD", "GET")), environ)
+    if not operations:
+        return None
+    query = str(operations[0].http.get("requestUri", "")).partition("?")[2]
+    markers = frozenset(part.split("=", 1)[0] for part in query.split("&") if part)
+    return " or ".join(operation.name for operation in operations) if moto_has_no_code_for(markers) else None
 
 
 def _rest_operation_name(model: ServiceModel, environ: WSGIEnvironment) -> str | None:

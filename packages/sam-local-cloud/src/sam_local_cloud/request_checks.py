@@ -224,16 +224,26 @@ def _check_xml_payload(model: ServiceModel, environ: WSGIEnvironment, body: byte
 
 def rest_operation(model: ServiceModel, method: str, environ: WSGIEnvironment) -> OperationModel | None:
     """The operation a path-style REST request names: its method, path depth and query markers
-    (``?encryption``), the most specific template winning."""
+    (``?encryption``), the most specific template winning (the model's first of equally specific ones)."""
+    candidates = rest_operations(model, method, environ)
+    return candidates[0] if candidates else None
+
+
+def rest_operations(model: ServiceModel, method: str, environ: WSGIEnvironment) -> list[OperationModel]:
+    """Every operation whose template fits a path-style REST request as closely as any does: more than one
+    where templates differ only in members the query may carry (S3's Get and List of annotations)."""
     segments = [segment for segment in str(environ.get("PATH_INFO", "")).split("/") if segment]
     query = {key for key, _ in parse_qsl(str(environ.get("QUERY_STRING", "")), keep_blank_values=True)}
-    best: tuple[int, OperationModel] | None = None
+    best: list[OperationModel] = []
+    most = -1
     for template, markers, operation in _rest_templates(model.service_name, method):
         if not markers <= query or not _path_fits(template, segments):
             continue
-        if best is None or len(markers) > best[0]:
-            best = (len(markers), operation)
-    return best[1] if best is not None else None
+        if len(markers) > most:
+            best, most = [operation], len(markers)
+        elif len(markers) == most:
+            best.append(operation)
+    return best
 
 
 @cache
