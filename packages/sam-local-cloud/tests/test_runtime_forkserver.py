@@ -1,0 +1,81 @@
+"""The fork server's preloaded objects stay shared with the runtimes forked from it: on CPython 3.12 and
+3.13 it makes them immortal, so a runtime reading them writes none of their reference counts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sam_local_cloud import runtime_forkserver
+from sam_local_cloud.lambda_service.runtimes import find_interpreter
+
+# Run by a 3.12 interpreter, as the fork server is (by path, isolated): preload some of the standard
+# library, freeze, optionally immortalize, then fork a child that reads every preloaded module's globals,
+# as a handler's import reads the modules it uses, and report the child's growth in private dirty pages.
+CHILD_READS_SHARED_OBJECTS = r"""
+import gc, importlib.util, json, os, sys
+spec = importlib.util.spec_from_file_location("runtime_forkserver", sys.argv[1])
+server = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = server
+spec.loader.exec_module(server)
+for name in ("email.message", "http.client", "urllib.request", "decimal", "xml.dom.minidom", "logging"):
+    __import__(name)
+gc.collect()
+gc.freeze()
+marked = server.immortalize_shared_objects() if sys.argv[2] == "immortal" else 0
+
+def private_dirty_kib():
+    for line in open("/proc/self/smaps_rollup"):
+        if line.startswith("Private_Dirty:"):
+            return int(line.split()[1])
+
+reader, writer = os.pipe()
+pid = os.fork()
+if pid == 0:
+    before = private_dirty_kib()
+    held = [list(vars(module).items()) for module in list(sys.modules.values())]
+    report = {"grown_kib": private_dirty_kib() - before, "module_refcount": sys.getrefcount(sys.modules["json"])}
+    os.write(writer, json.dumps(report).encode())
+    os._exit(0)
+os.close(writer)
+os.waitpid(pid, 0)
+report = json.loads(os.read(reader, 65536))
+report["marked"] = marked
+print(json.dumps(report))
+"""
+
+
+def child_report(interpreter: str, mode: str) -> dict[str, int]:
+    completed = subprocess.run(
+        [interpreter, "-I", "-c", CHILD_READS_SHARED_OBJECTS, runtime_forkserver.__file__, mode],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(completed.stdout)
+
+
+def test_a_runtime_reading_the_preloaded_modules_copies_few_of_their_pages() -> None:
+    interpreter = find_interpreter("3.12")
+    if interpreter is None:
+        pytest.skip("needs a Python 3.12 interpreter, the runtime of the project's functions")
+    plain = child_report(interpreter.executable, "plain")
+    immortal = child_report(interpreter.executable, "immortal")
+
+    assert immortal["marked"] > 10_000
+    assert immortal["module_refcount"] == 0xFFFFFFFF
+    assert plain["module_refcount"] < 1_000
+    # The child's own lists are new pages either way; the shared objects' pages are copied only when plain.
+    assert plain["grown_kib"] > 1_000
+    assert immortal["grown_kib"] < plain["grown_kib"] / 2
+
+
+@pytest.mark.skipif(runtime_forkserver.immortal_objects_supported(), reason="needs a Python without PEP 683")
+def test_without_pep_683_nothing_is_marked() -> None:
+    counted = sys.getrefcount(json)
+    assert runtime_forkserver.immortalize_shared_objects() == 0
+    assert sys.getrefcount(json) == counted
