@@ -37,7 +37,8 @@ pid = os.fork()
 if pid == 0:
     before = private_dirty_kib()
     held = [list(vars(module).items()) for module in list(sys.modules.values())]
-    report = {"grown_kib": private_dirty_kib() - before, "module_refcount": sys.getrefcount(sys.modules["json"])}
+    grown_kib = private_dirty_kib() - before
+    report = {"grown_kib": grown_kib, "module_refcount": sys.getrefcount(sys.modules["json"])}
     os.write(writer, json.dumps(report).encode())
     os._exit(0)
 os.close(writer)
