@@ -4,8 +4,12 @@ left unimported (one stub lives beside every execution environment)."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +65,60 @@ def test_the_stub_imports_nothing_but_the_socket_module() -> None:
         [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True
     )
     assert set(loaded.stdout.split()) <= {"__future__", "_socket"}
+
+
+def start_stub_against_a_server(tmp_path: Path) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """The stub run as the emulator runs it, and the connection it made to a stand-in runtime server."""
+    path = str(tmp_path / "server.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    server.settimeout(30)
+    stub = subprocess.Popen(
+        [sys.executable, "-I", "-S", runtime_stub.__file__, "/var/runtime/bootstrap"],
+        env={runtime_stub.SOCKET_VARIABLE: path, "FUNCTION_VARIABLE": "kept"},
+        stdin=subprocess.DEVNULL,
+    )
+    connection, _address = server.accept()
+    server.close()
+    connection.settimeout(30)
+    data, descriptors, _flags, _address = socket.recv_fds(connection, 65536, 3)
+    for descriptor in descriptors:
+        os.close(descriptor)
+    assert len(descriptors) == 3
+    assert json.loads(data[4:])["env"]["FUNCTION_VARIABLE"] == "kept"
+    return stub, connection
+
+
+def command_of(pid: int) -> list[str]:
+    deadline = time.monotonic() + 10
+    while True:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if command[0] == b"sh" or time.monotonic() > deadline:
+            return [part.decode() for part in command if part]
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not os.access(runtime_stub.WAITING_SHELL, os.X_OK), reason="needs /bin/sh")
+@pytest.mark.parametrize(("answer", "status"), [(b"exit:0", 0), (b"exit:7", 7), (b"exit:137", 137), (b"", 1)])
+def test_after_handing_off_the_stub_waits_as_a_shell_and_exits_with_the_runtimes_status(
+    tmp_path: Path, answer: bytes, status: int
+) -> None:
+    stub, connection = start_stub_against_a_server(tmp_path)
+    with connection:
+        # Same process (the emulator's child), now a shell holding the connection.
+        assert command_of(stub.pid)[:2] == ["sh", "-c"]
+        connection.sendall(answer)
+    assert stub.wait(timeout=30) == status
+
+
+@pytest.mark.skipif(not os.access(runtime_stub.WAITING_SHELL, os.X_OK), reason="needs /bin/sh")
+def test_when_the_emulator_kills_the_waiting_stub_the_server_sees_its_connection_close(
+    tmp_path: Path,
+) -> None:
+    stub, connection = start_stub_against_a_server(tmp_path)
+    with connection:
+        assert command_of(stub.pid)[:2] == ["sh", "-c"]
+        stub.kill()
+        stub.wait(timeout=30)
+        assert connection.recv(1) == b""

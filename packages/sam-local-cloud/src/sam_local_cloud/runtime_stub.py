@@ -6,6 +6,11 @@ there is none, a new one, and hands it this process's arguments, environment, wo
 standard streams. Then it waits: it exits when that runtime exits, with its status, and when the emulator
 kills it, the server kills the runtime. Run by path with ``python -I -S``.
 
+The wait is left to ``/bin/sh``: once its request is sent the stub ``exec``s a shell, in the same process
+(the emulator's child, with its pid), that reads the server's answer from the same connection and exits
+with its status. A waiting Python holds about 3 MB of its own; a waiting shell, a few hundred KB. Where
+there is no shell the stub waits itself.
+
 One of these lives beside every execution environment for as long as it does, so it imports nothing but
 what the interpreter has loaded at its start and ``_socket``: no ``json``, ``socket``, ``struct`` or
 ``os`` (with ``re``, ``enum`` and the rest they bring, 2 MB of every stub's own memory). It writes its one
@@ -24,6 +29,10 @@ EXIT_PREFIX = b"exit:"
 HEADER_BYTES = 4  # the request's length, big-endian, before it
 STREAMS = (0, 1, 2)
 C_INT_BYTES = 4  # SCM_RIGHTS carries C ints (Linux)
+WAITING_SHELL = "/bin/sh"
+# Reads the answer (``exit:N``, then the server closes) from the descriptor named by $1 and exits with N;
+# a connection closed without an answer is exit status 1, as the stub itself would exit.
+WAIT_FOR_EXIT = 'IFS= read -r answer <&"$1"; case $answer in exit:*) exit "${answer#exit:}";; esac; exit 1'
 
 
 def json_string(text: str) -> str:
@@ -70,6 +79,15 @@ def _environment() -> dict[str, str]:
     }
 
 
+def wait_in_a_shell(descriptor: int) -> None:
+    """Become a shell that waits for the answer on ``descriptor``; returns only if there is no shell."""
+    posix.set_inheritable(descriptor, True)
+    try:
+        posix.execv(WAITING_SHELL, ["sh", "-c", WAIT_FOR_EXIT, "sh", str(descriptor)])
+    except OSError:
+        posix.set_inheritable(descriptor, False)
+
+
 def main() -> int:
     environment = _environment()
     # The function's environment has neither: they are for this stub only.
@@ -83,6 +101,7 @@ def main() -> int:
     sent = connection.sendmsg([message], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, descriptors)])
     while sent < len(message):
         sent += connection.send(message[sent:])
+    wait_in_a_shell(connection.fileno())
     answer = b""
     while chunk := connection.recv(64):
         answer += chunk
