@@ -7,6 +7,7 @@ and `orderbatch local up` taking every runtime process down with it on SIGTERM o
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import os
@@ -685,3 +686,28 @@ def test_sigterm_to_a_program_inside_with_local_cloud_stops_every_environment(tm
         if program.poll() is None:
             program.kill()
             program.wait()
+
+
+def test_the_runtime_client_reads_each_functions_log_format_as_on_aws(
+    serve_lambda: Serve, tmp_path: Path
+) -> None:
+    # awslambdaric reads AWS_LAMBDA_LOG_FORMAT when its bootstrap is imported: runtimes forked from a warm
+    # interpreter must import it with their own function's environment, not the server's.
+    (tmp_path / "logs.py").write_text(
+        "import logging\n\ndef handler(event, context):\n    logging.getLogger().warning('order 42 held')\n"
+        "    return 'logged'\n"
+    )
+    served = serve_lambda(
+        [
+            FunctionSpec("JsonLogs", "logs.handler", tmp_path, environment={"AWS_LAMBDA_LOG_FORMAT": "JSON"}),
+            FunctionSpec("TextLogs", "logs.handler", tmp_path),
+        ]
+    )
+
+    def logged_line(name: str) -> str:
+        response = served.client().invoke(FunctionName=name, LogType="Tail", Payload=b"{}")
+        tail = base64.b64decode(response["LogResult"]).decode()
+        return next(line for line in tail.splitlines() if "order 42 held" in line)
+
+    assert json.loads(logged_line("JsonLogs"))["message"] == "order 42 held"
+    assert logged_line("TextLogs").startswith("[WARNING]")

@@ -50,6 +50,16 @@ SHARED_MODULES = (
     "aws_lambda_powertools.utilities.parser",
     "pydantic",
     "pydantic.functional_serializers",
+    # The runtime interface client every runtime runs, short of two modules each runtime imports itself:
+    # ``awslambdaric.bootstrap`` reads the function's AWS_LAMBDA_LOG_FORMAT and AWS_LAMBDA_LOG_LEVEL when
+    # imported, and ``awslambdaric.lambda_runtime_client`` sets up its native client for the Runtime API of
+    # the environment it is imported in. 1.3 MB less per runtime.
+    "awslambdaric.lambda_context",
+    "awslambdaric.lambda_runtime_exception",
+    "awslambdaric.lambda_runtime_log_utils",
+    "awslambdaric.lambda_runtime_marshaller",
+    "awslambdaric.lambda_runtime_hooks_runner",
+    "simplejson",
 )
 
 
