@@ -80,3 +80,28 @@ def test_without_pep_683_nothing_is_marked() -> None:
     counted = sys.getrefcount(json)
     assert runtime_forkserver.immortalize_shared_objects() == 0
     assert sys.getrefcount(json) == counted
+
+
+@pytest.mark.parametrize("size", range(16, 513, 16))
+def test_each_filler_takes_one_whole_block_of_its_size_class(size: int) -> None:
+    fillers = runtime_forkserver._new_objects_of_size(size, 3)
+
+    assert len({id(filler) for filler in fillers}) == 3  # new objects, never shared singletons
+    assert all(sys.getsizeof(filler) == size for filler in fillers)
+
+
+def test_filling_the_free_blocks_leaves_few_for_a_runtime_to_land_in() -> None:
+    if not runtime_forkserver.small_object_free_blocks():
+        pytest.skip("this interpreter does not report its small-object pools")
+    # Free blocks scattered over the heap, as imports leave them.
+    scattered = [(index, str(index)) for index in range(20_000)]
+    del scattered[::3]
+    runtime_forkserver.small_object_free_blocks()
+    before = sum(runtime_forkserver.small_object_free_blocks().values())
+
+    fillers = runtime_forkserver.fill_free_small_object_blocks()
+
+    runtime_forkserver.small_object_free_blocks()
+    after = sum(runtime_forkserver.small_object_free_blocks().values())
+    assert len(fillers) >= before * 0.9
+    assert after < before / 2
