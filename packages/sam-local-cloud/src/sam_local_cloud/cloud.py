@@ -26,7 +26,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import boto3
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
@@ -34,7 +33,7 @@ from botocore.credentials import Credentials
 from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.test import Client as WerkzeugClient
 
-from sam_local_cloud import data_plane
+from sam_local_cloud import data_plane, sdk_models
 from sam_local_cloud.accounts import (
     MOTO_ACCOUNT_ENVIRON_KEY,
     CloudParts,
@@ -462,8 +461,8 @@ class LocalCloud:
         one attempt per call (a test sees each 429) and ``retries=True`` is the SDK's standard mode."""
         if isinstance(config.get("retries"), bool):
             config["retries"] = {"mode": "standard"} if config["retries"] else {"total_max_attempts": 1}
-        return boto3.client(
-            service,  # type: ignore[call-overload]
+        return sdk_models.client(
+            service,
             endpoint_url=self.endpoint,
             region_name=self.stack.region,
             config=Config(**config) if config else None,
@@ -526,8 +525,8 @@ class LocalCloud:
             return self._event_clients[service]
 
     def _deployer_client(self, service: str) -> Any:
-        return boto3.client(
-            service,  # type: ignore[call-overload]
+        return sdk_models.client(
+            service,
             endpoint_url=self.endpoint,
             region_name=self.stack.region,
             **DEPLOYER_CREDENTIALS,
@@ -675,7 +674,7 @@ class LocalCloud:
         items = json.loads(path.read_text(), parse_float=Decimal)
         if isinstance(items, dict):
             items = items.get("items", [])
-        table = boto3.resource(
+        table = sdk_models.resource(
             "dynamodb",
             endpoint_url=self.endpoint,
             region_name=self.stack.region,

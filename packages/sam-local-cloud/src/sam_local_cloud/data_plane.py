@@ -374,6 +374,7 @@ def _serve(arguments: _WorkerArguments) -> None:
         install_dynamodb,
         install_model_registry,
         install_request_caches,
+        install_shared_sdk_session,
     )
     from sam_local_cloud.protocol_guard import ProtocolGuard
 
@@ -382,6 +383,7 @@ def _serve(arguments: _WorkerArguments) -> None:
     install_dynamodb()
     install_request_caches()
     install_model_registry()
+    install_shared_sdk_session()
     iam = None
     if arguments["roles"] is not None:
         roles = roles_from_document(json.loads(Path(arguments["roles"]).read_text()))

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 
-import botocore.session
-from botocore.model import ServiceModel
-
+from sam_local_cloud import sdk_models
 from sam_local_cloud.aws_limits import S3_DOCUMENTED_STATUSES
 
 
@@ -22,8 +20,7 @@ def documented_status(service_name: str, code: str) -> int | None:
 
 @cache
 def _documented_statuses(service_name: str) -> dict[str, int]:
-    session = botocore.session.get_session()
-    model = ServiceModel(session.get_service_data(service_name), service_name=service_name)
+    model = sdk_models.service_model(service_name)
     statuses: dict[str, int] = dict(S3_DOCUMENTED_STATUSES) if service_name == "s3" else {}
     for name in model.shape_names:
         shape = model.shape_for(name)

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 from xml.etree import ElementTree
 
-import botocore.session
 from botocore.model import OperationModel, ServiceModel, Shape
 
+from sam_local_cloud import sdk_models
 from sam_local_cloud.json_types import JsonValue
 
 if TYPE_CHECKING:
@@ -62,8 +62,7 @@ class Refusal:
 
 @cache
 def _service_model(name: str) -> ServiceModel:
-    session = botocore.session.get_session()
-    return ServiceModel(session.get_service_data(name), service_name=name)
+    return sdk_models.service_model(name)
 
 
 # Which guarded service an X-Amz-Target prefix or a signature's service names, as botocore's models say

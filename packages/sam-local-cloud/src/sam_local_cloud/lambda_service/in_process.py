@@ -30,9 +30,9 @@ INVOKE = "Invoke"
 
 @cache
 def _lambda_model() -> tuple[ServiceModel, OperationModel]:
-    import botocore.session
+    from sam_local_cloud import sdk_models
 
-    service_model = botocore.session.get_session().get_service_model("lambda")
+    service_model = sdk_models.service_model("lambda")
     return service_model, service_model.operation_model(INVOKE)
 
 

@@ -107,6 +107,17 @@ def install_cloudwatch() -> None:
     _once("cloudwatch", register)
 
 
+def install_shared_sdk_session() -> None:
+    """moto's backends list regions from the local cloud's one botocore session (``sdk_models``)."""
+
+    def register() -> None:
+        from sam_local_cloud import sdk_models
+
+        sdk_models.register_hooks()
+
+    _once("shared_sdk_session", register)
+
+
 def install_everything() -> None:
     """Registers and installs every concern's hooks; idempotent."""
     install_step_functions()
@@ -115,3 +126,4 @@ def install_everything() -> None:
     install_model_registry()
     install_event_targets()
     install_cloudwatch()
+    install_shared_sdk_session()

@@ -18,6 +18,7 @@ import moto.dynamodb.parsing.validators as update_validators
 from moto import mock_aws as mock_aws
 from moto import settings as settings
 from moto.cloudwatch.models import CloudWatchBackend as CloudWatchBackend
+from moto.core.base_backend import AccountSpecificBackend as AccountSpecificBackend
 from moto.core.common_models import BaseModel as BaseModel
 from moto.core.config import default_user_config as default_user_config
 from moto.core.exceptions import JsonRESTError as JsonRESTError

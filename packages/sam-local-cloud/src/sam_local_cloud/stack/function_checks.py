@@ -39,9 +39,9 @@ from sam_local_cloud.stack.model import TemplateError
 @functools.cache
 def lambda_runtimes() -> tuple[str, ...]:
     """The Runtime enum of Lambda's API model, in its order."""
-    import botocore.session
+    from sam_local_cloud import sdk_models
 
-    model = botocore.session.get_session().get_service_model("lambda")
+    model = sdk_models.service_model("lambda")
     runtime: Any = model.shape_for("Runtime")
     return tuple(runtime.enum)
 

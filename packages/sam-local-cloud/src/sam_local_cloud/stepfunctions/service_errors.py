@@ -62,9 +62,9 @@ _CONCERN = "service_errors"
 def _modelled_exceptions(botocore_name: str) -> dict[str, str]:
     """Error code -> exception class name, from the service's model (both the shape's name and the
     code it is sent with answer to it)."""
-    import botocore.session
+    from sam_local_cloud import sdk_models
 
-    model = botocore.session.get_session().get_service_model(botocore_name)
+    model = sdk_models.service_model(botocore_name)
     classes: dict[str, str] = {}
     for shape in model.error_shapes:
         name = shape.name if shape.name.endswith("Exception") else f"{shape.name}Exception"

@@ -49,12 +49,13 @@ def sdk_service_name(service: str) -> str:
 
 @functools.cache
 def _operation_model(service: str, operation_snake_case: str) -> OperationModel | None:
-    import botocore.session
     from botocore import xform_name
     from botocore.exceptions import UnknownServiceError
 
+    from sam_local_cloud import sdk_models
+
     try:
-        model = botocore.session.get_session().get_service_model(service)
+        model = sdk_models.service_model(service)
     except UnknownServiceError:
         return None  # the Task fails when its client is built, naming the service
     for operation in model.operation_names:

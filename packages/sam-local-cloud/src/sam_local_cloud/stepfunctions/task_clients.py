@@ -16,9 +16,9 @@ import os
 import threading
 from typing import Any
 
-import boto3
 from botocore.config import Config
 
+from sam_local_cloud import sdk_models
 from sam_local_cloud.accounts import CloudParts, parts_for_arn
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 from sam_local_cloud.moto_seam import hooks
@@ -102,8 +102,8 @@ def register_hooks() -> None:
                 return moto_client_for(region=region, service=service)
             credentials = credentials or _MOTO_TASK_KEYS
             # moto's client, as its boto_client_for builds it, with the role's keys instead of its own.
-            return boto3.client(
-                service,  # type: ignore[call-overload]
+            return sdk_models.client(
+                service,
                 region_name=region,
                 endpoint_url=f"http://localhost:{port}",
                 aws_access_key_id=credentials[0],
@@ -137,13 +137,10 @@ def _name_unmodelled_lambda_errors_as_aws_does() -> None:
     (``TooManyRequestsException``, ``ResourceNotFoundException``, ...); any other, such as the
     ``AccessDeniedException`` of a role that may not invoke the function, arrives as
     ``Lambda.AWSLambdaException``, the cause still naming the real code. moto names them all by code."""
-    import botocore.session
-
+    from sam_local_cloud import sdk_models
     from sam_local_cloud.moto_seam.stepfunctions import StateTaskServiceLambda
 
-    modelled = {
-        shape.name for shape in botocore.session.get_session().get_service_model("lambda").error_shapes
-    }
+    modelled = {shape.name for shape in sdk_models.service_model("lambda").error_shapes}
 
     # A static method: the listener gets no instance.
     @hooks.around(StateTaskServiceLambda, "_error_cause_from_client_error", concern=_CONCERN)

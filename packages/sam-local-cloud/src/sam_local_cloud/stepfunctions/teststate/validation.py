@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import botocore.session
 from botocore.exceptions import UnknownServiceError
 
 if TYPE_CHECKING:
     from botocore.model import ServiceModel, Shape
 
+from sam_local_cloud import sdk_models
 from sam_local_cloud.moto_seam import interpreter_internals as internals
 
 # The state classes the interpreter also imports: a list of names from the seam, not logic written twice.
@@ -100,7 +100,7 @@ def _output_shape(state: object) -> Shape | None:
     if isinstance(state, StateTaskServiceApiGateway):
         return None
     try:
-        model = botocore.session.get_session().get_service_model(internals.boto_service_name(state))
+        model = sdk_models.service_model(internals.boto_service_name(state))
         operation = model.operation_model(_api_operation_name(model, internals.boto_service_action(state)))
     except (UnknownServiceError, LookupError, ValueError):
         return None
