@@ -286,14 +286,18 @@ def _attached_policy_documents(resources: Mapping[str, Any], resolve: Any) -> _A
 
 
 @cache
-def _aws_managed_policies() -> dict[str, tuple[str, Mapping[str, Any]]]:
-    """AWS managed policies by ARN: (name, default version's document), from the copy moto keeps."""
+def _aws_managed_policies() -> dict[str, tuple[str, str]]:
+    """AWS managed policies by ARN: (name, default version's document as JSON), from the copy moto keeps.
+
+    Kept as text: parsed, moto's 1,300 documents held 12 MB of the local cloud's process for life, for the
+    few a stack attaches; each is parsed when asked for.
+    """
     from sam_local_cloud.moto_seam.services import aws_managed_policies_data
 
-    policies: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    policies: dict[str, tuple[str, str]] = {}
     for name, policy in json.loads(aws_managed_policies_data).items():
         arn = f"arn:aws:iam::aws:policy{policy.get('Path', '/')}{name}"
-        policies[arn] = (name, policy["Document"])
+        policies[arn] = (name, json.dumps(policy["Document"], separators=(",", ":")))
     return policies
 
 
@@ -301,7 +305,7 @@ def aws_managed_policy_document(arn: str) -> Mapping[str, Any] | None:
     """The document of an AWS managed policy (any partition), or None if moto does not know it."""
     normalised = re.sub(r"^arn:[^:]+:", "arn:aws:", arn)
     entry = _aws_managed_policies().get(normalised)
-    return entry[1] if entry else None
+    return json.loads(entry[1]) if entry else None
 
 
 def statements(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
