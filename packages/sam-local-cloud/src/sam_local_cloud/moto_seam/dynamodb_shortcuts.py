@@ -225,34 +225,63 @@ class _ClassAnswers:
         return answer
 
 
-def _register_tree_walks_by_class() -> None:
-    answers = _ClassAnswers()
+# What a walk does with a node of a class: leave it (not one of moto's nodes), walk its children, or walk
+# them and then process the node.
+_NOT_A_NODE, _WALKED, _PROCESSED = 0, 1, 2
 
-    def walk(traverser: Any, node: Any, child_id: int, kinds: tuple[type, ...], announces: bool) -> Any:
-        # moto's traverse_node_recursively, step for step.
-        if not answers.subclass(type(node), Node):
-            return node
-        parent_node = node.parent
-        if node.children is not None:
-            for index, child in enumerate(node.children):
-                if announces:
-                    traverser.pre_processing_of_child(node, index)
-                walk(traverser, child, index, kinds, announces)
-        if answers.subclass(type(node), kinds):
-            node = traverser.process(node)
-            node.parent = parent_node
-            if parent_node:
-                parent_node.children[child_id] = node
+
+def _role_of(cls: type, kinds: tuple[type, ...], roles: dict[type, int]) -> int:
+    role = roles[cls] = (
+        _NOT_A_NODE if not issubclass(cls, Node) else _PROCESSED if issubclass(cls, kinds) else _WALKED
+    )
+    return role
+
+
+def _walk(
+    traverser: Any,
+    node: Any,
+    child_id: int,
+    kinds: tuple[type, ...],
+    roles: dict[type, int],
+    announces: bool,
+) -> Any:
+    # moto's traverse_node_recursively, step for step.
+    cls = type(node)
+    role = roles.get(cls)
+    if role is None:
+        role = _role_of(cls, kinds, roles)
+    if role == _NOT_A_NODE:
         return node
+    parent_node = node.parent
+    if node.children is not None:
+        for index, child in enumerate(node.children):
+            if announces:
+                traverser.pre_processing_of_child(node, index)
+            _walk(traverser, child, index, kinds, roles, announces)
+    if role == _PROCESSED:
+        node = traverser.process(node)
+        node.parent = parent_node
+        if parent_node:
+            parent_node.children[child_id] = node
+    return node
+
+
+def _register_tree_walks_by_class() -> None:
+    # For each walk's node kinds: what it does with a node of each class, decided once per class (moto's
+    # classes are ABCs, whose issubclass is slow), so a node costs one dict lookup.
+    roles_by_kinds: dict[tuple[type, ...], dict[type, int]] = {}
 
     @hooks.around(DepthFirstTraverser, "traverse_node_recursively", concern=CONCERN)
     def walk_by_class(proceed: Callable[..., Any], self: Any, node: Any, child_id: int = -1) -> Any:
         kinds = self.nodes_to_be_processed()
         if not isinstance(kinds, tuple) or not all(isinstance(kind, type) for kind in kinds):
             return proceed(self, node, child_id)
+        roles = roles_by_kinds.get(kinds)
+        if roles is None:
+            roles = roles_by_kinds.setdefault(kinds, {})
         # The base class's hook does nothing: most walks need not call it on every child.
         announces = type(self).pre_processing_of_child is not DepthFirstTraverser.pre_processing_of_child
-        return walk(self, node, child_id, kinds, announces)
+        return _walk(self, node, child_id, kinds, roles, announces)
 
 
 def _register_clause_searches_by_class() -> None:
