@@ -183,7 +183,8 @@ def immortalize_shared_objects() -> int:
     preloaded modules' objects, and every page it touches becomes a private copy (about 6 MiB per
     runtime of the project's functions, of 17). Immortal objects' counts are never written, so those pages
     stay shared. This is the pre-fork use PEP 683 was written for; the objects live as long as the
-    server anyway. Call it after ``gc.freeze``; on interpreters without PEP 683's scheme it marks nothing.
+    server anyway. Call it before ``gc.freeze`` (the collector lists no frozen object); on interpreters
+    without PEP 683's scheme it marks nothing.
     """
     if not immortal_objects_supported():
         return 0
@@ -191,7 +192,9 @@ def immortalize_shared_objects() -> int:
 
     refcount_at = ctypes.c_ssize_t.from_address
     marked = 0
-    pending = gc.get_objects()
+    # Everything tracked, and what is reachable from it (strings, numbers, bytes the collector does not
+    # track), from the modules down.
+    pending = [sys.modules, *gc.get_objects()]
     while pending:
         fresh = []
         for obj in pending:
@@ -567,8 +570,8 @@ def main() -> None:
         _preload([name for name in args.preload.split(",") if name])
         _share_sdk_data()
         gc.collect()
-        gc.freeze()
         immortalize_shared_objects()
+        gc.freeze()
         pool_fillers = fill_free_small_object_blocks()
     if not args.socket or not args.shim:
         parser.error("--socket and --shim are required")
