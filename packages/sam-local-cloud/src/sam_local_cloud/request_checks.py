@@ -60,11 +60,6 @@ class Refusal:
     status: int = 400
 
 
-@cache
-def _service_model(name: str) -> ServiceModel:
-    return sdk_models.service_model(name)
-
-
 # Which guarded service an X-Amz-Target prefix or a signature's service names, as botocore's models say
 # (a unit test holds these to the models). Read from the models on every start, they cost the first
 # request of each process most of a second: eleven models parsed to answer one.
@@ -98,11 +93,11 @@ def service_of(environ: WSGIEnvironment) -> ServiceModel | None:
     target = environ.get("HTTP_X_AMZ_TARGET", "")
     if target:
         service = TARGET_PREFIXES.get(target.rpartition(".")[0])
-        return _service_model(service) if service is not None else None
+        return sdk_models.service_model(service) if service is not None else None
     authorization = environ.get("HTTP_AUTHORIZATION", "")
     scope = authorization.partition("Credential=")[2].split(",", 1)[0].split("/")
     if len(scope) >= 4 and scope[3] in SIGNING_NAMES:
-        return _service_model(SIGNING_NAMES[scope[3]])
+        return sdk_models.service_model(SIGNING_NAMES[scope[3]])
     return None
 
 
@@ -249,7 +244,7 @@ def rest_operations(model: ServiceModel, method: str, environ: WSGIEnvironment) 
 def _rest_templates(
     service: str, method: str
 ) -> list[tuple[tuple[str, ...], frozenset[str], OperationModel]]:
-    model = _service_model(service)
+    model = sdk_models.service_model(service)
     templates = []
     for name in model.operation_names:
         operation = model.operation_model(name)

@@ -35,8 +35,10 @@ def boto3_session() -> boto3.session.Session:
     return boto3.session.Session(botocore_session=sdk_session())
 
 
+@functools.cache
 def service_model(service_name: str) -> ServiceModel:
-    """``service_name``'s API model (botocore's name: ``stepfunctions``, ``lambda``...), parsed once."""
+    """``service_name``'s API model (botocore's name: ``stepfunctions``, ``lambda``...), parsed once and
+    one object for every caller, so the shapes and operations it resolves are resolved once too."""
     return sdk_session().get_service_model(service_name)
 
 
