@@ -42,6 +42,7 @@ from sam_local_cloud.lambda_service.runtimes import (
     RuntimeUnavailableError,
     find_interpreter,
 )
+from sam_local_cloud.runtime_stub import WAIT_FOR_EXIT
 from sam_local_cloud.stack import TemplateError, load_stack
 
 pytestmark = pytest.mark.e2e
@@ -593,7 +594,7 @@ def local_up(tmp_path: Path) -> Iterator[Callable[[], tuple[subprocess.Popen[str
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_stop_signal_mid_invocation_leaves_no_runtime_emulator_or_server_behind(
+def test_a_stop_signal_mid_invocation_leaves_no_runtime_stub_or_server_behind(
     local_up: Callable[[], tuple[subprocess.Popen[str], str, Path]], stop_signal: signal.Signals
 ) -> None:
     process, endpoint, runs = local_up()
@@ -621,9 +622,8 @@ def test_a_stop_signal_mid_invocation_leaves_no_runtime_emulator_or_server_behin
     tree = _process_tree(process.pid)
     commands = " ".join(_command_line(pid) for pid in tree)
     assert runtime_pid in tree  # the handler running now
-    assert "aws-lambda-rie" in commands
     assert "runtime_forkserver.py" in commands
-    assert "runtime_stub.py" in commands
+    assert WAIT_FOR_EXIT in commands  # the runtime's stub, waiting as a shell
 
     os.kill(process.pid, stop_signal)
 
@@ -669,12 +669,12 @@ def test_sigterm_to_a_program_inside_with_local_cloud_stops_every_environment(tm
         runtime_pid = json.loads(runs.read_text().splitlines()[0])["pid"]
         tree = _process_tree(program.pid)
         assert runtime_pid in tree
-        assert "aws-lambda-rie" in " ".join(_command_line(pid) for pid in tree)
+        assert WAIT_FOR_EXIT in " ".join(_command_line(pid) for pid in tree)
 
         # When it gets SIGTERM (what `kill`, systemd or a CI runner's timeout sends)
         program.send_signal(signal.SIGTERM)
 
-        # Then it exits with 128 + 15 after stopping the local cloud: no emulator, runtime or server is left
+        # Then it exits with 128 + 15 after stopping the local cloud: no stub, runtime or server is left
         output = program.communicate(timeout=60)[0]
         assert program.returncode == 128 + signal.SIGTERM, output
         assert "unreachable" not in output
@@ -711,3 +711,62 @@ def test_the_runtime_client_reads_each_functions_log_format_as_on_aws(
 
     assert json.loads(logged_line("JsonLogs"))["message"] == "order 42 held"
     assert logged_line("TextLogs").startswith("[WARNING]")
+
+
+# -- the Runtime API the service serves: what the handler's context and the log stream show ---------
+
+
+def test_the_handler_sees_the_invokes_request_id_and_its_functions_arn_and_the_log_has_lambdas_lines(
+    serve_lambda: Serve, tmp_path: Path
+) -> None:
+    (tmp_path / "context.py").write_text(
+        "import os\n\ndef handler(event, context):\n    print('handling', context.aws_request_id)\n"
+        "    return {'request_id': context.aws_request_id, 'arn': context.invoked_function_arn,\n"
+        "            'remaining_ms': context.get_remaining_time_in_millis(),\n"
+        "            'handler': os.environ['_HANDLER'], 'api': os.environ['AWS_LAMBDA_RUNTIME_API']}\n"
+    )
+    served = serve_lambda([FunctionSpec("Context", "context.handler", tmp_path, timeout_seconds=7)])
+
+    tails, answers = [], []
+    for _ in range(2):
+        response = served.client().invoke(FunctionName="Context", LogType="Tail", Payload=b"{}")
+        answers.append((response["ResponseMetadata"]["RequestId"], json.loads(response["Payload"].read())))
+        tails.append(base64.b64decode(response["LogResult"]).decode().splitlines())
+
+    for (request_id, seen), tail in zip(answers, tails, strict=True):
+        assert seen["request_id"] == request_id  # one ID, as on AWS: the Invoke's is the context's
+        assert seen["arn"] == "arn:aws:lambda:us-east-1:123456789012:function:Context"
+        assert 6000 < seen["remaining_ms"] <= 7000
+        assert seen["handler"] == "context.handler"
+        assert seen["api"].startswith("127.0.0.1:")
+        assert tail[0] == f"START RequestId: {request_id} Version: $LATEST"
+        assert tail[1] == f"handling {request_id}"
+        assert tail[2] == f"END RequestId: {request_id}"
+        assert re.fullmatch(
+            rf"REPORT RequestId: {request_id}\tDuration: \d+\.\d\d ms\tBilled Duration: \d+ ms\t"
+            r"Memory Size: 128 MB\tMax Memory Used: 128 MB\t(Init Duration: \d+\.\d\d ms\t)?",
+            tail[3],
+        )
+    # Lambda reports the init phase once, with the environment's first invocation.
+    assert "Init Duration: " in tails[0][3]
+    assert "Init Duration: " not in tails[1][3]
+
+
+def test_a_timeout_is_logged_as_lambda_logs_it(serve_lambda: Serve, tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text("import time\n\ndef handler(event, context):\n    time.sleep(30)\n")
+    served = serve_lambda([FunctionSpec("Slow", "slow.handler", tmp_path, timeout_seconds=1)])
+
+    response = served.client().invoke(FunctionName="Slow", LogType="Tail", Payload=b"{}")
+    request_id = response["ResponseMetadata"]["RequestId"]
+    tail = base64.b64decode(response["LogResult"]).decode().splitlines()
+
+    assert json.loads(response["Payload"].read()) == {
+        "errorType": "Sandbox.Timedout",
+        "errorMessage": f"RequestId: {request_id} Error: Task timed out after 1.00 seconds",
+    }
+    assert re.fullmatch(
+        rf"\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{{3}}Z {request_id} Task timed out after 1.00 seconds", tail[1]
+    )
+    assert tail[2] == f"END RequestId: {request_id}"
+    assert tail[3].startswith(f"REPORT RequestId: {request_id}\tDuration: 100")
+    assert tail[3].endswith("Status: timeout\t")

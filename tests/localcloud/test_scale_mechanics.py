@@ -1,7 +1,7 @@
 """What keeps the local cloud's cost per order small and flat, each checked by what a user would see.
 
-Environments never share an emulator, forked runtimes live and die with their emulator, the number of
-live environments is bounded, Lambda Tasks called in-process get boto3's own answers, cancelled
+Emulators the Docker API starts never share a port, forked runtimes live and die with their environment,
+the number of live environments is bounded, Lambda Tasks called in-process get boto3's own answers, cancelled
 transactions put back exactly what they touched, finished histories survive being spilled to disk, Map
 workers run any number of items, and a batch too large to send inline goes through S3.
 """
@@ -30,7 +30,7 @@ from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud import LocalCloud, wait_for_execution
 from sam_local_cloud.dynamodb import CATALOGUE, tables_named
 from sam_local_cloud.lambda_service import FunctionSpec, backends
-from sam_local_cloud.lambda_service.environments import PortAllocator, listens_on
+from sam_local_cloud.lambda_service.emulator import PortAllocator, listens_on
 from sam_local_cloud.moto_seam.installers import install_dynamodb, install_model_registry
 from sam_local_cloud.moto_seam.stepfunctions import stepfunctions_parser_backends
 from sam_local_cloud.moto_seam.testing import mock_aws
@@ -43,7 +43,7 @@ Probe = Callable[..., Any]
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 
 
-# -- emulator ports ----------------------------------------------------------------------------------
+# -- emulator ports (the Docker API's) ---------------------------------------------------------------
 
 
 class ScriptedPorts(PortAllocator):

@@ -24,7 +24,7 @@ from samlocal_support import SAM_APP, ServedDocker, free_port, start_sam_service
 
 from sam_local_cloud.docker_api.execution import container_mounts_supported
 from sam_local_cloud.docker_api.images import LAMBDA_RUNTIME_LABEL, host_architecture
-from sam_local_cloud.lambda_service.environments import find_rie_binary
+from sam_local_cloud.lambda_service.emulator import find_rie_binary
 
 pytestmark = pytest.mark.e2e
 

@@ -18,7 +18,7 @@ import requests
 from docker.errors import APIError, BuildError, ImageNotFound, NotFound
 from samlocal_support import SAM_APP, ServedDocker, free_port
 
-from sam_local_cloud.lambda_service.environments import find_rie_binary
+from sam_local_cloud.lambda_service.emulator import find_rie_binary
 
 pytestmark = pytest.mark.e2e
 

@@ -1,8 +1,8 @@
-"""HTTP/1.1 message framing over one socket, shared by the emulator connection and the lean WSGI server.
+"""HTTP/1.1 message framing over one socket, shared by the Runtime API and the lean WSGI server.
 
 Both read a head up to its blank line, then a body framed by ``Content-Length`` or chunked transfer
 coding. Each says what a closed peer or a malformed frame raises, so callers keep their own errors
-(``http.client``'s for the client, a 400 for the server).
+(a 400 from either server).
 """
 
 from __future__ import annotations

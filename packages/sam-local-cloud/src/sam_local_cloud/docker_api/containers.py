@@ -33,7 +33,7 @@ from sam_local_cloud.docker_api.execution import (
 from sam_local_cloud.docker_api.images import DURABLE_EMULATOR_RUNTIME, Image, ImageStore, Publish
 from sam_local_cloud.docker_api.networks import EndpointSettings
 from sam_local_cloud.docker_api.streams import STDERR, STDOUT, OutputLog
-from sam_local_cloud.lambda_service.environments import PORTS, listens_on
+from sam_local_cloud.lambda_service.emulator import PORTS, listens_on
 from sam_local_cloud.lambda_service.forkserver import ForkServerError
 from sam_local_cloud.lambda_service.runtimes import RuntimeBuildError, RuntimeUnavailableError
 

@@ -38,12 +38,8 @@ from sam_local_cloud import mount_namespace, runtime_shim
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
 from sam_local_cloud.docker_api import container_mounts
 from sam_local_cloud.docker_api.config import RIE_ENTRYPOINTS, TASK_ROOT, BindMount, ContainerConfig
-from sam_local_cloud.lambda_service.environments import (
-    PORTS,
-    LaunchSettings,
-    environment_variables,
-    find_rie_binary,
-)
+from sam_local_cloud.lambda_service.emulator import PORTS, find_rie_binary
+from sam_local_cloud.lambda_service.environments import LaunchSettings, environment_variables
 from sam_local_cloud.lambda_service.functions import LATEST, FunctionSpec
 from sam_local_cloud.lambda_service.runtimes import (
     Interpreter,
@@ -369,7 +365,6 @@ class ExecutionEnvironments:
             memory_mb=int(config.environment.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE") or 128),
         )
         settings = LaunchSettings(
-            rie_binary=Path(),
             python_executable=sys.executable,
             endpoint_url=self.aws_endpoint_url or "",
             region=container_variables.get("AWS_REGION") or DEFAULT_REGION,

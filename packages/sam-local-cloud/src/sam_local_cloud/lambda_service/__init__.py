@@ -1,4 +1,4 @@
-"""A local AWS Lambda: real runtime processes (the Runtime Interface Emulator), AWS's concurrency quota,
+"""A local AWS Lambda: real runtime processes behind its own Runtime API, AWS's concurrency quota,
 the Lambda REST API as a WSGI app, counters, CloudWatch metrics and injectable faults.
 
     service = LambdaService([FunctionSpec("Hello", "app.handler", Path("src"))],

@@ -1,4 +1,4 @@
-"""Where an admitted invocation actually runs: local emulator processes, or an external Lambda endpoint."""
+"""Where an admitted invocation actually runs: local runtime processes, or an external Lambda endpoint."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,8 +49,16 @@ class Backend(Protocol):
     supports_runtime_faults: bool
 
     def invoke(
-        self, spec: FunctionSpec, payload: bytes, *, tail_log: bool = False, hold_after_seconds: float = 0.0
-    ) -> BackendResult: ...
+        self,
+        spec: FunctionSpec,
+        payload: bytes,
+        *,
+        tail_log: bool = False,
+        hold_after_seconds: float = 0.0,
+        request_id: str | None = None,
+    ) -> BackendResult:
+        """Run one invocation; ``request_id`` is the one the runtime sees (the Invoke's, as on AWS)."""
+        ...
 
     def reap(self, idle_timeout_seconds: float) -> None: ...
 
@@ -61,7 +70,8 @@ class Backend(Protocol):
 def is_function_error_payload(body: bytes) -> bool:
     """Whether a 200 body from the runtime is awslambdaric's error document rather than a result.
 
-    The emulator answers both with a plain 200, so the shape decides (as ``sam local`` does): the
+    An emulator (``sam local start-lambda``) answers both with a plain 200, so the shape decides (as
+    ``sam local`` does): the
     ``errorType``/``errorMessage``/``requestId`` keys and nothing but error keys.
     """
     if not body.startswith(b"{") or b'"errorType"' not in body:
@@ -81,8 +91,8 @@ def _runtime_exit_payload(reason: str) -> bytes:
     return json.dumps({"errorType": "Runtime.ExitError", "errorMessage": f"Error: {reason}"}).encode()
 
 
-class RieBackend:
-    """Each execution environment is a Runtime Interface Emulator process (see ``environments``).
+class ProcessBackend:
+    """Each execution environment is a runtime process of its own (see ``environments``).
 
     Every function runs on the environment ``sam build`` would give it (``runtimes``): its runtime's
     Python with its requirements and the runtime's own packages, built and resolved for all ``functions``
@@ -173,7 +183,13 @@ class RieBackend:
             return pool
 
     def invoke(
-        self, spec: FunctionSpec, payload: bytes, *, tail_log: bool = False, hold_after_seconds: float = 0.0
+        self,
+        spec: FunctionSpec,
+        payload: bytes,
+        *,
+        tail_log: bool = False,
+        hold_after_seconds: float = 0.0,
+        request_id: str | None = None,
     ) -> BackendResult:
         pool = self.pool(spec)
         starting = self.max_environments is not None and not pool.has_idle()
@@ -188,20 +204,17 @@ class RieBackend:
                 with self._lock:
                     self._starting -= 1
         log_offset = _file_size(environment) if tail_log else 0
-        keep = True
+        timed_out = False
         try:
-            status, body = environment.invoke(payload)
+            answer = environment.invoke(payload, request_id or str(uuid.uuid4()))
+            body, function_error, keep = answer.body, answer.function_error, not answer.init_failed
         except TimeoutError:
-            keep = False
-            status, body = 200, TIMED_OUT_PREFIX + f" {spec.timeout_seconds}.00 seconds".encode()
-        except (OSError, http.client.HTTPException) as error:
-            keep = False
-            status, body = 502, _runtime_exit_payload(f"execution environment lost: {error!r}")
-        timed_out = status == 200 and body.startswith(TIMED_OUT_PREFIX)
-        body = with_lambda_exit_wording(body)
-        function_error = status != 200 or timed_out or is_function_error_payload(body)
-        # After a timeout or a crash the emulator has killed the runtime: start afresh, as Lambda does.
-        keep = keep and status == 200 and not timed_out
+            # Lambda stops a runtime that runs past its timeout: the next invocation starts afresh.
+            timed_out, function_error, keep = True, True, False
+            body = TIMED_OUT_PREFIX + f" {spec.timeout_seconds}.00 seconds".encode()
+        except OSError as error:  # the runtime's stub could not start
+            function_error, keep = True, False
+            body = _runtime_exit_payload(f"execution environment lost: {error!r}")
         if hold_after_seconds > 0:
             time.sleep(hold_after_seconds)
         log_tail = _read_log_tail(environment, log_offset) if tail_log else None
@@ -300,8 +313,16 @@ class RemoteBackend:
         self._invocations: dict[str, int] = {}
 
     def invoke(
-        self, spec: FunctionSpec, payload: bytes, *, tail_log: bool = False, hold_after_seconds: float = 0.0
+        self,
+        spec: FunctionSpec,
+        payload: bytes,
+        *,
+        tail_log: bool = False,
+        hold_after_seconds: float = 0.0,
+        request_id: str | None = None,
     ) -> BackendResult:
+        # The endpoint gives its runtime a request ID of its own.
+        del request_id
         headers = {"Content-Type": "application/json", "X-Amz-Invocation-Type": "RequestResponse"}
         if tail_log:
             headers["X-Amz-Log-Type"] = "Tail"
@@ -325,6 +346,7 @@ class RemoteBackend:
             raise ServiceError(f"Lambda endpoint answered {response.status}: {body[:500]!r}")
         # Endpoints differ in how they report a timeout: a bare message or an error document naming it.
         timed_out = body.startswith(TIMED_OUT_PREFIX) or (error_header and b"Task timed out" in body[:300])
+        body = with_lambda_exit_wording(body)
         function_error = error_header or timed_out or is_function_error_payload(body)
         if hold_after_seconds > 0:
             time.sleep(hold_after_seconds)

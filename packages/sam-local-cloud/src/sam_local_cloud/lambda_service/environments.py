@@ -1,19 +1,20 @@
-"""Execution environments: one AWS Lambda Runtime Interface Emulator process each, pooled per function.
+"""Execution environments: one Python runtime each, with its Runtime API, pooled per function.
 
-An environment serves one invocation at a time (the emulator crashes on a second concurrent one, and
-that is Lambda's model anyway). The pool hands out an idle environment or starts a new one (a cold
-start), takes it back after the call, and reaps environments idle longer than the idle timeout.
+An environment serves one invocation at a time, as Lambda's do. The pool hands out an idle environment or
+starts a new one (a cold start), takes it back after the call, and reaps environments idle longer than
+the idle timeout. A runtime is forked by its runtime server and runs its init at once (``prepare``); its
+stub, started with the first invocation, hands it the environment's streams and variables, and the
+Lambda service serves its Runtime API itself (``runtime_api``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import itertools
+import json
+import math
 import os
-import platform
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -24,8 +25,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sam_local_cloud.credentials import DUMMY_CREDENTIALS
-from sam_local_cloud.lambda_service.emulator_http import EmulatorConnection
-from sam_local_cloud.lambda_service.exit_status import process_state_text
+from sam_local_cloud.lambda_service.exit_status import (
+    RUNTIME_EXIT_ERROR,
+    process_state_text,
+    runtime_exit_text,
+)
 from sam_local_cloud.lambda_service.forkserver import (
     SOCKET_VARIABLE,
     TOKEN_VARIABLE,
@@ -36,153 +40,140 @@ from sam_local_cloud.lambda_service.forkserver import (
 )
 from sam_local_cloud.lambda_service.functions import LATEST, FunctionSpec
 from sam_local_cloud.lambda_service.layers import python_layer_dirs
+from sam_local_cloud.lambda_service.runtime_api import (
+    Invocation,
+    RuntimeAnswer,
+    RuntimeApi,
+    RuntimeExitedError,
+)
 from sam_local_cloud.lambda_service.runtimes import RuntimeBuild
 from sam_local_cloud.process_groups import start_session
 
-INVOCATION_PATH = "/2015-03-31/functions/function/invocations"
-_STARTUP_ATTEMPTS = 3
 # AWS gives a cold start's init phase (importing the handler's module) 10 s of its own, before and apart
 # from the function timeout. An init that fails or takes longer is stopped, and the first invocation
 # starts the runtime again, its init then counting against the function timeout ("Lambda execution
 # environment lifecycle", Init phase).
 INIT_PHASE_SECONDS = 10.0
-# The emulator enforces the function timeout itself; this margin only guards against a hung emulator.
-_READ_TIMEOUT_MARGIN_SECONDS = 10.0
-_POLL_INTERVAL_SECONDS = 0.005
 
 
 class EnvironmentStartError(RuntimeError):
-    """The emulator process exited or never accepted connections."""
-
-
-def find_rie_binary() -> Path:
-    """The Runtime Interface Emulator binary shipped inside the aws-sam-cli package, for this machine."""
-    spec = importlib.util.find_spec("samcli")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("aws-sam-cli is not installed; it ships the Runtime Interface Emulator")
-    architecture = "arm64" if platform.machine().lower() in {"aarch64", "arm64"} else "x86_64"
-    binary = (
-        Path(next(iter(spec.submodule_search_locations)))
-        / "local"
-        / "rapid"
-        / f"aws-lambda-rie-{architecture}"
-    )
-    if not os.access(binary, os.X_OK):
-        raise FileNotFoundError(f"Runtime Interface Emulator not found or not executable: {binary}")
-    return binary
+    """The environment's runtime server is not there to start its runtime."""
 
 
 @dataclass(frozen=True)
 class LaunchSettings:
     """What every environment of this service shares."""
 
-    rie_binary: Path
     # The local cloud's own Python: what a function runs on when its runtime's Python is not installed
     # and ``runtime_fallback`` allows the substitution (see ``runtimes.RuntimeResolver``).
     python_executable: str
     endpoint_url: str
     region: str
     log_dir: Path
-    startup_timeout_seconds: float = 10.0
+    account_id: str = "123456789012"
     runtime_fallback: bool = False
     # Where built runtime environments are cached; None for ~/.cache/sam-local-cloud/runtimes (and layers'
     # /opt folders beside it, in .../layers).
     runtime_cache_dir: Path | None = None
 
 
-class PortAllocator:
-    """Loopback ports for emulators, never the same one to two live environments of this process.
-
-    A port probed free (bound to 0, then closed) can be handed out again by the kernel moments later. If
-    two environments got the same port, the second emulator would fail to bind and exit while its
-    connection reached the first one: two environments sharing one emulator, whose responses then mix
-    (it serves one invocation at a time). Ports stay taken here until their environment is killed.
-    """
-
-    def __init__(self) -> None:
-        self._taken: set[int] = set()
-        self._lock = threading.Lock()
-
-    def take(self) -> int:
-        with self._lock:
-            while True:
-                port = self._probe()
-                if port not in self._taken:
-                    self._taken.add(port)
-                    return port
-
-    @staticmethod
-    def _probe() -> int:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind(("127.0.0.1", 0))
-            port: int = probe.getsockname()[1]
-            return port
-
-    def give_back(self, *ports: int) -> None:
-        with self._lock:
-            self._taken.difference_update(ports)
-
-
-PORTS = PortAllocator()
-
-
-def listens_on(pid: int, port: int) -> bool:
-    """Whether process ``pid`` itself holds the loopback socket listening on ``port`` (Linux; else True).
-
-    The allocator keeps this process's environments apart; another program can still take a probed port
-    first. Then the emulator exits, but a connection to the port would reach that program instead.
-    """
-    # A Go listener on 0.0.0.0 (SAM CLI's container_host_interface for durable functions) is one IPv6
-    # socket taking IPv4 too: it is listed in tcp6 only.
-    tables = [table for table in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")) if table.exists()]
-    if not tables:
-        return True
-    listening_inodes = set()
-    for table in tables:
-        for line in table.read_text().splitlines()[1:]:
-            fields = line.split()
-            local_port = int(fields[1].rpartition(":")[2], 16)
-            if local_port == port and fields[3] == "0A":  # 0A: LISTEN
-                listening_inodes.add(fields[9])
-    try:
-        for descriptor in Path(f"/proc/{pid}/fd").iterdir():
-            target = os.readlink(descriptor)
-            if target.startswith("socket:[") and target[8:-1] in listening_inodes:
-                return True
-    except OSError:
-        return False
-    return False
-
-
 class Environment:
-    """One running emulator (and the Python runtime it manages) with a kept-alive HTTP connection."""
+    """One execution environment: a runtime (behind its stub process) and the Runtime API it polls."""
 
     def __init__(
         self,
         env_id: str,
-        process: subprocess.Popen[bytes],
-        connection: EmulatorConnection,
+        spec: FunctionSpec,
+        command: list[str],
+        variables: dict[str, str],
         log_path: Path,
-        ports: tuple[int, ...] = (),
+        function_arn: str,
         prepared: PreparedRuntime | None = None,
+        init_seconds: float | None = None,
     ) -> None:
         self.env_id = env_id
-        self.process = process
-        self.connection = connection
+        self.spec = spec
         self.log_path = log_path
-        self.ports = ports
-        # The runtime whose init already ran, until the emulator adopts it in the first invocation.
+        self.function_arn = function_arn
+        self.runtime_api = RuntimeApi()
+        self._command = command
+        self._variables = {**variables, "AWS_LAMBDA_RUNTIME_API": self.runtime_api.address}
+        self.process: subprocess.Popen[bytes] | None = None
+        # The runtime whose init already ran, until its stub adopts it in the first invocation.
         self.prepared = prepared
+        # Reported with the first invocation, as Lambda's REPORT line does after a cold start.
+        self._init_seconds = init_seconds
         self.last_used = time.monotonic()
         self.invocations = 0
+        self._log_fd: int | None = None
 
-    def invoke(self, payload: bytes) -> tuple[int, bytes]:
-        """POST one event; raises OSError/HTTPException when the emulator is gone or hangs."""
+    def invoke(self, payload: bytes, request_id: str) -> RuntimeAnswer:
+        """Run one event; raises ``TimeoutError`` past the function's timeout (the runtime still runs)."""
         self.invocations += 1
+        started = time.monotonic()
+        deadline = started + self.spec.timeout_seconds
+        invocation = Invocation(
+            request_id, payload, int((time.time() + self.spec.timeout_seconds) * 1000), self.function_arn
+        )
+        self._log(f"START RequestId: {request_id} Version: {LATEST}\n")
+        outcome = "timeout"
         try:
-            return self.connection.post(INVOCATION_PATH, payload)
+            if self.process is None:
+                self.process = self._start_runtime()
+            answer = self.runtime_api.invoke(invocation, deadline)
+            outcome = ""
+            return answer
+        except TimeoutError:
+            seconds = self.spec.timeout_seconds
+            self._log(f"{_timestamp()} {request_id} Task timed out after {seconds:.2f} seconds\n")
+            raise
+        except RuntimeExitedError as exited:
+            outcome = "error"
+            document = _exit_document(request_id, exited.returncode)
+            return RuntimeAnswer(document, function_error=True, init_failed=True)
         finally:
             self._release_prepared()
+            self._log_end(request_id, time.monotonic() - started, outcome)
+
+    def _start_runtime(self) -> subprocess.Popen[bytes]:
+        variables = dict(self._variables)
+        if self.prepared is None:
+            variables.pop(TOKEN_VARIABLE, None)
+        with self.log_path.open("ab") as log_file:
+            process = start_session(
+                self._command,
+                cwd=self.spec.code_dir,
+                env=variables,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+            )
+        self.runtime_api.watch(process)
+        return process
+
+    def _log(self, text: str) -> None:
+        if self._log_fd is None:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+            self._log_fd = os.open(self.log_path, flags, 0o644)
+        with contextlib.suppress(OSError):
+            os.write(self._log_fd, text.encode())
+
+    def _log_end(self, request_id: str, seconds: float, outcome: str) -> None:
+        """Lambda's END and REPORT lines (the "Lambda function logs" format)."""
+        milliseconds = seconds * 1000
+        report = (
+            f"REPORT RequestId: {request_id}\tDuration: {milliseconds:.2f} ms\t"
+            f"Billed Duration: {math.ceil(milliseconds)} ms\tMemory Size: {self.spec.memory_mb} MB\t"
+            f"Max Memory Used: {self.spec.memory_mb} MB\t"
+        )
+        if self._init_seconds is not None:
+            report += f"Init Duration: {self._init_seconds * 1000:.2f} ms\t"
+            self._init_seconds = None
+        if outcome:
+            report += f"Status: {outcome}\t"
+        if outcome == "error":
+            report += f"Error Type: {RUNTIME_EXIT_ERROR}\t"
+        self._log(f"END RequestId: {request_id}\n{report}\n")
 
     def _release_prepared(self) -> None:
         if self.prepared is not None:
@@ -191,16 +182,35 @@ class Environment:
 
     def kill(self) -> None:
         self._release_prepared()
-        self.connection.close()
-        if self.process.poll() is None:
-            # The emulator and its runtime share the session (process group) we created for them.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        PORTS.give_back(*self.ports)
+        if self.process is not None:
+            if self.process.poll() is None:
+                # The stub leads a session of its own; its end makes the runtime server kill the runtime.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.runtime_api.close()
+        if self._log_fd is not None:
+            os.close(self._log_fd)
+            self._log_fd = None
+
+
+def _timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _exit_document(request_id: str, returncode: int | None) -> bytes:
+    """Lambda's answer for a runtime that ended without answering, its end in Go's words."""
+    if returncode is None:
+        ended = "signal: killed"
+    elif returncode < 0:
+        ended = process_state_text(returncode)
+    else:
+        ended = runtime_exit_text(returncode)
+    message = f"RequestId: {request_id} Error: Runtime exited with error: {ended}"
+    return json.dumps({"errorType": RUNTIME_EXIT_ERROR, "errorMessage": message}).encode()
 
 
 def environment_variables(
@@ -250,6 +260,8 @@ def environment_variables(
             [os.environ.get("PATH", "/usr/bin:/bin"), *([str(opt_dir / "bin")] if opt_dir else [])]
         ),
         "LANG": "C.UTF-8",
+        "_HANDLER": spec.handler,
+        "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
         "TZ": ":UTC",
         **read_only,
     }
@@ -380,74 +392,22 @@ class EnvironmentPool:
         try:
             # The runtime server's own start (once per runtime environment, a second or two) is no part
             # of any function's init: under load it could eat the whole init budget before init began.
-            self.fork_server.socket_path()
-            # The init phase starts now, beside the emulator's start-up, on its own clock.
-            init_deadline = time.monotonic() + INIT_PHASE_SECONDS
+            socket_path = self.fork_server.socket_path()
+            started = time.monotonic()
             prepared = self.fork_server.prepare(
                 token, variables, self.spec.code_dir, self.spec.handler, log_path
             )
-            variables.update({SOCKET_VARIABLE: self.fork_server.socket_path(), TOKEN_VARIABLE: token})
         except ForkServerError as error:
             raise EnvironmentStartError(str(error)) from error
-        try:
-            process, connection, ports = self._start_emulator(env_id, variables, log_path)
-        except BaseException:
-            prepared.close()
-            raise
-        if not prepared.wait_ready(init_deadline):
+        variables.update({SOCKET_VARIABLE: socket_path, TOKEN_VARIABLE: token})
+        settings = self.settings
+        function_arn = f"arn:aws:lambda:{settings.region}:{settings.account_id}:function:{self.spec.name}"
+        command = self.fork_server.command(self.spec.handler)
+        if not prepared.wait_ready(started + INIT_PHASE_SECONDS):
             # Failed or too slow: the first invocation starts a runtime whose init runs inside it.
             prepared.close()
-            return Environment(env_id, process, connection, log_path, ports)
-        return Environment(env_id, process, connection, log_path, ports, prepared)
-
-    def _start_emulator(
-        self, env_id: str, variables: dict[str, str], log_path: Path
-    ) -> tuple[subprocess.Popen[bytes], EmulatorConnection, tuple[int, int]]:
-        failure = ""
-        for _ in range(_STARTUP_ATTEMPTS):
-            try:
-                return self._start_emulator_once(env_id, variables, log_path)
-            except EnvironmentStartError as error:  # most likely the probed port was taken meanwhile
-                failure = str(error)
-        raise EnvironmentStartError(failure)
-
-    def _start_emulator_once(
-        self, env_id: str, variables: dict[str, str], log_path: Path
-    ) -> tuple[subprocess.Popen[bytes], EmulatorConnection, tuple[int, int]]:
-        port, runtime_api_port = PORTS.take(), PORTS.take()
-        command = [
-            str(self.settings.rie_binary),
-            "--runtime-interface-emulator-address",
-            f"127.0.0.1:{port}",
-            # The Runtime API between emulator and runtime defaults to the fixed 127.0.0.1:9001.
-            "--runtime-api-address",
-            f"127.0.0.1:{runtime_api_port}",
-            *self.fork_server.command(self.spec.handler),
-        ]
-        with log_path.open("ab") as log_file:
-            process = start_session(
-                command,
-                cwd=self.spec.code_dir,
-                env=variables,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-            )
-        read_timeout = self.spec.timeout_seconds + _READ_TIMEOUT_MARGIN_SECONDS
-        deadline = time.monotonic() + self.settings.startup_timeout_seconds
-        while True:
-            connection = EmulatorConnection("127.0.0.1", port, timeout=read_timeout)
-            try:
-                connection.connect()
-                if listens_on(process.pid, port):
-                    return process, connection, (port, runtime_api_port)
-            except OSError:
-                pass
-            connection.close()
-            if process.poll() is not None or time.monotonic() > deadline:
-                ended = "timed out" if process.returncode is None else process_state_text(process.returncode)
-                Environment(env_id, process, connection, log_path, (port, runtime_api_port)).kill()
-                raise EnvironmentStartError(
-                    f"environment {env_id} of {self.spec.name} did not start ({ended}); see {log_path}"
-                )
-            time.sleep(_POLL_INTERVAL_SECONDS)
+            return Environment(env_id, self.spec, command, variables, log_path, function_arn)
+        init_seconds = time.monotonic() - started
+        return Environment(
+            env_id, self.spec, command, variables, log_path, function_arn, prepared, init_seconds
+        )

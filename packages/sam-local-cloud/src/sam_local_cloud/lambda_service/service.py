@@ -21,8 +21,8 @@ from urllib.parse import unquote
 from sam_local_cloud import runtime_shim
 from sam_local_cloud.lambda_service.accounting import Accounting, MetricsWindow, Slot
 from sam_local_cloud.lambda_service.api import LambdaApi
-from sam_local_cloud.lambda_service.backends import Backend, BackendResult, RemoteBackend, RieBackend
-from sam_local_cloud.lambda_service.environments import LaunchSettings, find_rie_binary
+from sam_local_cloud.lambda_service.backends import Backend, BackendResult, ProcessBackend, RemoteBackend
+from sam_local_cloud.lambda_service.environments import LaunchSettings
 from sam_local_cloud.lambda_service.errors import (
     InvalidParameterValueError,
     InvalidRequestContentError,
@@ -133,13 +133,13 @@ class LambdaService:
         if lambda_endpoint:
             self.backend = RemoteBackend(lambda_endpoint)
         else:
-            self.backend = RieBackend(
+            self.backend = ProcessBackend(
                 LaunchSettings(
-                    find_rie_binary(),
                     python_executable,
                     endpoint_url,
                     region,
                     Path(log_dir),
+                    account_id=account_id,
                     runtime_fallback=runtime_fallback,
                 ),
                 fork_runtimes=fork_runtimes,
@@ -204,8 +204,8 @@ class LambdaService:
         return self.registry.resolve(name, qualifier)
 
     def launch_runtime_servers(self) -> None:
-        """Starts, without waiting, the runtime servers of the functions defined at start (RieBackend)."""
-        if isinstance(self.backend, RieBackend):
+        """Starts, without waiting, the runtime servers of the functions defined at start (ProcessBackend)."""
+        if isinstance(self.backend, ProcessBackend):
             self.backend.launch_runtime_servers(self._defined_at_start)
 
     def get_function(self, name: str, qualifier: str | None = None) -> JsonObject:
@@ -336,7 +336,7 @@ class LambdaService:
         try:
             decision = self.faults.decide(spec.name, payload) if self.faults.has_rules(spec.name) else None
             if decision is None:
-                outcome = self.backend.invoke(spec, payload, tail_log=tail_log)
+                outcome = self.backend.invoke(spec, payload, tail_log=tail_log, request_id=request_id)
             else:
                 outcome = self._run_with_faults(spec, payload, request_id, decision, tail_log)
         finally:
@@ -382,7 +382,9 @@ class LambdaService:
         if directive is not None:
             injected = _with_directive(payload, directive)
             if injected is not None:
-                return self.backend.invoke(spec, injected, tail_log=tail_log, hold_after_seconds=delay)
+                return self.backend.invoke(
+                    spec, injected, tail_log=tail_log, hold_after_seconds=delay, request_id=request_id
+                )
         return self._emulate_fault(payload, Emulation(spec, request_id, delay), decision.outcome, tail_log)
 
     def _emulate_fault(
@@ -395,7 +397,11 @@ class LambdaService:
                 return settled
         started = time.monotonic()
         result = self.backend.invoke(
-            emulation.spec, payload, tail_log=tail_log, hold_after_seconds=emulation.response_delay_seconds
+            emulation.spec,
+            payload,
+            tail_log=tail_log,
+            hold_after_seconds=emulation.response_delay_seconds,
+            request_id=emulation.request_id,
         )
         if rule is None or result.function_error:
             return result
