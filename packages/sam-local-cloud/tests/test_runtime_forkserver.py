@@ -108,3 +108,33 @@ def test_filling_the_free_blocks_leaves_few_for_a_runtime_to_land_in() -> None:
     after = sum(runtime_forkserver.small_object_free_blocks().values())
     assert len(fillers) >= before * 0.9
     assert after < before / 2
+
+
+# After the server shares the SDK data, a runtime's new boto3 Session (a handler's ``boto3.resource``)
+# finds its service and resource models parsed already.
+BOTO3_SESSION_FINDS_SHARED_DATA = r"""
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("runtime_forkserver", sys.argv[1])
+server = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = server
+spec.loader.exec_module(server)
+import boto3.session, botocore.session
+shared = server._share_sdk_data(("dynamodb",))
+loader = boto3.session.Session(region_name="us-east-1")._session.get_component("data_loader")
+print(json.dumps({"shared": shared, "cached": sorted({str(key[1:3]) for key in loader._cache})}))
+"""
+
+
+def test_a_new_boto3_session_in_a_runtime_finds_the_resource_model_parsed() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-I", "-c", BOTO3_SESSION_FINDS_SHARED_DATA, runtime_forkserver.__file__],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    report = json.loads(completed.stdout)
+
+    assert report["shared"] is True
+    assert "('dynamodb', 'resources-1')" in report["cached"]
+    assert "('dynamodb', 'service-2')" in report["cached"]

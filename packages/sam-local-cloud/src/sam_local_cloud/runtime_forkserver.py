@@ -155,7 +155,27 @@ def _share_sdk_data(services: tuple[str, ...] = SHARED_SDK_SERVICES) -> bool:
             )
         except Exception:  # a service this botocore does not know is simply not shared
             continue
+    _share_boto3_data(services)
     return True
+
+
+def _share_boto3_data(services: tuple[str, ...]) -> None:
+    """The same for boto3's sessions, whose loaders also search boto3's own data (its resource models):
+    another cache, filled here by a client and, where boto3 has one, a resource of each service."""
+    boto3_session_module = sys.modules.get("boto3.session")
+    if boto3_session_module is None:
+        return
+    session = boto3_session_module.Session(
+        region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    with_resources = set(session.get_available_resources())
+    for service in services:
+        try:
+            session.client(service)
+            if service in with_resources:
+                session.resource(service)
+        except Exception:  # a service this boto3 does not know is simply not shared
+            continue
 
 
 # PEP 683: CPython 3.12 and 3.13 (64-bit, with the GIL) never write the reference count of an object
