@@ -6,6 +6,7 @@ against a local cloud on the IAM probe template, each service answering a bad si
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -31,6 +32,7 @@ from orderbatch.commands.local import exposure_warning
 from orderbatch.project import PROJECT_ROOT
 from sam_local_cloud import DUMMY_CREDENTIALS, LocalCloud, LocalCloudConfig
 from sam_local_cloud.docker_api.server import DockerApiServer
+from sam_local_cloud.iam import signatures as signatures_module
 from sam_local_cloud.iam.signatures import (
     S3_SIGNATURE_MISMATCH,
     SIGNATURE_MISMATCH,
@@ -150,6 +152,49 @@ def test_every_request_shape_signed_right_verifies_and_a_tampered_header_does_no
     refusal = verifier.check(tampered)
     assert refusal is not None
     assert refusal.reason == "mismatch"
+
+
+@pytest.mark.parametrize("shape", [shape for shape in SHAPES if SHAPES[shape][1] != "s3"])
+def test_the_plain_request_shortcut_computes_botocores_signature(shape: str) -> None:
+    url, service, method, body = SHAPES[shape]
+    request = signed(
+        url,
+        service=service,
+        method=method,
+        body=body,
+        **{"X-Amz-Meta-Note": "  two   spaces ", "X-Note": "é"},
+    )
+    environ = received(request)
+    authorization = environ["HTTP_AUTHORIZATION"]
+    verifier = SignatureVerifier(KEYS.get)
+    long_way = mock.patch.object(signatures_module, "_has_plain_form", return_value=False)
+
+    signed_request = signatures_module._signed_by(environ)
+    assert signed_request is not None
+    assert signatures_module._has_plain_form(signed_request)
+    shortcut = signatures_module._plain_signature(environ, signed_request, "testing", verifier.signing_key)
+    assert shortcut == authorization.rpartition("Signature=")[2]
+    # Whatever the shortcut decides, a request the long way refuses is refused, and the other way round.
+    tampered = {**received(request), "HTTP_X_AMZ_META_NOTE": "changed"}
+    with long_way:
+        expected = [getattr(verifier.check(env), "reason", None) for env in (received(request), tampered)]
+    assert [getattr(verifier.check(env), "reason", None) for env in (received(request), tampered)] == expected
+    assert expected == [None, "mismatch"]
+
+
+def test_signed_headers_out_of_the_specifications_order_take_the_long_way() -> None:
+    request = signed(f"http://{HOST}/", service="dynamodb", method="POST", body=b"{}")
+    environ = received(request)
+    in_order = signatures_module._signed_by(environ)
+    assert in_order is not None
+    reordered = dataclasses.replace(in_order, signed_headers=tuple(reversed(in_order.signed_headers)))
+    upper = dataclasses.replace(
+        in_order, signed_headers=tuple(name.title() for name in in_order.signed_headers)
+    )
+    presigned = dataclasses.replace(in_order, presigned=True)
+
+    assert signatures_module._has_plain_form(in_order)
+    assert not any(signatures_module._has_plain_form(shape) for shape in (reordered, upper, presigned))
 
 
 def test_chunked_and_unsigned_s3_uploads_check_the_seed_signature_only() -> None:

@@ -19,12 +19,13 @@ import functools
 import hashlib
 import hmac
 import io
+import itertools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 from botocore.auth import UNSIGNED_PAYLOAD, SigV4Auth
 from botocore.awsrequest import AWSRequest, HTTPHeaders
@@ -125,6 +126,12 @@ class SignatureVerifier:
         timing = _timing_refusal(signed, now)
         if timing is not None:
             return timing
+        # A plain request whose signature matches is accepted at once; any other is checked the long way
+        # below, so the shortcut costs time when it disagrees with botocore's signer, never a refusal.
+        if _has_plain_form(signed) and hmac.compare_digest(
+            _plain_signature(environ, signed, secret, self.signing_key), signed.signature
+        ):
+            return None
         signer = _ReceivedRequestSigner(
             Credentials(signed.access_key_id, secret),
             signed.service,
@@ -148,6 +155,66 @@ class SignatureVerifier:
             ("CanonicalRequest", canonical_request),
         )
         return SignatureRefusal("mismatch", "s3", signed.access_key_id, S3_SIGNATURE_MISMATCH, details)
+
+
+def _has_plain_form(signed: _Signed) -> bool:
+    """A header-signed request to a service other than S3 naming its signed headers as the specification
+    has them (lower case, sorted, each once) and no ``x-amz-content-sha256``: what every SDK sends to
+    DynamoDB, Lambda or Step Functions, and what ``_plain_signature`` computes without botocore's signer."""
+    names = signed.signed_headers
+    return (
+        not signed.presigned
+        and signed.service != "s3"
+        and "x-amz-content-sha256" not in names
+        and all(name == name.lower() for name in names)
+        and all(first < second for first, second in itertools.pairwise(names))
+    )
+
+
+def _plain_signature(
+    environ: dict[str, Any],
+    signed: _Signed,
+    secret: str,
+    signing_key: Callable[[str, str, str, str], bytes],
+) -> str:
+    """The signature of a request in plain form (``_has_plain_form``): the same canonical request, string
+    to sign and signature botocore's ``SigV4Auth`` makes through ``_ReceivedRequestSigner``, built directly
+    (a tenth of the time: no header message object, URL splitting or per-header lookups)."""
+    raw_path, query = _raw_target(environ)
+    pairs = [
+        (quote(unquote(key), safe="-_.~"), quote(unquote(value), safe="-_.~"))
+        for key, _, value in (pair.partition("=") for pair in query.split("&") if pair)
+    ]
+    headers = "".join(
+        f"{name}:{' '.join(_header(environ, name).split())}\n" for name in signed.signed_headers
+    )
+    canonical_request = "\n".join(
+        (
+            environ.get("REQUEST_METHOD", "GET").upper(),
+            _canonical_path(raw_path),
+            "&".join(f"{key}={value}" for key, value in sorted(pairs)),
+            headers,
+            ";".join(signed.signed_headers),
+            hashlib.sha256(_body(environ)).hexdigest(),
+        )
+    )
+    date = signed.timestamp[0:8]
+    string_to_sign = "\n".join(
+        (
+            ALGORITHM,
+            signed.timestamp,
+            f"{date}/{signed.region}/{signed.service}/aws4_request",
+            hashlib.sha256(canonical_request.encode("utf-8")).hexdigest(),
+        )
+    )
+    key = signing_key(secret, date, signed.region, signed.service)
+    return hmac.new(key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def _canonical_path(raw_path: str) -> str:
+    """A path as every service but S3 canonicalises it: normalised, then encoded once more."""
+    return quote(normalize_url_path(urlsplit(f"http://signed{raw_path}").path), safe="/~")
 
 
 def _derive_signing_key(secret: str, date: str, region: str, service: str) -> bytes:
