@@ -436,11 +436,13 @@ def _walk_scalar(shape: Shape, value: Any, path: str, problems: _Problems) -> No
 
 
 def _check_scalar(shape: Shape, value: Any, path: str, problems: _Problems) -> None:
-    shown = f"'{value}'" if isinstance(value, str) else str(value)
-    if shape.metadata.get("sensitive"):
-        shown = ""
+    metadata = shape.metadata
     if shape.type_name == "string":
         enum = shape.enum  # type: ignore[attr-defined]
+        names_an_arn = _names_an_arn(path)
+        if not (enum or names_an_arn or "min" in metadata or "max" in metadata or "pattern" in metadata):
+            return  # nothing to check: most of a DynamoDB item's strings
+        shown = _shown(shape, value)
         if enum and value not in enum:
             problems.constraint(shown, path, f"Member must satisfy enum value set: [{', '.join(enum)}]")
             return
@@ -450,14 +452,24 @@ def _check_scalar(shape: Shape, value: Any, path: str, problems: _Problems) -> N
         compiled = _python_pattern(pattern) if pattern else None
         if len(problems.constraints) == before and compiled is not None and not compiled.fullmatch(value):
             problems.constraint(shown, path, f"Member must satisfy regular expression pattern: {pattern}")
-        if _names_an_arn(path) and not _ARN.match(value):
+        if names_an_arn and not _ARN.match(value):
             problems.arn(value, path)
     elif shape.type_name in ("integer", "long", "float", "double"):
-        least, most = shape.metadata.get("min"), shape.metadata.get("max")
+        least, most = metadata.get("min"), metadata.get("max")
+        if least is None and most is None:
+            return
+        shown = _shown(shape, value)
         if least is not None and value < least:
             problems.constraint(shown, path, f"Member must have value greater than or equal to {least}")
         elif most is not None and value > most:
             problems.constraint(shown, path, f"Member must have value less than or equal to {most}")
+
+
+def _shown(shape: Shape, value: Any) -> str:
+    """The value as a validation message quotes it (nothing for a sensitive member)."""
+    if shape.metadata.get("sensitive"):
+        return ""
+    return f"'{value}'" if isinstance(value, str) else str(value)
 
 
 # Java's syntax Python reads differently or not at all: such a pattern is not checked rather than misread.
@@ -477,7 +489,8 @@ def _python_pattern(pattern: str) -> re.Pattern[str] | None:
 
 def _names_an_arn(path: str) -> bool:
     # By the member's name: shapes named ...Arn also take plain names (DynamoDB's TableName is a TableArn).
-    return path.rsplit(".", 1)[-1].lower().endswith("arn")
+    # The path's last three characters: a shorter last member name would put the dot before it among them.
+    return path[-3:].lower() == "arn"
 
 
 def _arn_refusal(operation: OperationModel, bad_arns: list[tuple[str, str]], fallback: str) -> Refusal:
