@@ -576,3 +576,52 @@ def cloud_execution(arn: str) -> Any:
     """The moto execution behind the ARN (the local cloud serves moto in this process)."""
     _, _, _, region, account, *_ = arn.split(":")
     return stepfunctions_parser_backends[account][region].describe_execution(arn)
+
+
+@mock_aws
+def test_an_item_is_held_to_dynamodbs_400_kb_whether_written_whole_or_grown_by_an_update() -> None:
+    # Given moto's DynamoDB as the local cloud runs it (a new item sized once, when complete)
+    install_dynamodb()
+    install_model_registry()
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    dynamodb.create_table(
+        TableName="Sized",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    limit = 400 * 1024
+
+    def item(key: str, size: int) -> dict[str, Any]:
+        # DynamoDB counts names and values in UTF-8 bytes: "id" and the key, "a" and its value, "b" and
+        # 1,000 two-byte characters.
+        rest = size - len("id") - len(key) - len("a") - len("b") - 2_000
+        return {"id": {"S": key}, "a": {"S": "x" * rest}, "b": {"S": "é" * 1_000}}
+
+    def refusal(call: Callable[[], object]) -> str | None:
+        try:
+            call()
+        except ClientError as error:
+            return str(error.response["Error"]["Message"])
+        return None
+
+    # When items of exactly the limit and one byte over are written, and a stored one grows past it
+    at_limit = refusal(lambda: dynamodb.put_item(TableName="Sized", Item=item("k1", limit)))
+    over = refusal(lambda: dynamodb.put_item(TableName="Sized", Item=item("k2", limit + 1)))
+    dynamodb.put_item(TableName="Sized", Item=item("k3", limit - 100))
+    grown = refusal(
+        lambda: dynamodb.update_item(
+            TableName="Sized",
+            Key={"id": {"S": "k3"}},
+            UpdateExpression="SET c = :c",
+            ExpressionAttributeValues={":c": {"S": "y" * 200}},
+        )
+    )
+
+    # Then the first is stored and the others are refused as DynamoDB refuses them, the stored one unchanged
+    assert at_limit is None
+    assert over == "Item size has exceeded the maximum allowed size"
+    assert grown == "Item size to update has exceeded the maximum allowed size"
+    stored = dynamodb.get_item(TableName="Sized", Key={"id": {"S": "k3"}})["Item"]
+    assert "c" not in stored
+    assert "Item" not in dynamodb.get_item(TableName="Sized", Key={"id": {"S": "k2"}})

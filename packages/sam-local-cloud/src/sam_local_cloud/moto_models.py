@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sam_local_cloud.dynamodb import sized_when_complete
+
 if TYPE_CHECKING:
     from sam_local_cloud.moto_seam.services import dynamo_type
 
@@ -81,4 +83,6 @@ def _register_compact_dynamodb_items() -> None:
         **kwargs: object,
     ) -> None:
         names = {sys.intern(name): value for name, value in attrs.items()}
-        proceed(self, hash_key, range_key, names, *args, **kwargs)
+        # AWS's item size limit is the DynamoDB concern's (dynamodb.py); checked once the item is whole.
+        with sized_when_complete(self):
+            proceed(self, hash_key, range_key, names, *args, **kwargs)
