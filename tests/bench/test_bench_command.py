@@ -102,7 +102,7 @@ def test_a_tiny_bench_writes_every_figure_and_a_self_contained_report(
         assert set(used["data_plane_cpu_ms"]) >= {"PutItem (conditional)", "TransactWriteItems"}
         assert all(ms > 0 for ms in used["data_plane_cpu_ms"].values())
         assert used["peak_tree_pss_mib"] >= used["tree_pss_mib_before"] > 0
-        assert used["peak_processes"] > 2 * 4  # an emulator and a runtime per warm environment, at least
+        assert used["peak_processes"] > 2 * 4  # a runtime and its stub per warm environment, at least
         assert scenario["simulated"]["makespan_seconds"] >= scenario["lower_bound_seconds"]
     oversubscribed = document["scenarios"][1]
     assert oversubscribed["max_concurrency"] == 6

@@ -172,7 +172,7 @@ def reading_notes(document: dict[str, Any]) -> list[str]:
         "$/M = modelled dollars per million orders (Lambda + DynamoDB writes + Step Functions), "
         "std = Standard workflow, expr = Distributed Map with Express children.",
         "tasks/s = Lambda invocations / makespan; cpu ms/task = CPU of the local cloud's process + its "
-        "DynamoDB data plane process + the emulators and runtimes, per Lambda invocation; peak PSS = MiB "
+        "DynamoDB data plane process + the runtimes and their stubs, per Lambda invocation; peak PSS = MiB "
         "of the whole process tree (shared pages once), sampled each second during the batch.",
         f"Unit prices ({prices['as_of']}): "
         f"Standard ${prices['standard_per_transition'] * 1000:.3f}/1000 transitions; "
@@ -366,7 +366,7 @@ SUMMARY_COLUMNS = (
     reports.Column("tasks / s", explanation="Lambda invocations / makespan"),
     reports.Column(
         "CPU ms / task",
-        explanation="CPU per Lambda invocation: local cloud + DynamoDB data plane + emulators and runtimes",
+        explanation="CPU per Lambda invocation: local cloud + DynamoDB data plane + runtimes and their stubs",
     ),
     reports.Column("peak PSS MiB", explanation="the whole process tree, shared pages counted once"),
     reports.Column("target", numeric=False, explanation="the scenario's targets (reported, never asserted)"),

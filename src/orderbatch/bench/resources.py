@@ -1,10 +1,10 @@
 """What the local cloud costs the machine: memory and CPU of its whole process tree (Linux ``/proc``).
 
-The local cloud is one Python process plus, per execution environment, an emulator and a runtime (forked
-from the runtime fork server, or started afresh). Memory is PSS summed over the tree, so pages the
-runtimes share with the fork server count once; CPU is split between the local cloud's own process
+The local cloud is one Python process plus, per execution environment, a runtime (forked from the runtime
+fork server, or started afresh) and the stub that waits for it. Memory is PSS summed over the tree, so
+pages the runtimes share with the fork server count once; CPU is split between the local cloud's own process
 (moto, the interpreter, the Lambda service, the HTTP server), its data plane (the DynamoDB worker) and
-everything else below it (emulators and runtimes), including processes that ended meanwhile: their time
+everything else below it (runtimes and their stubs), including processes that ended meanwhile: their time
 is in their parent's ``cutime``.
 """
 
@@ -89,7 +89,7 @@ def cpu_seconds(
     root: int | None = None, data_plane: Iterable[int] = (), exclude: Iterable[int] = ()
 ) -> CpuSeconds:
     """CPU used so far by the local cloud's process, its data plane processes, and everything else below
-    it (emulators and runtimes, ended ones too), leaving out ``exclude`` (the measurement's own)."""
+    it (runtimes and their stubs, ended ones too), leaving out ``exclude`` (the measurement's own)."""
     root = os.getpid() if root is None else root
     own, reaped = _cpu_ticks(root)
     workers = set(data_plane)

@@ -545,7 +545,7 @@ def _figures(
 
 
 def _resource_figures(measured: dict[str, Any], invocations: int, orders: int) -> dict[str, Any]:
-    """CPU per Lambda task (the local cloud's process, and the emulators and runtimes below it) and memory."""
+    """CPU per Lambda task (the local cloud's process, and the runtimes and stubs below it) and memory."""
     cpu = measured["cpu_seconds"]
     growth = measured["peak_tree_pss_mib"] - measured["tree_pss_mib_before"]
     return {
