@@ -625,3 +625,31 @@ def test_an_item_is_held_to_dynamodbs_400_kb_whether_written_whole_or_grown_by_a
     stored = dynamodb.get_item(TableName="Sized", Key={"id": {"S": "k3"}})["Item"]
     assert "c" not in stored
     assert "Item" not in dynamodb.get_item(TableName="Sized", Key={"id": {"S": "k2"}})
+
+
+def test_a_stopped_cloud_leaves_no_client_of_its_tasks_behind(tmp_path: Path) -> None:
+    import gc
+
+    import botocore.client
+
+    from orderbatch.bench.startup import _run_batch
+
+    def clients_of(port: int) -> list[str]:
+        return [
+            client.meta.service_model.service_name
+            for client in gc.get_objects()
+            if isinstance(client, botocore.client.BaseClient) and f":{port}" in client.meta.endpoint_url
+        ]
+
+    # Given a cloud whose batch ran Lambda and DynamoDB Tasks (the Tasks' clients made on first use)
+    config = local_cloud_config(TEMPLATE, account_concurrency=10, state_dir=tmp_path / "state")
+    with LocalCloud(config) as stopped:
+        _run_batch(stopped, TEMPLATE, 3, "clients-batch")
+        port = stopped.port
+        assert "lambda" in clients_of(port)
+
+    # When it has stopped, Then none of its Tasks' clients is kept by the process (a test session starts
+    # many clouds: each one's clients used to stay, a Lambda client a cloud)
+    del stopped
+    gc.collect()
+    assert clients_of(port) == []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -57,6 +57,9 @@ class CloudParts:
     # Service name -> the client EventBridge's rules deliver to targets with.
     event_target_clients: Callable[[str], Any] | None = None
     mock_config: MockConfigReader | None = None
+    # The clients its Tasks call other services with, by (region, service, the keys they sign with): made
+    # on first use, and gone with the cloud.
+    task_clients: dict[tuple[str, str, tuple[str, str] | None], Any] = field(default_factory=dict)
 
 
 class _AccountTable:

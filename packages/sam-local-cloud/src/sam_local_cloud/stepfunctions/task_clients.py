@@ -96,11 +96,13 @@ def register_hooks() -> None:
     lock = threading.Lock()
 
     @functools.cache
-    def cached(region: str, service: str, port: str | None, credentials: tuple[str, str] | None) -> Any:
+    def motos_own(region: str, service: str) -> Any:
         with lock:  # boto3's default session is not safe to build clients from concurrently
-            if credentials is None and port is None:
-                return moto_client_for(region=region, service=service)
-            credentials = credentials or _MOTO_TASK_KEYS
+            return moto_client_for(region=region, service=service)
+
+    def make(region: str, service: str, port: str | None, credentials: tuple[str, str] | None) -> Any:
+        credentials = credentials or _MOTO_TASK_KEYS
+        with lock:
             # moto's client, as its boto_client_for builds it, with the role's keys instead of its own.
             return sdk_models.client(
                 service,
@@ -116,12 +118,25 @@ def register_hooks() -> None:
                 ),
             )
 
+    def cloud_client(parts: CloudParts | None, region: str, service: str, credentials: Any) -> Any:
+        port = endpoint_port(parts)
+        if credentials is None and port is None:
+            return motos_own(region, service)
+        if parts is None:
+            return make(region, service, port, credentials)
+        # Kept by the cloud, not by this module: a process that starts many clouds (a test session)
+        # keeps no client of a cloud that has stopped.
+        key = (region, service, credentials)
+        client = parts.task_clients.get(key)
+        if client is None:
+            client = parts.task_clients.setdefault(key, make(region, service, port, credentials))
+        return client
+
     def task_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
         role_arn = getattr(state_credentials, "role_arn", None)
         parts = parts_for_arn(role_arn)
         credentials = credentials_for_role(role_arn, parts)
-        # Keyed by port too: each local cloud in this process has its own endpoint.
-        client = cached(region, service, endpoint_port(parts), credentials)
+        client = cloud_client(parts, region, service, credentials)
         if service == "lambda" and parts is not None and parts.lambda_client is not None:
             return _TaskLambdaClient(parts.lambda_client, client, credentials[0] if credentials else None)
         return client
