@@ -71,8 +71,7 @@ def is_function_error_payload(body: bytes) -> bool:
     """Whether a 200 body from the runtime is awslambdaric's error document rather than a result.
 
     An emulator (``sam local start-lambda``) answers both with a plain 200, so the shape decides (as
-    ``sam local`` does): the
-    ``errorType``/``errorMessage``/``requestId`` keys and nothing but error keys.
+    ``sam local`` does): the ``errorType``/``errorMessage``/``requestId`` keys and nothing but error keys.
     """
     if not body.startswith(b"{") or b'"errorType"' not in body:
         return False

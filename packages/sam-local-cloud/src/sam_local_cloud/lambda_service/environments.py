@@ -116,7 +116,8 @@ class Environment:
             request_id, payload, int((time.time() + self.spec.timeout_seconds) * 1000), self.function_arn
         )
         self._log(f"START RequestId: {request_id} Version: {LATEST}\n")
-        outcome = "timeout"
+        # The REPORT line's Status: a stub that cannot start (OSError) ends the invocation in error too.
+        outcome = "error"
         try:
             if self.process is None:
                 self.process = self._start_runtime()
@@ -124,11 +125,11 @@ class Environment:
             outcome = ""
             return answer
         except TimeoutError:
+            outcome = "timeout"
             seconds = self.spec.timeout_seconds
             self._log(f"{_timestamp()} {request_id} Task timed out after {seconds:.2f} seconds\n")
             raise
         except RuntimeExitedError as exited:
-            outcome = "error"
             document = _exit_document(request_id, exited.returncode)
             return RuntimeAnswer(document, function_error=True, init_failed=True)
         finally:
