@@ -181,10 +181,6 @@ def _plain_signature(
     to sign and signature botocore's ``SigV4Auth`` makes through ``_ReceivedRequestSigner``, built directly
     (a tenth of the time: no header message object, URL splitting or per-header lookups)."""
     raw_path, query = _raw_target(environ)
-    pairs = [
-        (quote(unquote(key), safe="-_.~"), quote(unquote(value), safe="-_.~"))
-        for key, _, value in (pair.partition("=") for pair in query.split("&") if pair)
-    ]
     headers = "".join(
         f"{name}:{' '.join(_header(environ, name).split())}\n" for name in signed.signed_headers
     )
@@ -192,7 +188,7 @@ def _plain_signature(
         (
             environ.get("REQUEST_METHOD", "GET").upper(),
             _canonical_path(raw_path),
-            "&".join(f"{key}={value}" for key, value in sorted(pairs)),
+            _canonical_query(_decoded_query(query)),
             headers,
             ";".join(signed.signed_headers),
             hashlib.sha256(_body(environ)).hexdigest(),
@@ -213,8 +209,29 @@ def _plain_signature(
 
 @functools.lru_cache(maxsize=256)
 def _canonical_path(raw_path: str) -> str:
-    """A path as every service but S3 canonicalises it: normalised, then encoded once more."""
-    return quote(normalize_url_path(urlsplit(f"http://signed{raw_path}").path), safe="/~")
+    """The canonical path of a request to any service but S3, from the path as sent."""
+    return _encoded_again(urlsplit(f"http://signed{raw_path}").path)
+
+
+def _encoded_again(path: str) -> str:
+    """Every service but S3 signs its path normalised, then encoded once more."""
+    return quote(normalize_url_path(path), safe="/~")
+
+
+def _decoded_query(query: str, *, without: str | None = None) -> list[tuple[str, str]]:
+    """A raw query string's pairs, decoded (leaving out a pair named ``without``)."""
+    return [
+        (unquote(key), unquote(value))
+        for key, _, value in (pair.partition("=") for pair in query.split("&") if pair)
+        if key != without
+    ]
+
+
+def _canonical_query(pairs: list[tuple[str, str]]) -> str:
+    """Decoded pairs encoded again, sorted by key then value: the specification's canonical query, whatever
+    encoding the client chose (spaces as %20 or not, unreserved characters escaped or not)."""
+    encoded = sorted((quote(key, safe="-_.~"), quote(value, safe="-_.~")) for key, value in pairs)
+    return "&".join(f"{key}={value}" for key, value in encoded)
 
 
 def _derive_signing_key(secret: str, date: str, region: str, service: str) -> bytes:
@@ -251,14 +268,10 @@ class _ReceivedRequestSigner(SigV4Auth):
 
     def _normalize_url_path(self, path: str) -> str:
         # S3 signs the path as sent (S3SigV4Auth); the others encode it once more.
-        return path if self._s3 else quote(normalize_url_path(path), safe="/~")
+        return path if self._s3 else _encoded_again(path)
 
     def canonical_query_string(self, request: AWSRequest) -> str:
-        # Decoded and encoded again, sorted by key then value: the specification's canonical query, whatever
-        # encoding the client chose (spaces as %20 or not, unreserved characters escaped or not).
-        pairs: list[tuple[str, str]] = request.context["query"]
-        encoded = sorted((quote(key, safe="-_.~"), quote(value, safe="-_.~")) for key, value in pairs)
-        return "&".join(f"{key}={value}" for key, value in encoded)
+        return _canonical_query(request.context["query"])
 
     def payload(self, request: AWSRequest) -> str:
         if self._presigned and self._s3:
@@ -391,11 +404,7 @@ def _as_signed(environ: dict[str, Any], signed: _Signed) -> AWSRequest:
         headers[name] = _header(environ, name)
     request = AWSRequest(method=environ.get("REQUEST_METHOD", "GET"), url=f"http://signed{raw_path}")
     request.headers = headers
-    request.context["query"] = [
-        (unquote(key), unquote(value))
-        for key, _, value in (pair.partition("=") for pair in query.split("&") if pair)
-        if not (signed.presigned and key == "X-Amz-Signature")
-    ]
+    request.context["query"] = _decoded_query(query, without="X-Amz-Signature" if signed.presigned else None)
     request.context["timestamp"] = signed.timestamp
     if "x-amz-content-sha256" not in headers and not (signed.presigned and signed.service == "s3"):
         request.context["received_body"] = _body(environ)
