@@ -67,25 +67,40 @@ _RUNTIME = textwrap.dedent(
 )
 
 
+class _Runtimes:
+    """The endpoint under test and the runtimes started against it, stopped when the test ends."""
+
+    def __init__(self, folder: Path) -> None:
+        self.api = RuntimeApi()
+        self.log = folder / "runtime.log"
+        self._script = folder / "runtime.py"
+        self._script.write_text(_RUNTIME)
+        self._started: list[subprocess.Popen[bytes]] = []
+
+    def start(self, **variables: str) -> subprocess.Popen[bytes]:
+        with self.log.open("ab") as output:
+            process = subprocess.Popen(
+                [sys.executable, str(self._script)],
+                env={"AWS_LAMBDA_RUNTIME_API": self.api.address, **variables},
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        self._started.append(process)
+        self.api.watch(process)
+        return process
+
+    def stop(self) -> None:
+        for process in self._started:
+            process.kill()
+            process.wait()
+        self.api.close()
+
+
 @pytest.fixture
-def runtime_api(tmp_path: Path) -> Iterator[tuple[RuntimeApi, Path]]:
-    api = RuntimeApi()
-    yield api, tmp_path / "runtime.log"
-    api.close()
-
-
-def _start(api: RuntimeApi, log: Path, **variables: str) -> subprocess.Popen[bytes]:
-    script = log.parent / "runtime.py"
-    script.write_text(_RUNTIME)
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            [sys.executable, str(script)],
-            env={"AWS_LAMBDA_RUNTIME_API": api.address, **variables},
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    api.watch(process)
-    return process
+def runtimes(tmp_path: Path) -> Iterator[_Runtimes]:
+    started = _Runtimes(tmp_path)
+    yield started
+    started.stop()
 
 
 def _invocation(request_id: str, event: dict[str, object]) -> Invocation:
@@ -99,16 +114,12 @@ def _lines(log: Path) -> list[str]:
 
 
 def test_the_runtime_gets_the_event_with_lambdas_headers_and_its_answer_comes_back(
-    runtime_api: tuple[RuntimeApi, Path],
+    runtimes: _Runtimes,
 ) -> None:
-    api, log = runtime_api
-    process = _start(api, log)
-    try:
-        first = api.invoke(_invocation("r-1", {"do": "echo", "n": 1}), time.monotonic() + 20)
-        second = api.invoke(_invocation("r-2", {"do": "expect", "n": 2}), time.monotonic() + 20)
-    finally:
-        process.kill()
-        process.wait()
+    api, log = runtimes.api, runtimes.log
+    runtimes.start()
+    first = api.invoke(_invocation("r-1", {"do": "echo", "n": 1}), time.monotonic() + 20)
+    second = api.invoke(_invocation("r-2", {"do": "expect", "n": 2}), time.monotonic() + 20)
 
     assert (json.loads(first.body), first.function_error, first.init_failed) == (
         {"echo": {"do": "echo", "n": 1}},
@@ -125,16 +136,12 @@ def test_the_runtime_gets_the_event_with_lambdas_headers_and_its_answer_comes_ba
 
 
 def test_an_error_posted_by_the_runtime_is_a_function_error_and_the_runtime_goes_on(
-    runtime_api: tuple[RuntimeApi, Path],
+    runtimes: _Runtimes,
 ) -> None:
-    api, log = runtime_api
-    process = _start(api, log)
-    try:
-        failed = api.invoke(_invocation("r-1", {"do": "error"}), time.monotonic() + 20)
-        after = api.invoke(_invocation("r-2", {"do": "echo"}), time.monotonic() + 20)
-    finally:
-        process.kill()
-        process.wait()
+    api = runtimes.api
+    runtimes.start()
+    failed = api.invoke(_invocation("r-1", {"do": "error"}), time.monotonic() + 20)
+    after = api.invoke(_invocation("r-2", {"do": "echo"}), time.monotonic() + 20)
 
     assert failed.function_error
     assert not failed.init_failed
@@ -143,10 +150,10 @@ def test_an_error_posted_by_the_runtime_is_a_function_error_and_the_runtime_goes
 
 
 def test_a_failed_init_answers_the_invocation_with_the_runtimes_error(
-    runtime_api: tuple[RuntimeApi, Path],
+    runtimes: _Runtimes,
 ) -> None:
-    api, log = runtime_api
-    process = _start(api, log, FAIL_INIT="1")
+    api, log = runtimes.api, runtimes.log
+    process = runtimes.start(FAIL_INIT="1")
     answer = api.invoke(_invocation("r-1", {"do": "echo"}), time.monotonic() + 20)
 
     assert answer.function_error
@@ -158,10 +165,10 @@ def test_a_failed_init_answers_the_invocation_with_the_runtimes_error(
 
 @pytest.mark.parametrize(("code", "expected"), [(3, 3), (0, 0)])
 def test_a_runtime_that_exits_mid_invocation_is_reported_with_its_exit_status(
-    runtime_api: tuple[RuntimeApi, Path], code: int, expected: int
+    runtimes: _Runtimes, code: int, expected: int
 ) -> None:
-    api, log = runtime_api
-    _start(api, log)
+    api = runtimes.api
+    runtimes.start()
     started = time.monotonic()
     with pytest.raises(RuntimeExitedError) as exited:
         api.invoke(_invocation("r-1", {"do": "exit", "code": code}), time.monotonic() + 20)
@@ -170,36 +177,28 @@ def test_a_runtime_that_exits_mid_invocation_is_reported_with_its_exit_status(
     assert time.monotonic() - started < 5  # told by the process's end, not by the deadline
 
 
-def test_past_the_deadline_the_invocation_times_out(runtime_api: tuple[RuntimeApi, Path]) -> None:
-    api, log = runtime_api
-    process = _start(api, log)
+def test_past_the_deadline_the_invocation_times_out(runtimes: _Runtimes) -> None:
+    api = runtimes.api
+    runtimes.start()
     api.invoke(_invocation("r-0", {"do": "echo"}), time.monotonic() + 20)  # the runtime is up
     started = time.monotonic()
-    try:
-        with pytest.raises(TimeoutError):
-            api.invoke(_invocation("r-1", {"do": "sleep", "seconds": 30}), time.monotonic() + 0.5)
-    finally:
-        process.kill()
-        process.wait()
+    with pytest.raises(TimeoutError):
+        api.invoke(_invocation("r-1", {"do": "sleep", "seconds": 30}), time.monotonic() + 0.5)
     assert 0.5 <= time.monotonic() - started < 3
 
 
 def test_a_response_over_lambdas_limit_is_refused_and_the_invocation_fails(
-    runtime_api: tuple[RuntimeApi, Path],
+    runtimes: _Runtimes,
 ) -> None:
-    api, log = runtime_api
-    process = _start(api, log)
-    try:
-        at_limit = api.invoke(
-            _invocation("r-1", {"do": "big", "size": RESPONSE_LIMIT_BYTES}), time.monotonic() + 30
-        )
-        over = api.invoke(
-            _invocation("r-2", {"do": "big", "size": RESPONSE_LIMIT_BYTES + 1}), time.monotonic() + 30
-        )
-        after = api.invoke(_invocation("r-3", {"do": "echo"}), time.monotonic() + 20)
-    finally:
-        process.kill()
-        process.wait()
+    api, log = runtimes.api, runtimes.log
+    runtimes.start()
+    at_limit = api.invoke(
+        _invocation("r-1", {"do": "big", "size": RESPONSE_LIMIT_BYTES}), time.monotonic() + 30
+    )
+    over = api.invoke(
+        _invocation("r-2", {"do": "big", "size": RESPONSE_LIMIT_BYTES + 1}), time.monotonic() + 30
+    )
+    after = api.invoke(_invocation("r-3", {"do": "echo"}), time.monotonic() + 20)
 
     assert (len(at_limit.body), at_limit.function_error) == (RESPONSE_LIMIT_BYTES, False)
     assert over.function_error
@@ -211,34 +210,26 @@ def test_a_response_over_lambdas_limit_is_refused_and_the_invocation_fails(
     assert not after.function_error
 
 
-def test_an_answer_for_another_request_id_is_refused(runtime_api: tuple[RuntimeApi, Path]) -> None:
-    api, log = runtime_api
-    process = _start(api, log)
-    try:
-        answer = api.invoke(_invocation("r-1", {"do": "wrong-id"}), time.monotonic() + 20)
-    finally:
-        process.kill()
-        process.wait()
+def test_an_answer_for_another_request_id_is_refused(runtimes: _Runtimes) -> None:
+    api, log = runtimes.api, runtimes.log
+    runtimes.start()
+    answer = api.invoke(_invocation("r-1", {"do": "wrong-id"}), time.monotonic() + 20)
 
     assert "wrong id answered 400" in _lines(log)
     assert json.loads(answer.body) == {"echo": {"do": "wrong-id"}}
 
 
-def test_a_request_outside_the_runtime_api_gets_a_404(runtime_api: tuple[RuntimeApi, Path]) -> None:
-    api, log = runtime_api
+def test_a_request_outside_the_runtime_api_gets_a_404(runtimes: _Runtimes) -> None:
+    api = runtimes.api
     host, port = api.address.split(":")
     with socket.create_connection((host, int(port))):
         pass  # a connection that closes at once is let go
-    process = _start(api, log)
-    try:
-        connection = http.client.HTTPConnection(host, int(port), timeout=10)
-        connection.request("GET", "/2020-01-01/extension/event/next")
-        # Served while an invocation runs: the API answers whatever comes in meanwhile.
-        answer = api.invoke(_invocation("r-1", {"do": "echo"}), time.monotonic() + 20)
-        response = connection.getresponse()
-    finally:
-        process.kill()
-        process.wait()
+    runtimes.start()
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    connection.request("GET", "/2020-01-01/extension/event/next")
+    # Served while an invocation runs: the API answers whatever comes in meanwhile.
+    answer = api.invoke(_invocation("r-1", {"do": "echo"}), time.monotonic() + 20)
+    response = connection.getresponse()
 
     assert not answer.function_error
     assert response.status == 404
